@@ -1,0 +1,115 @@
+// backends/local/local_runner.cpp: request → checks → spawn plan → shared supervisor.
+#include <sandbox/local_runner.hpp>
+
+#include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/supervise.hpp>
+
+#include "command_lookup.hpp"
+#include "work_dir.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <limits>
+
+namespace sandbox {
+
+namespace asio = boost::asio;
+
+namespace {
+
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner_options& opts)
+{
+    const exec_options& o = req.options;
+    if (req.command.empty())
+        return make_failure(errc::validation, "empty command", "command");
+    if (has_nul(req.command))
+        return make_failure(errc::validation, "command holds a NUL byte", "command");
+    for (std::size_t i = 0; i < req.args.size(); ++i)
+        if (has_nul(req.args[i]))
+            return make_failure(errc::validation,
+                                "argument " + std::to_string(i) + " holds a NUL byte", "args");
+    if (auto r = backend::validate_env_policy(o.env); !r)
+        return r.error();
+    if (auto r = o.net.validate(); !r)
+        return r.error();
+    if (auto r = validate_exec_policy(o, !o.limits.has_sampled_caps() || sampler_usable()); !r)
+        return r.error();
+    if (o.net.mode != net_mode::inherit)
+        return make_failure(errc::not_available,
+                            std::string("the local backend cannot isolate the network (mode ") +
+                                to_string(o.net.mode) + ")",
+                            "net.mode");
+
+    auto dir = local::open_work_dir(opts.root, o.work_dir);
+    if (!dir)
+        return dir.error();
+    backend::spawn_plan plan;
+    plan.envp = backend::build_environment(o.env, backend::host_environment());
+    auto exe = local::find_command(req.command, plan.envp, dir->get());
+    if (!exe)
+        return exe.error();
+    plan.executable = std::move(*exe);
+    plan.argv.reserve(req.args.size() + 1);
+    plan.argv.push_back(req.command);
+    plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
+    plan.work_dir = std::move(*dir);
+    plan.input = o.input;
+    std::int64_t cap = o.limits.max_output_bytes > 0 ? o.limits.max_output_bytes
+                                                     : opts.default_max_output_bytes;
+    plan.max_output_bytes = cap > 0 ? static_cast<std::uint64_t>(cap)
+                                    : std::numeric_limits<std::uint64_t>::max();
+    plan.timeout = o.timeout;
+    plan.kill_grace = o.kill_grace;
+    plan.memory_bytes = static_cast<std::uint64_t>(o.limits.memory_bytes);
+    plan.cpu_budget = cpu_budget(o);
+    plan.max_processes = static_cast<std::uint64_t>(o.limits.max_processes);
+    plan.sample_interval = opts.sample_interval;
+    plan.backend_name = "local";
+    return plan;
+}
+
+} // namespace
+
+local_runner::local_runner(executor_type ex, local_runner_options opts)
+    : ex_(std::move(ex)), opts_(std::move(opts))
+{
+    opts_.root = local::canonical_root(opts_.root);
+}
+
+local_runner::~local_runner() = default;
+
+enforcement_report local_runner::enforcement() const
+{
+    enforcement_report e;
+    e.env_allow_list = true;
+    bool s = sampler_usable();
+    e.memory_cap = s;
+    e.cpu_cap = s;
+    e.process_cap = s;
+    e.tree_kill = true;
+    return e;
+}
+
+asio::awaitable<exec_result> local_runner::exec(exec_request req)
+{
+    auto plan = prepare(req, opts_);
+    if (!plan)
+    {
+        diagnostics d = plan.error().diag;
+        d.backend = "local";
+        throw error(plan.error().code, std::move(d));
+    }
+    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(*plan),
+                                                     asio::as_tuple(asio::use_awaitable));
+    if (ec)
+    {
+        diagnostics d = r.diag;
+        throw error(ec, std::move(d), std::move(r));
+    }
+    co_return std::move(r);
+}
+
+} // namespace sandbox

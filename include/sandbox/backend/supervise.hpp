@@ -1,0 +1,78 @@
+// sandbox/backend/supervise.hpp: the shared engine behind every backend's exec: spawn one
+// child, feed stdin, capture capped output, enforce timeout and caps, kill the whole tree,
+// reap, and report an exec_result.
+#ifndef SANDBOX_BACKEND_SUPERVISE_HPP
+#define SANDBOX_BACKEND_SUPERVISE_HPP
+
+#include <sandbox/backend/unique_fd.hpp>
+#include <sandbox/config.hpp>
+#include <sandbox/exec_result.hpp>
+#include <sandbox/sampler.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandbox::backend {
+
+/// \brief Everything the supervisor needs; built by a backend from an exec_request after
+/// its policy checks. Nothing in it is interpreted again.
+struct spawn_plan
+{
+    /// Path handed to execve: absolute, or relative to the work directory.
+    std::string executable{};
+    /// Full argument vector (argv[0] included).
+    std::vector<std::string> argv{};
+    /// Full environment ("NAME=value").
+    std::vector<std::string> envp{};
+    /// Directory the child enters with fchdir before exec (checked by the backend).
+    unique_fd work_dir{};
+    std::optional<std::string> input{};
+    /// Bytes kept per stream.
+    std::uint64_t max_output_bytes = std::numeric_limits<std::uint64_t>::max();
+    std::chrono::nanoseconds timeout{0};
+    std::chrono::nanoseconds kill_grace{0};
+    /// Caps enforced by the sampler (zero: none).
+    std::uint64_t memory_bytes = 0;
+    std::chrono::nanoseconds cpu_budget{0};
+    std::uint64_t max_processes = 0;
+    std::chrono::nanoseconds sample_interval = default_sample_interval;
+    /// Configured values, echoed in diagnostics.
+    std::string backend_name{};
+};
+
+using supervise_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)>;
+
+SANDBOX_DECL void async_supervise_impl(boost::asio::any_io_executor ex, spawn_plan plan,
+                                       supervise_handler handler);
+
+/// \brief Runs `plan` to completion.
+///
+/// \par Completion signature
+/// `void(error_code, exec_result)`; see `sandbox::async_exec` for the error values.
+///
+/// \par Per-operation cancellation
+/// `terminal`: SIGKILL to the tree. `partial`: SIGTERM, then SIGKILL after `kill_grace`
+/// (2 s when zero). Completes with `operation_aborted` and the partial result.
+template <class CompletionToken>
+auto async_supervise(boost::asio::any_io_executor ex, spawn_plan plan, CompletionToken&& token)
+{
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, exec_result)>(
+        [](auto handler, boost::asio::any_io_executor ex, spawn_plan plan) {
+            async_supervise_impl(std::move(ex), std::move(plan), std::move(handler));
+        },
+        token, std::move(ex), std::move(plan));
+}
+
+} // namespace sandbox::backend
+
+#endif // SANDBOX_BACKEND_SUPERVISE_HPP

@@ -1,0 +1,49 @@
+// sandbox/enforcement.hpp: what a runner really enforces on this host.
+#ifndef SANDBOX_ENFORCEMENT_HPP
+#define SANDBOX_ENFORCEMENT_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/net_policy.hpp>
+
+#include <string>
+#include <vector>
+
+namespace sandbox {
+
+class runner;
+
+/// \brief An honest report of the policies a runner enforces here. Every flag defaults to
+/// false, which means "not enforced" (never "unknown").
+struct enforcement_report
+{
+    /// The environment allow-list and injection are applied.
+    bool env_allow_list = false;
+    /// Network modes the runner can isolate (`net_mode::inherit` is never listed).
+    std::vector<net_mode> net_modes{};
+    bool socks5 = false;
+    bool mitm = false;
+    bool unix_socket_policy = false;
+    /// Caps by the /proc sampler (memory, cpu time, process count); false when /proc cannot
+    /// be read on this host.
+    bool memory_cap = false;
+    bool cpu_cap = false;
+    bool process_cap = false;
+    bool disk_cap = false;
+    /// Writes outside allowed paths are prevented by the kernel (not just checked at start).
+    bool filesystem_bounds = false;
+    /// The whole process tree is killed on timeout, cancellation and exit, including
+    /// descendants that left the process group (double-forked daemons excepted).
+    bool tree_kill = false;
+
+    friend bool operator==(const enforcement_report&, const enforcement_report&) = default;
+};
+
+/// The runner's report; an all-false report for a null runner.
+SANDBOX_DECL enforcement_report enforcement_of(const runner* r);
+
+/// JSON text of the report (Boost.JSON), as printed by `sandbox-run --enforcement`.
+SANDBOX_DECL std::string to_json(const enforcement_report& e);
+
+} // namespace sandbox
+
+#endif // SANDBOX_ENFORCEMENT_HPP

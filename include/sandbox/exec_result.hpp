@@ -1,0 +1,95 @@
+// sandbox/exec_result.hpp: what one execution produced and how it ended.
+#ifndef SANDBOX_EXEC_RESULT_HPP
+#define SANDBOX_EXEC_RESULT_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/diagnostics.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sandbox {
+
+/// \brief How an execution ended.
+enum class exec_status : int
+{
+    /// Refused or failed before the command ran (the error says why).
+    not_started = 0,
+    /// The command exited by itself; `exit_code` holds its status (zero or not).
+    exited,
+    /// Killed by a signal the library did not send; `signal` holds it.
+    signaled,
+    /// The timeout elapsed and the tree was killed (`errc::timeout`).
+    timed_out,
+    /// A cap fired and the tree was killed; `budget` says which (`errc::budget_exceeded`).
+    budget_exceeded,
+    /// The cap sampler failed repeatedly, so the tree was killed rather than run unguarded
+    /// (`errc::not_available`).
+    unenforceable,
+    /// The caller cancelled; the tree was killed (`boost::asio::error::operation_aborted`).
+    cancelled,
+};
+
+/// \brief Which cap ended an execution.
+enum class budget_kind : int
+{
+    none = 0,
+    memory,
+    cpu,
+    processes,
+};
+
+SANDBOX_DECL const char* to_string(exec_status s) noexcept;
+SANDBOX_DECL const char* to_string(budget_kind b) noexcept;
+SANDBOX_DECL std::optional<exec_status> parse_exec_status(std::string_view s) noexcept;
+SANDBOX_DECL std::ostream& operator<<(std::ostream& os, exec_status s);
+SANDBOX_DECL std::ostream& operator<<(std::ostream& os, budget_kind b);
+
+/// \brief One captured stream: the head that fit under the cap, and what was dropped.
+struct stream_capture
+{
+    /// The first `max_output_bytes` bytes the child wrote (binary-safe).
+    std::string data{};
+    /// True when bytes were dropped because of the cap.
+    bool truncated = false;
+    /// How many bytes were read and discarded after the cap was reached.
+    std::uint64_t dropped_bytes = 0;
+
+    std::uint64_t total_bytes() const noexcept { return data.size() + dropped_bytes; }
+};
+
+/// \brief The outcome of one execution. A non-zero exit code is a result, not an error.
+///
+/// Note: the captured streams are named `out` and `err` because `stdout` and `stderr` are
+/// macros in C. Their JSON names are `stdout` and `stderr`.
+struct exec_result
+{
+    /// The exit status when `status == exited`; -1 otherwise.
+    int exit_code = -1;
+    stream_capture out{};
+    stream_capture err{};
+    exec_status status = exec_status::not_started;
+    /// The signal that killed the leader, when `status == signaled` (and, for information,
+    /// the signal the library used when it killed the tree).
+    int signal = 0;
+    budget_kind budget = budget_kind::none;
+    /// From spawn to reap.
+    std::chrono::nanoseconds wall_time{0};
+    /// Largest resident memory seen: the summed tree RSS when the sampler watched the tree,
+    /// and at least the largest single-process peak the kernel reports for the leader and
+    /// the children it waited for.
+    std::uint64_t peak_memory_bytes = 0;
+    /// CPU time (user + system) of the leader and the descendants it reaped, or the sampled
+    /// tree total when larger.
+    std::chrono::nanoseconds cpu_time{0};
+    /// Why it ended, when it did not simply exit (set together with the error code).
+    diagnostics diag{};
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_EXEC_RESULT_HPP

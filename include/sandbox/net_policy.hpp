@@ -1,0 +1,94 @@
+// sandbox/net_policy.hpp: what network access the child gets.
+#ifndef SANDBOX_NET_POLICY_HPP
+#define SANDBOX_NET_POLICY_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/failure.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox {
+
+/// \brief Network mode. Every mode but `inherit` needs an isolating backend.
+enum class net_mode : int
+{
+    /// No network policy: the child uses the host's networking ("default" in text form).
+    inherit = 0,
+    /// No network at all.
+    deny_all = 1,
+    /// Only destinations allowed by `rules` / `allow_hosts`, through the host-side proxy.
+    allow_list = 2,
+    /// All traffic through the given upstream `proxy` URL.
+    proxy = 3,
+};
+
+/// "default", "deny_all", "allow_list", "proxy"; "unknown" otherwise.
+SANDBOX_DECL const char* to_string(net_mode m) noexcept;
+/// Parses the text form; also accepts "inherit" for `net_mode::inherit`.
+SANDBOX_DECL std::optional<net_mode> parse_net_mode(std::string_view s) noexcept;
+SANDBOX_DECL std::ostream& operator<<(std::ostream& os, net_mode m);
+
+/// \brief What a rule does when it matches. The zero value denies.
+enum class net_action : int
+{
+    deny = 0,
+    allow = 1,
+};
+
+SANDBOX_DECL const char* to_string(net_action a) noexcept;
+
+/// \brief One egress rule. Deny rules win over allow rules.
+///
+/// Host forms: `example.com` (the domain and all its subdomains), `*.example.com`
+/// (subdomains only), an IPv4/IPv6 literal, or a CIDR block such as `10.0.0.0/8`.
+/// `port` 0 matches any port.
+struct net_rule
+{
+    net_action action = net_action::deny;
+    std::string host{};
+    int port = 0;
+};
+
+/// \brief TLS inspection settings (used by the proxy backend).
+struct mitm_policy
+{
+    bool enabled = false;
+    bool inspect_bodies = false;
+    std::int64_t max_body_bytes = 0;
+    /// Empty: inspect every CONNECT; otherwise only these hosts.
+    std::vector<std::string> hosts{};
+    /// Never inspected (tunnelled raw); wins over `hosts`.
+    std::vector<std::string> exclude_hosts{};
+};
+
+/// \brief Network policy for one execution.
+struct net_policy
+{
+    net_mode mode = net_mode::inherit;
+    /// Legacy allow list: each entry is an allow rule on any port, appended after `rules`.
+    std::vector<std::string> allow_hosts{};
+    std::vector<net_rule> rules{};
+    /// Upstream proxy URL for `net_mode::proxy`: `http://` or `socks5://`, optional user[:pass]@.
+    std::string proxy{};
+    /// Absolute host paths of unix sockets the child may connect to.
+    std::vector<std::string> unix_sockets{};
+    std::optional<mitm_policy> mitm{};
+
+    /// \brief Checks the policy on its own, independent of any backend.
+    ///
+    /// Fails with `errc::validation` and a diagnostics `limit` naming the field ("net.proxy",
+    /// "net.rules[2].host", ...). Beyond the syntax checks it refuses inconsistent
+    /// combinations: fields that have no effect under the chosen mode (rules under
+    /// `inherit`, a proxy URL outside `proxy` mode, MITM without the host proxy) and a `proxy`
+    /// mode without a proxy URL.
+    SANDBOX_DECL outcome<> validate() const;
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_NET_POLICY_HPP

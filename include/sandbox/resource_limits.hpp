@@ -1,0 +1,40 @@
+// sandbox/resource_limits.hpp: caps on what the child's process tree may consume.
+#ifndef SANDBOX_RESOURCE_LIMITS_HPP
+#define SANDBOX_RESOURCE_LIMITS_HPP
+
+#include <sandbox/config.hpp>
+
+#include <cstdint>
+
+namespace sandbox {
+
+/// Runner default for `resource_limits::max_output_bytes` (per stream): 10 MiB.
+inline constexpr std::int64_t default_max_output_bytes = 10 * 1024 * 1024;
+
+/// \brief Resource caps. Zero means "no cap" (or "runner default" for output); negative
+/// values are refused with `errc::validation`.
+struct resource_limits
+{
+    /// Cap on the summed resident memory of the whole process tree.
+    std::int64_t memory_bytes = 0;
+    /// CPU budget as a share of the wall timeout: the tree may use
+    /// `timeout * cpu_millicores / 1000` of cpu time in total (a budget, not a rate).
+    /// Needs a timeout.
+    std::int64_t cpu_millicores = 0;
+    /// Disk quota. No backend can enforce it yet: any non-zero value is refused.
+    std::int64_t disk_bytes = 0;
+    /// Bytes kept per stream (stdout and stderr separately); the rest is drained and
+    /// counted, the child is not disturbed. 0: the runner's default.
+    std::int64_t max_output_bytes = 0;
+    /// Cap on live processes in the tree (a fork-bomb guard).
+    std::int64_t max_processes = 0;
+
+    bool has_sampled_caps() const noexcept
+    {
+        return memory_bytes > 0 || cpu_millicores > 0 || max_processes > 0;
+    }
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_RESOURCE_LIMITS_HPP

@@ -1,0 +1,35 @@
+// lib/enforcement.cpp: enforcement_of and the JSON form of a report.
+#include <sandbox/enforcement.hpp>
+#include <sandbox/runner.hpp>
+
+#include <boost/json.hpp>
+
+namespace sandbox {
+
+enforcement_report enforcement_of(const runner* r)
+{
+    return r ? r->enforcement() : enforcement_report{};
+}
+
+std::string to_json(const enforcement_report& e)
+{
+    boost::json::array modes;
+    for (auto m : e.net_modes)
+        modes.emplace_back(to_string(m));
+    boost::json::object o{
+        {"env_allow_list", e.env_allow_list},
+        {"net_modes", std::move(modes)},
+        {"socks5", e.socks5},
+        {"mitm", e.mitm},
+        {"unix_socket_policy", e.unix_socket_policy},
+        {"memory_cap", e.memory_cap},
+        {"cpu_cap", e.cpu_cap},
+        {"process_cap", e.process_cap},
+        {"disk_cap", e.disk_cap},
+        {"filesystem_bounds", e.filesystem_bounds},
+        {"tree_kill", e.tree_kill},
+    };
+    return boost::json::serialize(o);
+}
+
+} // namespace sandbox

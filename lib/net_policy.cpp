@@ -1,0 +1,290 @@
+// lib/net_policy.cpp: text forms of the network enums and net_policy::validate().
+#include <sandbox/net_policy.hpp>
+
+#include "host_pattern.hpp"
+
+#include <boost/url.hpp>
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <utility>
+
+namespace sandbox {
+namespace {
+
+constexpr int max_port = 65535;
+
+failure invalid(std::string message, std::string limit)
+{
+    return make_failure(errc::validation, std::move(message), std::move(limit));
+}
+
+std::string indexed(std::string_view field, std::size_t index)
+{
+    std::string s(field);
+    s += '[';
+    s += std::to_string(index);
+    s += ']';
+    return s;
+}
+
+bool iequals_ascii(std::string_view a, std::string_view b) noexcept
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+    {
+        char c = a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+        if (c != b[i])
+            return false;
+    }
+    return true;
+}
+
+// Parses a host pattern and, on failure, attaches the field path as the diagnostics limit.
+outcome<> check_host(std::string_view text, std::string limit)
+{
+    auto parsed = detail::parse_host_pattern(text);
+    if (parsed.has_error())
+    {
+        failure f = parsed.error();
+        f.diag.limit = std::move(limit);
+        return f;
+    }
+    return {};
+}
+
+outcome<> check_host_list(const std::vector<std::string>& hosts, std::string_view field)
+{
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+    {
+        if (auto r = check_host(hosts[i], indexed(field, i)); !r)
+            return r;
+    }
+    return {};
+}
+
+// The proxy URL may carry a password, so no message here ever repeats the URL itself.
+outcome<> check_proxy(std::string_view proxy)
+{
+    const std::string limit = "net.proxy";
+    const auto parsed = boost::urls::parse_absolute_uri(proxy);
+    if (!parsed)
+    {
+        // An absolute URI has no fragment; say so when that is the only problem.
+        const auto any = boost::urls::parse_uri(proxy);
+        if (any && any->has_fragment())
+            return invalid("the proxy URL must not have a fragment ('#...')", limit);
+        return invalid("the proxy URL is not a valid absolute URL (expected "
+                       "http://host:port or socks5://[user[:password]@]host:port)",
+                       limit);
+    }
+    const boost::urls::url_view& url = *parsed;
+
+    const std::string_view scheme = url.scheme();
+    if (!iequals_ascii(scheme, "http") && !iequals_ascii(scheme, "socks5"))
+        return invalid("proxy URL scheme " + detail::quote_for_message(scheme, 16) +
+                           " is not supported; use http or socks5",
+                       limit);
+    if (!url.has_authority() || url.encoded_host().empty())
+        return invalid("the proxy URL has no host", limit);
+    if (url.has_password() && url.encoded_user().empty())
+        return invalid("the proxy URL has a password but no user name", limit);
+    if (url.has_port())
+    {
+        const std::string_view port = url.port();
+        if (port.empty())
+            return invalid("the proxy URL has an empty port after ':'", limit);
+        long value = 0;
+        for (const char c : port)
+        {
+            value = value * 10 + (c - '0'); // the URL grammar allows digits only
+            if (value > max_port)
+                break;
+        }
+        if (value < 1 || value > max_port)
+            return invalid("proxy port " + detail::quote_for_message(port, 16) +
+                               " is out of range (1-65535)",
+                           limit);
+    }
+    const std::string_view path = url.encoded_path();
+    if (!path.empty() && path != "/")
+        return invalid("the proxy URL must not have a path", limit);
+    if (url.has_query())
+        return invalid("the proxy URL must not have a query ('?...')", limit);
+    return {};
+}
+
+outcome<> check_rules(const std::vector<net_rule>& rules)
+{
+    for (std::size_t i = 0; i < rules.size(); ++i)
+    {
+        const net_rule& rule = rules[i];
+        const std::string path = indexed("net.rules", i);
+        if (rule.action != net_action::deny && rule.action != net_action::allow)
+            return invalid("rule action " + std::to_string(static_cast<int>(rule.action)) +
+                               " is neither deny (0) nor allow (1)",
+                           path + ".action");
+        if (auto r = check_host(rule.host, path + ".host"); !r)
+            return r;
+        if (rule.port < 0 || rule.port > max_port)
+            return invalid("rule port " + std::to_string(rule.port) +
+                               " is out of range (0-65535; 0 means any port)",
+                           path + ".port");
+    }
+    return {};
+}
+
+outcome<> check_unix_sockets(const std::vector<std::string>& sockets)
+{
+    for (std::size_t i = 0; i < sockets.size(); ++i)
+    {
+        const std::string& socket = sockets[i];
+        const std::string path = indexed("net.unix_sockets", i);
+        if (socket.find('\0') != std::string::npos)
+            return invalid("unix socket path " + detail::quote_for_message(socket) +
+                               " contains a NUL byte",
+                           path);
+        if (socket.empty() || socket.front() != '/')
+        {
+            failure f = invalid("unix socket path " + detail::quote_for_message(socket) +
+                                    " is not absolute",
+                                path);
+            f.diag.path = socket;
+            return f;
+        }
+    }
+    return {};
+}
+
+outcome<> check_mitm(const mitm_policy& mitm)
+{
+    if (mitm.max_body_bytes < 0)
+        return invalid("MITM max_body_bytes " + std::to_string(mitm.max_body_bytes) +
+                           " is negative",
+                       "net.mitm.max_body_bytes");
+    if (auto r = check_host_list(mitm.hosts, "net.mitm.hosts"); !r)
+        return r;
+    return check_host_list(mitm.exclude_hosts, "net.mitm.exclude_hosts");
+}
+
+failure no_effect(const char* field, net_mode mode)
+{
+    std::string message = field;
+    message += " has no effect under mode \"";
+    message += to_string(mode);
+    message += '"';
+    return invalid(std::move(message), field);
+}
+
+// Refuses fields that the chosen mode would silently ignore.
+outcome<> check_consistency(const net_policy& p)
+{
+    const bool mitm_enabled = p.mitm && p.mitm->enabled;
+    switch (p.mode)
+    {
+    case net_mode::inherit:
+        if (!p.allow_hosts.empty())
+            return no_effect("net.allow_hosts", p.mode);
+        if (!p.rules.empty())
+            return no_effect("net.rules", p.mode);
+        if (!p.proxy.empty())
+            return no_effect("net.proxy", p.mode);
+        if (!p.unix_sockets.empty())
+            return no_effect("net.unix_sockets", p.mode);
+        if (mitm_enabled)
+            return no_effect("net.mitm.enabled", p.mode);
+        break;
+    case net_mode::deny_all:
+        if (!p.allow_hosts.empty())
+            return no_effect("net.allow_hosts", p.mode);
+        if (!p.rules.empty())
+            return no_effect("net.rules", p.mode);
+        if (!p.proxy.empty())
+            return no_effect("net.proxy", p.mode);
+        if (mitm_enabled)
+            return no_effect("net.mitm.enabled", p.mode);
+        break;
+    case net_mode::allow_list:
+        if (!p.proxy.empty())
+            return invalid("net.proxy has no effect under mode \"allow_list\"; an upstream "
+                           "proxy needs mode \"proxy\"",
+                           "net.proxy");
+        break;
+    case net_mode::proxy:
+        if (p.proxy.empty())
+            return invalid("proxy mode needs a proxy URL", "net.proxy");
+        break;
+    }
+    return {};
+}
+
+} // namespace
+
+const char* to_string(net_mode m) noexcept
+{
+    switch (m)
+    {
+    case net_mode::inherit: return "default";
+    case net_mode::deny_all: return "deny_all";
+    case net_mode::allow_list: return "allow_list";
+    case net_mode::proxy: return "proxy";
+    }
+    return "unknown";
+}
+
+std::optional<net_mode> parse_net_mode(std::string_view s) noexcept
+{
+    if (s == "default" || s == "inherit")
+        return net_mode::inherit;
+    if (s == "deny_all")
+        return net_mode::deny_all;
+    if (s == "allow_list")
+        return net_mode::allow_list;
+    if (s == "proxy")
+        return net_mode::proxy;
+    return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& os, net_mode m) { return os << to_string(m); }
+
+const char* to_string(net_action a) noexcept
+{
+    switch (a)
+    {
+    case net_action::deny: return "deny";
+    case net_action::allow: return "allow";
+    }
+    return "unknown";
+}
+
+outcome<> net_policy::validate() const
+{
+    const int m = static_cast<int>(mode);
+    if (m < static_cast<int>(net_mode::inherit) || m > static_cast<int>(net_mode::proxy))
+        return invalid("network mode " + std::to_string(m) +
+                           " is not one of default, deny_all, allow_list, proxy",
+                       "net.mode");
+    if (!proxy.empty())
+    {
+        if (auto r = check_proxy(proxy); !r)
+            return r;
+    }
+    if (auto r = check_rules(rules); !r)
+        return r;
+    if (auto r = check_host_list(allow_hosts, "net.allow_hosts"); !r)
+        return r;
+    if (auto r = check_unix_sockets(unix_sockets); !r)
+        return r;
+    if (mitm)
+    {
+        if (auto r = check_mitm(*mitm); !r)
+            return r;
+    }
+    return check_consistency(*this);
+}
+
+} // namespace sandbox

@@ -1,0 +1,254 @@
+// lib/process/proc.cpp: /proc readers. Every read is one open + read + close of a small file.
+#include "process/proc.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sandbox::detail {
+
+namespace {
+
+template <class T>
+bool to_num(std::string_view s, T& v) noexcept
+{
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+// Reads a whole small file into buf; returns the length or -1 with errno set.
+ssize_t read_file(const char* path, char* buf, std::size_t cap) noexcept
+{
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    std::size_t len = 0;
+    while (len < cap)
+    {
+        ssize_t n = ::read(fd, buf + len, cap - len);
+        if (n < 0)
+        {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            ::close(fd);
+            errno = e;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    return static_cast<ssize_t>(len);
+}
+
+bool all_digits(const char* s) noexcept
+{
+    if (!*s)
+        return false;
+    for (; *s; ++s)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+} // namespace
+
+std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept
+{
+    proc_stat st;
+    auto open = text.find('(');
+    auto close = text.rfind(')');
+    if (open == text.npos || close == text.npos || close < open)
+        return std::nullopt;
+    if (!to_num(text.substr(0, text.find(' ')), st.pid))
+        return std::nullopt;
+    // Fields after the command: index 0 is field 3 (state).
+    std::string_view rest = text.substr(close + 1);
+    std::string_view f[22];
+    int n = 0;
+    std::size_t i = 0;
+    while (n < 22 && i < rest.size())
+    {
+        while (i < rest.size() && rest[i] == ' ')
+            ++i;
+        std::size_t j = i;
+        while (j < rest.size() && rest[j] != ' ' && rest[j] != '\n')
+            ++j;
+        if (j > i)
+            f[n++] = rest.substr(i, j - i);
+        i = j + 1;
+    }
+    if (n < 22 || f[0].size() != 1)
+        return std::nullopt;
+    st.state = f[0][0];
+    std::int64_t cut = 0, cst = 0, rss = 0;
+    bool ok = to_num(f[1], st.ppid) && to_num(f[2], st.pgrp) && to_num(f[3], st.session) &&
+              to_num(f[11], st.utime) && to_num(f[12], st.stime) && to_num(f[13], cut) &&
+              to_num(f[14], cst) && to_num(f[17], st.num_threads) &&
+              to_num(f[19], st.starttime) && to_num(f[21], rss);
+    if (!ok)
+        return std::nullopt;
+    st.cutime = cut > 0 ? static_cast<std::uint64_t>(cut) : 0;
+    st.cstime = cst > 0 ? static_cast<std::uint64_t>(cst) : 0;
+    st.rss_pages = rss > 0 ? static_cast<std::uint64_t>(rss) : 0;
+    return st;
+}
+
+void parse_pid_list(std::string_view text, std::vector<pid_t>& out)
+{
+    std::size_t i = 0;
+    while (i < text.size())
+    {
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\n'))
+            ++i;
+        std::size_t j = i;
+        while (j < text.size() && text[j] != ' ' && text[j] != '\n')
+            ++j;
+        pid_t p = 0;
+        if (j > i && to_num(text.substr(i, j - i), p) && p > 0)
+            out.push_back(p);
+        i = j;
+    }
+}
+
+std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
+{
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    char buf[1024];
+    ssize_t n = read_file(path, buf, sizeof buf);
+    if (n <= 0)
+    {
+        err = n < 0 ? errno : ENODATA;
+        return std::nullopt;
+    }
+    auto st = parse_proc_stat(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!st)
+        err = EPROTO;
+    return st;
+}
+
+bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out)
+{
+    char path[80];
+    char buf[4096];
+    auto read_one = [&](long tid) {
+        std::snprintf(path, sizeof path, "/proc/%d/task/%ld/children", static_cast<int>(pid), tid);
+        int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return false;
+        std::string text;
+        for (;;)
+        {
+            ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            text.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(fd);
+        parse_pid_list(text, out);
+        return true;
+    };
+    if (num_threads <= 1)
+        return read_one(pid);
+    std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+    DIR* d = ::opendir(path);
+    if (!d)
+        return false;
+    std::vector<long> tids;
+    while (dirent* e = ::readdir(d))
+        if (all_digits(e->d_name))
+            tids.push_back(std::strtol(e->d_name, nullptr, 10));
+    ::closedir(d);
+    bool any = false;
+    for (long t : tids)
+        any = read_one(t) || any;
+    return any;
+}
+
+bool children_files_available() noexcept
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(::getpid()),
+                  static_cast<int>(::getpid()));
+    return ::access(path, R_OK) == 0;
+}
+
+void scan_all(std::vector<proc_stat>& out)
+{
+    DIR* d = ::opendir("/proc");
+    if (!d)
+        return;
+    while (dirent* e = ::readdir(d))
+    {
+        if (!all_digits(e->d_name))
+            continue;
+        int err = 0;
+        if (auto st = read_proc_stat(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)), err))
+            out.push_back(*st);
+    }
+    ::closedir(d);
+}
+
+std::vector<pid_t> find_pipe_holders(std::uint64_t ino)
+{
+    std::vector<pid_t> holders;
+    const std::string want = "pipe:[" + std::to_string(ino) + "]";
+    const pid_t self = ::getpid();
+    DIR* d = ::opendir("/proc");
+    if (!d)
+        return holders;
+    char path[64];
+    char link[64];
+    while (dirent* e = ::readdir(d))
+    {
+        if (!all_digits(e->d_name))
+            continue;
+        pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+        if (pid == self)
+            continue;
+        std::snprintf(path, sizeof path, "/proc/%d/fd", static_cast<int>(pid));
+        DIR* fds = ::opendir(path);
+        if (!fds)
+            continue;
+        int dfd = ::dirfd(fds);
+        while (dirent* f = ::readdir(fds))
+        {
+            if (!all_digits(f->d_name))
+                continue;
+            ssize_t n = ::readlinkat(dfd, f->d_name, link, sizeof link);
+            if (n > 0 && std::string_view(link, static_cast<std::size_t>(n)) == want)
+            {
+                holders.push_back(pid);
+                break;
+            }
+        }
+        ::closedir(fds);
+    }
+    ::closedir(d);
+    return holders;
+}
+
+long clock_ticks_per_second() noexcept
+{
+    static const long t = ::sysconf(_SC_CLK_TCK);
+    return t > 0 ? t : 100;
+}
+
+long page_size_bytes() noexcept
+{
+    static const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? p : 4096;
+}
+
+} // namespace sandbox::detail

@@ -1,0 +1,61 @@
+// lib/process/proc.hpp: reading process facts from /proc (parsers are pure functions).
+#ifndef SANDBOX_LIB_PROCESS_PROC_HPP
+#define SANDBOX_LIB_PROCESS_PROC_HPP
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace sandbox::detail {
+
+/// The fields of /proc/<pid>/stat that supervision needs.
+struct proc_stat
+{
+    pid_t pid = 0;
+    char state = '?';
+    pid_t ppid = 0;
+    pid_t pgrp = 0;
+    pid_t session = 0;
+    std::uint64_t utime = 0;  // clock ticks
+    std::uint64_t stime = 0;  // clock ticks
+    std::uint64_t cutime = 0; // clock ticks, reaped children
+    std::uint64_t cstime = 0; // clock ticks, reaped children
+    long num_threads = 1;
+    std::uint64_t starttime = 0; // clock ticks after boot; with pid, identifies a process
+    std::uint64_t rss_pages = 0;
+
+    std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
+};
+
+/// Parses the text of /proc/<pid>/stat. The command name may hold spaces and parentheses.
+std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept;
+
+/// Parses a whitespace-separated list of pids (the format of .../children).
+void parse_pid_list(std::string_view text, std::vector<pid_t>& out);
+
+/// Reads /proc/<pid>/stat. On failure returns nullopt and sets `err` to errno.
+std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;
+
+/// Appends the children of every thread of `pid` (from /proc/<pid>/task/<tid>/children).
+/// Returns false when the files cannot be read.
+bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out);
+
+/// True when /proc/<pid>/task/<tid>/children exists on this kernel (CONFIG_PROC_CHILDREN).
+bool children_files_available() noexcept;
+
+/// Reads the stat of every process in /proc (a full scan, ~1 ms for ~100 processes).
+void scan_all(std::vector<proc_stat>& out);
+
+/// Pids of processes that hold an open descriptor to the pipe with inode `ino`, other than
+/// the calling process.
+std::vector<pid_t> find_pipe_holders(std::uint64_t ino);
+
+long clock_ticks_per_second() noexcept;
+long page_size_bytes() noexcept;
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_PROCESS_PROC_HPP

@@ -1,0 +1,109 @@
+// lib/sampler/budget.hpp: the sampler's decisions, without I/O (unit-tested on their own).
+#ifndef SANDBOX_LIB_SAMPLER_BUDGET_HPP
+#define SANDBOX_LIB_SAMPLER_BUDGET_HPP
+
+#include <sandbox/exec_result.hpp>
+#include <sandbox/sampler.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+
+#include <sys/types.h>
+
+namespace sandbox::detail {
+
+/// Caps of one tree. Zero: no cap.
+struct cap_limits
+{
+    std::uint64_t memory_bytes = 0;
+    std::chrono::nanoseconds cpu{0};
+    std::uint64_t max_processes = 0;
+
+    bool any() const noexcept { return memory_bytes > 0 || cpu.count() > 0 || max_processes > 0; }
+};
+
+/// One sample of a tree.
+struct tree_usage
+{
+    std::uint64_t rss_bytes = 0;
+    std::chrono::nanoseconds cpu{0};
+    std::uint64_t processes = 0;
+};
+
+enum class cap_action
+{
+    keep_going,
+    kill_budget,
+    kill_unenforceable,
+};
+
+struct cap_decision
+{
+    cap_action action = cap_action::keep_going;
+    budget_kind which = budget_kind::none;
+    std::int64_t observed = 0;
+    std::int64_t configured = 0;
+};
+
+/// \brief Decides, sample by sample, whether a tree must be killed.
+///
+/// Memory is checked first, then cpu, then the process count. Memory and cpu trip at
+/// "greater or equal" (the cap is a ceiling that must not be reached); the process cap trips
+/// when the count is above `max_processes`. `max_failures` failed samples in a row kill the
+/// tree as unenforceable; a good sample resets the count. Peaks are kept for the result.
+class cap_budget
+{
+public:
+    explicit cap_budget(cap_limits l, int max_failures = max_consecutive_sample_failures) noexcept
+        : limits_(l), max_failures_(max_failures)
+    {
+    }
+
+    cap_decision on_sample(const tree_usage& u) noexcept;
+    cap_decision on_failure() noexcept;
+
+    const cap_limits& limits() const noexcept { return limits_; }
+    std::uint64_t peak_rss_bytes() const noexcept { return peak_rss_; }
+    std::chrono::nanoseconds cpu_used() const noexcept { return cpu_; }
+    std::uint64_t peak_processes() const noexcept { return peak_procs_; }
+    int consecutive_failures() const noexcept { return failures_; }
+
+private:
+    cap_limits limits_;
+    int max_failures_;
+    int failures_ = 0;
+    std::uint64_t peak_rss_ = 0;
+    std::uint64_t peak_procs_ = 0;
+    std::chrono::nanoseconds cpu_{0};
+};
+
+/// \brief Keeps cpu time of members that vanished from a tree.
+///
+/// Each sample lists live members with their own cpu time plus the cpu time of the children
+/// they reaped. A member that disappears while its parent is still a member is assumed to
+/// have been reaped by that parent (its time now shows in the parent's reaped-children
+/// time); any other departure (for example an orphan reaped by init) adds its last seen time
+/// to a carried total. The returned total never decreases.
+class cpu_ledger
+{
+public:
+    struct member
+    {
+        pid_t pid = 0;
+        pid_t ppid = 0;
+        std::chrono::nanoseconds time{0};
+    };
+
+    std::chrono::nanoseconds update(std::span<const member> live);
+
+private:
+    std::unordered_map<pid_t, member> last_;
+    std::chrono::nanoseconds departed_{0};
+    std::chrono::nanoseconds total_{0};
+};
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_SAMPLER_BUDGET_HPP

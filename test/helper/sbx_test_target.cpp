@@ -1,0 +1,401 @@
+// test/helper/sbx_test_target.cpp: deterministic helper process that the integration tests
+// spawn instead of shell tricks. Only the C++ standard library and POSIX/Linux headers.
+//
+// Usage: sbx_test_target MODE [ARGS...] [--then MODE [ARGS...]]...
+// Modes run left to right, then the program exits 0. The whole command line is checked first:
+// an unknown mode, a wrong argument count or a bad number (std::from_chars, whole string)
+// prints "sbx_test_target: <reason>" to stderr and exits 99 before any mode runs; runtime
+// failures (fork, getcwd, ...) are reported the same way. Output is raw write(2), never
+// buffered, and no mode writes anything but what is listed here.
+//
+//   exit N                    exit with status N (0-255) at once
+//   print TEXT...             the TEXTs joined by single spaces to stdout, no newline
+//   println TEXT...           the same plus a newline;  eprint TEXT...: like print, to stderr
+//   sleep MS                  sleep MS milliseconds
+//   spam N [out|err|both]     exactly N bytes of "0123456789abcdef"... in 64 KiB writes to
+//                             stdout (default), stderr or both (N each); EPIPE: exit 0 quietly
+//   print-env NAME...         "NAME=<value>" or "NAME=<unset>", one line per NAME
+//   print-env-all             each environment entry on its own line, then "count=N"
+//   print-cwd                 the current directory and a newline
+//   print-args ARGS...        each ARG on its own line
+//   cat                       copy stdin to stdout until EOF
+//   alloc MB [STEP_MS]        "allocating\n"; MB MiB in 1 MiB blocks, a byte written every 4096,
+//                             STEP_MS (default 2) ms apart, never freed; "allocated MB\n"
+//   spin MS                   burn CPU for MS ms of wall time (0 = forever)
+//   children N MS             fork N children that sleep MS ms; do not wait for them
+//   fork-procs N MS           the same, then wait for all of them
+//   fork-stream N SPIN_MS     fork N children one at a time, each spinning SPIN_MS ms; wait
+//                             for each; then "forked N\n"
+//   setsid-child MS [hold|detach]  a child calls setsid() and sleeps MS ms; "detach" first
+//                             points its fds 0-2 at /dev/null, "hold" (default) keeps them
+//   setpgid-child MS          a child calls setpgid(0, 0) and sleeps MS ms (keeps its fds)
+//   double-fork MS            fork, setsid, fork; the grandchild points fds 0-2 at /dev/null and
+//                             sleeps MS ms; the middle child exits at once and is reaped
+//   ignore-term               ignore SIGTERM
+//   trap-term CODE            on SIGTERM write "got TERM\n" to stdout and exit CODE
+//   pidfile                   append own pid to $SBX_PIDFILE (which must be set)
+//   kill-self SIG             reset signal SIG to SIG_DFL, unblock it and raise it
+//   close-out                 close fds 1 and 2
+//
+// With $SBX_PIDFILE set, the parent appends each child pid of children, fork-procs,
+// setsid-child, setpgid-child and the double-fork grandchild pid to it, one per line (one
+// O_APPEND open each). It goes on only once that child has done its setsid/setpgid/redirection.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+using args_t = std::vector<std::string_view>;
+using action_t = std::function<void()>;
+
+constexpr std::uint64_t max_ms = 1'000'000'000'000; // ~31 years; keeps clock arithmetic safe
+constexpr std::uint64_t max_procs = 100'000;
+
+bool write_all(int fd, const void* data, std::size_t len)
+{
+    for (auto* p = static_cast<const char*>(data); len > 0;) {
+        ssize_t n = ::write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return false;
+        p += n;
+        len -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+void out(std::string_view s) { write_all(1, s.data(), s.size()); }
+
+std::string join(const args_t& a)
+{
+    std::string s;
+    for (std::size_t i = 0; i < a.size(); ++i) s.append(i > 0 ? " " : "").append(a[i]);
+    return s;
+}
+
+[[noreturn]] void die(const std::string& reason)
+{
+    const std::string msg = "sbx_test_target: " + reason + "\n";
+    write_all(2, msg.data(), msg.size());
+    ::_exit(99);
+}
+
+[[noreturn]] void die_errno(const std::string& what) { die(what + ": " + std::strerror(errno)); }
+
+std::uint64_t number(std::string_view s, const std::string& what, std::uint64_t max)
+{
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > max)
+        die("bad " + what + " '" + std::string(s) + "' (expected 0.." + std::to_string(max) + ")");
+    return v;
+}
+
+void sleep_ms(std::uint64_t ms)
+{
+    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000L};
+    while (::nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+void spin_ms(std::uint64_t ms) // 0 = forever
+{
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    volatile std::uint64_t sink = 0;
+    while (ms == 0 || std::chrono::steady_clock::now() < end)
+        for (int i = 0; i < 10'000; ++i) sink = sink + 1;
+}
+
+struct sigaction set_handler(int sig, void (*handler)(int)) // returns the previous action
+{
+    struct sigaction sa = {}, old = {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, &old);
+    return old;
+}
+
+volatile sig_atomic_t term_code = 0;
+
+void on_term(int)
+{
+    static const char msg[] = "got TERM\n";
+    [[maybe_unused]] ssize_t n = ::write(1, msg, sizeof msg - 1); // async-signal-safe
+    ::_exit(term_code);
+}
+
+pid_t fork_or_die()
+{
+    pid_t pid = ::fork();
+    if (pid < 0) die_errno("fork");
+    return pid;
+}
+
+void wait_child(pid_t pid)
+{
+    while (::waitpid(pid, nullptr, 0) < 0)
+        if (errno != EINTR) die_errno("waitpid");
+}
+
+void record_pid(pid_t pid)
+{
+    const char* path = std::getenv("SBX_PIDFILE");
+    if (path == nullptr || *path == '\0') return;
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) die_errno(std::string("open ") + path);
+    const std::string line = std::to_string(pid) + "\n";
+    const bool ok = write_all(fd, line.data(), line.size());
+    ::close(fd);
+    if (!ok) die_errno(std::string("write ") + path);
+}
+
+void detach_stdio() // child side: fds 0-2 to /dev/null
+{
+    int fd = ::open("/dev/null", O_RDWR);
+    if (fd < 0) ::_exit(99);
+    for (int target = 0; target <= 2; ++target) ::dup2(fd, target);
+    if (fd > 2) ::close(fd);
+}
+
+// setsid-child, setpgid-child and double-fork. Once set up, the sleeper sends its pid over a
+// pipe; EOF without a pid means it failed.
+void session_child(const std::string& mode, std::uint64_t ms, bool detach)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) die_errno("pipe2");
+    pid_t pid = fork_or_die();
+    if (pid == 0) {
+        ::close(fds[0]);
+        if (mode == "setpgid-child" ? ::setpgid(0, 0) != 0 : ::setsid() < 0) ::_exit(99);
+        if (mode == "double-fork" && (pid = ::fork()) != 0) // the middle child exits at once
+            ::_exit(pid < 0 ? 99 : 0);
+        if (detach) detach_stdio();
+        const pid_t self = ::getpid();
+        write_all(fds[1], &self, sizeof self);
+        ::close(fds[1]);
+        sleep_ms(ms);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    if (mode == "double-fork") wait_child(pid);
+    ssize_t n;
+    while ((n = ::read(fds[0], &pid, sizeof pid)) < 0 && errno == EINTR) {}
+    ::close(fds[0]);
+    if (n != static_cast<ssize_t>(sizeof pid)) die(mode + ": child setup failed");
+    record_pid(pid);
+}
+
+void spam(std::uint64_t n, bool to_out, bool to_err)
+{
+    static constexpr std::string_view pattern = "0123456789abcdef";
+    constexpr std::size_t chunk = 64 * 1024;
+    std::vector<char> buf(chunk + pattern.size()); // a full chunk fits from any offset mod 16
+    for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = pattern[i % pattern.size()];
+    const struct sigaction old = set_handler(SIGPIPE, SIG_IGN); // EPIPE instead of death
+    std::uint64_t sent[2] = {to_out ? 0 : n, to_err ? 0 : n};   // stdout, stderr
+    while (sent[0] < n || sent[1] < n)
+        for (int s = 0; s < 2; ++s) { // alternate, so a reader draining both pipes never stalls
+            if (sent[s] >= n) continue;
+            auto len = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, n - sent[s]));
+            ssize_t w = ::write(s + 1, buf.data() + sent[s] % pattern.size(), len);
+            if (w < 0 && errno == EPIPE) ::_exit(0);
+            if (w < 0 && errno != EINTR) die_errno("spam: write");
+            sent[s] += w > 0 ? static_cast<std::uint64_t>(w) : 0;
+        }
+    ::sigaction(SIGPIPE, &old, nullptr);
+}
+
+void* alloc_head = nullptr; // allocated blocks are chained through their first bytes
+
+void alloc(std::uint64_t mb, std::uint64_t step_ms)
+{
+    out("allocating\n");
+    constexpr std::size_t block = 1 << 20;
+    for (std::uint64_t i = 0; i < mb; ++i) {
+        if (i > 0) sleep_ms(step_ms);
+        auto* p = static_cast<volatile char*>(std::malloc(block));
+        if (p == nullptr) die("alloc: out of memory after " + std::to_string(i) + " MiB");
+        for (std::size_t off = 0; off < block; off += 4096) p[off] = 1;
+        void* start = const_cast<char*>(p);
+        std::memcpy(start, &alloc_head, sizeof alloc_head);
+        alloc_head = start;
+    }
+    out("allocated " + std::to_string(mb) + "\n");
+}
+
+struct mode_spec {
+    std::string_view name;
+    std::size_t min_args, max_args;
+};
+
+constexpr std::size_t any = SIZE_MAX;
+constexpr mode_spec modes[] = {
+    {"exit", 1, 1},         {"print", 0, any},       {"println", 0, any},   {"eprint", 0, any},
+    {"sleep", 1, 1},        {"spam", 1, 2},          {"print-env", 0, any}, {"print-env-all", 0, 0},
+    {"print-cwd", 0, 0},    {"print-args", 0, any},  {"cat", 0, 0},         {"alloc", 1, 2},
+    {"spin", 1, 1},         {"children", 2, 2},      {"fork-procs", 2, 2},  {"fork-stream", 2, 2},
+    {"setsid-child", 1, 2}, {"setpgid-child", 1, 1}, {"double-fork", 1, 1}, {"ignore-term", 0, 0},
+    {"trap-term", 1, 1},    {"pidfile", 0, 0},       {"kill-self", 1, 1},   {"close-out", 0, 0},
+};
+
+// Validates one segment of the command line and returns what it does.
+action_t prepare(std::string_view name, const args_t& a)
+{
+    const std::string mode(name);
+    auto spec = std::find_if(std::begin(modes), std::end(modes),
+                             [&](const mode_spec& m) { return m.name == name; });
+    if (spec == std::end(modes)) die("unknown mode '" + mode + "'");
+    if (a.size() < spec->min_args || a.size() > spec->max_args)
+        die(mode + ": wrong number of arguments (" + std::to_string(a.size()) + ")");
+    auto ms = [&](std::size_t i) { return number(a[i], mode + " milliseconds", max_ms); };
+    auto procs = [&](std::size_t i) { return number(a[i], mode + " count", max_procs); };
+    auto option = [&](std::string_view dflt, std::string_view other1, std::string_view other2) {
+        std::string_view v = a.size() > 1 ? a[1] : dflt;
+        if (v != dflt && v != other1 && v != other2)
+            die(mode + ": bad option '" + std::string(v) + "'");
+        return v;
+    };
+
+    if (mode == "exit") // nothing to flush: output is never buffered
+        return [code = static_cast<int>(number(a[0], "exit status", 255))] { ::_exit(code); };
+    if (mode == "print" || mode == "println" || mode == "eprint")
+        return [text = join(a) + (mode == "println" ? "\n" : ""), fd = mode == "eprint" ? 2 : 1] {
+            write_all(fd, text.data(), text.size());
+        };
+    if (mode == "sleep") return [t = ms(0)] { sleep_ms(t); };
+    if (mode == "spam")
+        return [n = number(a[0], "spam byte count", UINT64_MAX),
+                where = option("out", "err", "both")] { spam(n, where != "err", where != "out"); };
+    if (mode == "print-env")
+        return [a] {
+            for (std::string_view var : a) {
+                const char* v = std::getenv(std::string(var).c_str());
+                out(std::string(var) + "=" + (v ? v : "<unset>") + "\n");
+            }
+        };
+    if (mode == "print-env-all")
+        return [] {
+            std::size_t n = 0;
+            for (char** e = environ; e && *e; ++e, ++n) out(std::string(*e) + "\n");
+            out("count=" + std::to_string(n) + "\n");
+        };
+    if (mode == "print-cwd")
+        return [] {
+            char buf[PATH_MAX];
+            if (::getcwd(buf, sizeof buf) == nullptr) die_errno("getcwd");
+            out(std::string(buf) + "\n");
+        };
+    if (mode == "print-args")
+        return [a] {
+            for (std::string_view arg : a) out(std::string(arg) + "\n");
+        };
+    if (mode == "cat")
+        return [] {
+            static char buf[64 * 1024];
+            for (ssize_t n; (n = ::read(0, buf, sizeof buf)) != 0;)
+                if (n < 0 && errno != EINTR)
+                    die_errno("cat: read");
+                else if (n > 0 && !write_all(1, buf, static_cast<std::size_t>(n)))
+                    die_errno("cat: write");
+        };
+    if (mode == "alloc")
+        return [mb = number(a[0], "alloc MiB", 1 << 20), step = a.size() > 1 ? ms(1) : 2] {
+            alloc(mb, step);
+        };
+    if (mode == "spin") return [t = ms(0)] { spin_ms(t); };
+    if (mode == "children" || mode == "fork-procs")
+        return [n = procs(0), t = ms(1), wait = mode == "fork-procs"] {
+            std::vector<pid_t> pids;
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    sleep_ms(t);
+                    ::_exit(0);
+                }
+                record_pid(pid);
+                pids.push_back(pid);
+            }
+            for (pid_t pid : pids)
+                if (wait) wait_child(pid);
+        };
+    if (mode == "fork-stream")
+        return [n = procs(0), t = ms(1)] {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    if (t > 0) // spin_ms(0) would never return
+                        spin_ms(t);
+                    ::_exit(0);
+                }
+                wait_child(pid);
+            }
+            out("forked " + std::to_string(n) + "\n");
+        };
+    if (mode == "setsid-child" || mode == "setpgid-child" || mode == "double-fork")
+        return [mode, t = ms(0),
+                detach = mode == "double-fork" || option("hold", "detach", "hold") == "detach"] {
+            session_child(mode, t, detach);
+        };
+    if (mode == "ignore-term") return [] { set_handler(SIGTERM, SIG_IGN); };
+    if (mode == "trap-term")
+        return [code = static_cast<int>(number(a[0], "trap-term code", 255))] {
+            term_code = code;
+            set_handler(SIGTERM, on_term);
+        };
+    if (mode == "pidfile") {
+        if (std::getenv("SBX_PIDFILE") == nullptr) die("pidfile: SBX_PIDFILE is not set");
+        return [] { record_pid(::getpid()); };
+    }
+    if (mode == "kill-self") {
+        const auto sig = static_cast<int>(number(a[0], "signal", static_cast<unsigned>(SIGRTMAX)));
+        if (sig == 0) die("kill-self: bad signal '0'");
+        return [sig] {
+            set_handler(sig, SIG_DFL);
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, sig);
+            ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+            ::raise(sig);
+        };
+    }
+    return [] { // close-out
+        ::close(1);
+        ::close(2);
+    };
+}
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<action_t> actions;
+    args_t segment;
+    auto finish_segment = [&] {
+        if (segment.empty())
+            die("missing mode (usage: sbx_test_target MODE [ARGS...] [--then MODE [ARGS...]]...)");
+        actions.push_back(prepare(segment.front(), args_t(segment.begin() + 1, segment.end())));
+        segment.clear();
+    };
+    for (int i = 1; i < argc; ++i)
+        if (std::string_view(argv[i]) == "--then")
+            finish_segment();
+        else
+            segment.push_back(argv[i]);
+    finish_segment();
+    for (const action_t& action : actions) action();
+    return 0;
+}

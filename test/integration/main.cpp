@@ -1,0 +1,141 @@
+// test/integration/main.cpp: the integration test module: shared helpers, and a global
+// check that no helper process survives the suite.
+#define BOOST_TEST_MODULE sandbox_integration_tests
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <dirent.h>
+#include <unistd.h>
+
+namespace sbx_test {
+
+sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_options o)
+{
+    sandbox::exec_request r;
+    r.command = target;
+    r.args = std::move(args);
+    r.options = std::move(o);
+    return r;
+}
+
+run_outcome run(boost::asio::io_context& ioc, sandbox::runner& r, sandbox::exec_request req,
+                std::chrono::seconds limit)
+{
+    run_outcome out;
+    bool done = false;
+    sandbox::async_exec(r, std::move(req),
+                        [&](boost::system::error_code ec, sandbox::exec_result res) {
+                            out.ec = ec;
+                            out.result = std::move(res);
+                            done = true;
+                        });
+    ioc.restart();
+    ioc.run_for(limit);
+    BOOST_REQUIRE_MESSAGE(done, "operation did not complete within the time limit");
+    BOOST_CHECK_MESSAGE(ioc.stopped(), "io_context still had work after completion");
+    return out;
+}
+
+temp_dir::temp_dir()
+{
+    std::random_device rd;
+    auto base = std::filesystem::temp_directory_path() /
+                ("sbx-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(base);
+    path_ = std::filesystem::canonical(base);
+}
+
+temp_dir::~temp_dir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+bool alive(pid_t pid)
+{
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    if (!std::getline(f, s))
+        return false;
+    auto close = s.rfind(')');
+    return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+std::vector<pid_t> read_pids(const std::filesystem::path& file)
+{
+    std::vector<pid_t> v;
+    std::ifstream f(file);
+    pid_t p;
+    while (f >> p)
+        v.push_back(p);
+    return v;
+}
+
+bool wait_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit)
+{
+    auto end = std::chrono::steady_clock::now() + limit;
+    for (;;)
+    {
+        bool any = false;
+        for (pid_t p : pids)
+            any = any || alive(p);
+        if (!any)
+            return true;
+        if (std::chrono::steady_clock::now() > end)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+std::vector<pid_t> helper_processes()
+{
+    std::vector<pid_t> found;
+    auto want = std::filesystem::canonical(target).string();
+    DIR* d = ::opendir("/proc");
+    while (dirent* e = d ? ::readdir(d) : nullptr)
+    {
+        char* end = nullptr;
+        long pid = std::strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char buf[4096];
+        auto link = "/proc/" + std::string(e->d_name) + "/exe";
+        ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+        if (n > 0 && std::string(buf, static_cast<std::size_t>(n)) == want &&
+            alive(static_cast<pid_t>(pid)))
+            found.push_back(static_cast<pid_t>(pid));
+    }
+    if (d)
+        ::closedir(d);
+    return found;
+}
+
+local_fixture::local_fixture() : local_fixture(sandbox::local_runner_options{}) {}
+
+local_fixture::local_fixture(sandbox::local_runner_options o)
+    : runner(ioc.get_executor(), [&] {
+          o.root = root.str();
+          return o;
+      }())
+{
+}
+
+local_fixture::~local_fixture()
+{
+    // Every test must leave no helper process behind (setsid'd and double-forked ones too,
+    // unless the test kills them itself).
+    auto left = helper_processes();
+    BOOST_CHECK_MESSAGE(left.empty(), "helper processes survived the test");
+    for (pid_t p : left)
+        ::kill(p, SIGKILL);
+}
+
+} // namespace sbx_test

@@ -1,0 +1,231 @@
+// test/integration/sampler_test.cpp: memory, cpu and process caps enforced by the shared /proc
+// sampler; fail-closed sampling; one sampler serving many trees on one io_context.
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+#include "sampler/sampler_service.hpp"
+
+#include <sandbox/sampler.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::int64_t mib = 1024 * 1024;
+
+bool contains(const std::string& haystack, const std::string& needle)
+{
+    return haystack.find(needle) != std::string::npos;
+}
+
+long long ms_since(clock_type::time_point start)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start)
+        .count();
+}
+
+/// Clears the sampler's fault injector when the test ends, whatever happens.
+struct injector_reset
+{
+    sandbox::detail::sampler_service& svc;
+    ~injector_reset() { svc.set_fault_injector(nullptr); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sampler)
+
+BOOST_AUTO_TEST_CASE(memory_cap_kills_the_tree)
+{
+    sbx_test::local_fixture f;
+    sandbox::exec_options o;
+    o.limits.memory_bytes = 128 * mib;
+    o.timeout = 30s;
+    auto req = sbx_test::helper({"alloc", "512"}, o);
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::memory);
+    BOOST_TEST(contains(r.out.data, "allocating"), "stdout: '" << r.out.data << "'");
+    BOOST_TEST(!contains(r.out.data, "allocated 512"), "stdout: '" << r.out.data << "'");
+    BOOST_TEST(r.diag.limit == "memory");
+    BOOST_TEST(r.peak_memory_bytes >= static_cast<std::uint64_t>(128 * mib));
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(r.wall_time).count() <
+               10000);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_cap_kills_a_spinner)
+{
+    sbx_test::local_fixture f;
+    sandbox::exec_options o;
+    o.timeout = 4s;
+    o.limits.cpu_millicores = 250; // a budget of 1 s of cpu time
+    auto req = sbx_test::helper({"spin", "0"}, o);
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::cpu);
+    BOOST_TEST(r.diag.limit == "cpu");
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(r.wall_time).count() <
+               3000);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_of_exited_children_counts)
+{
+    sbx_test::local_fixture f;
+    sandbox::exec_options o;
+    o.timeout = 20s;
+    o.limits.cpu_millicores = 50; // a budget of 1 s; the children burn about 3 s in total
+    auto req = sbx_test::helper({"fork-stream", "100", "30"}, o);
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::cpu);
+    BOOST_TEST(!contains(r.out.data, "forked 100"), "stdout: '" << r.out.data << "'");
+}
+
+BOOST_AUTO_TEST_CASE(process_cap_kills_the_tree)
+{
+    sbx_test::local_fixture f;
+    const auto pidfile = f.root.path() / "pids";
+    sandbox::exec_options o;
+    o.env.inject["SBX_PIDFILE"] = pidfile.string();
+    o.timeout = 20s;
+    o.limits.max_processes = 10;
+    auto req = sbx_test::helper({"fork-procs", "50", "5000"}, o);
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::processes);
+    BOOST_TEST(r.diag.limit == "processes");
+    const auto pids = sbx_test::read_pids(pidfile);
+    BOOST_TEST(!pids.empty());
+    BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
+}
+
+BOOST_AUTO_TEST_CASE(failing_sampler_fails_closed)
+{
+    sbx_test::local_fixture f;
+    auto& svc = boost::asio::use_service<sandbox::detail::sampler_service>(f.ioc);
+    injector_reset reset{svc};
+    svc.set_fault_injector([](pid_t) { return true; });
+
+    sandbox::exec_options o;
+    o.limits.memory_bytes = 128 * mib;
+    o.timeout = 30s;
+    auto req = sbx_test::helper({"sleep", "30000"}, o);
+    const auto start = clock_type::now();
+    auto [ec, r] = f.run(std::move(req));
+    const auto elapsed = ms_since(start);
+
+    BOOST_TEST(ec == sandbox::errc::not_available);
+    BOOST_TEST(r.status == sandbox::exec_status::unenforceable);
+    BOOST_TEST(elapsed < 5000);
+    BOOST_TEST(contains(r.diag.message, "sampling"), "diag: " << r.diag);
+    const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
+    BOOST_TEST(stats.unenforceable_kills == 1u);
+    BOOST_TEST(stats.failed_samples >= static_cast<std::uint64_t>(
+                                           sandbox::max_consecutive_sample_failures));
+}
+
+BOOST_AUTO_TEST_CASE(transient_sampling_failures_are_tolerated)
+{
+    sandbox::local_runner_options ro;
+    ro.sample_interval = 10ms;
+    sbx_test::local_fixture f(ro);
+    auto& svc = boost::asio::use_service<sandbox::detail::sampler_service>(f.ioc);
+    injector_reset reset{svc};
+    int calls = 0; // the injector runs on this thread (inside ioc.run)
+    svc.set_fault_injector([&calls](pid_t) { return ++calls <= 2; });
+
+    sandbox::exec_options o;
+    o.limits.memory_bytes = 1024 * mib;
+    o.timeout = 30s;
+    auto req = sbx_test::helper({"sleep", "600"}, o);
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(!ec);
+    BOOST_TEST(r.status == sandbox::exec_status::exited);
+    BOOST_TEST(r.exit_code == 0);
+    // The two failures happened, and a later good sample reset the count.
+    BOOST_TEST(calls > 2);
+    const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
+    BOOST_TEST(stats.failed_samples == 2u);
+    BOOST_TEST(stats.unenforceable_kills == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(one_sampler_watches_many_trees)
+{
+    sbx_test::local_fixture f;
+    constexpr std::size_t n = 5;
+    std::array<sbx_test::run_outcome, n> outs{};
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        sandbox::exec_options o;
+        o.limits.memory_bytes = 1024 * mib;
+        o.timeout = 30s;
+        // Long enough that all five are still running at the check below, even on a slow host.
+        auto req = sbx_test::helper({"sleep", "1000"}, o);
+        sandbox::async_exec(f.runner, std::move(req),
+                            [&outs, &done, i](boost::system::error_code ec,
+                                              sandbox::exec_result r) {
+                                outs[i].ec = ec;
+                                outs[i].result = std::move(r);
+                                ++done;
+                            });
+    }
+    std::size_t watched_while_running = 0;
+    std::size_t done_at_check = n;
+    boost::asio::steady_timer t(f.ioc, 150ms);
+    t.async_wait([&](boost::system::error_code) {
+        watched_while_running = sandbox::get_sampler_stats(f.ioc.get_executor()).watched_trees;
+        done_at_check = done;
+    });
+    // Bounded, but returns as soon as the work runs out: the sampler must not keep the
+    // io_context alive once the executions are over.
+    f.ioc.run_for(30s);
+
+    BOOST_TEST(f.ioc.stopped());
+    BOOST_TEST(done == n);
+    BOOST_TEST(done_at_check == 0u);
+    BOOST_TEST(watched_while_running == n);
+    for (const auto& out : outs)
+    {
+        BOOST_TEST(!out.ec);
+        BOOST_TEST(out.result.exit_code == 0);
+    }
+    const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
+    BOOST_TEST(stats.watched_trees == 0u);
+    BOOST_TEST(stats.samples > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(no_caps_means_no_sampling)
+{
+    sbx_test::local_fixture f;
+    auto req = sbx_test::helper({"sleep", "100"});
+    auto [ec, r] = f.run(std::move(req));
+
+    BOOST_TEST(!ec);
+    BOOST_TEST(r.exit_code == 0);
+    const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
+    BOOST_TEST(stats.samples == 0u);
+    BOOST_TEST(stats.ticks == 0u);
+    BOOST_TEST(stats.watched_trees == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,81 @@
+// test/integration/support.hpp: helpers for tests that run real processes.
+#ifndef SANDBOX_TEST_INTEGRATION_SUPPORT_HPP
+#define SANDBOX_TEST_INTEGRATION_SUPPORT_HPP
+
+#include <sandbox/local_runner.hpp>
+#include <sandbox/runner.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sbx_test {
+
+/// Path of the helper program (test/helper/sbx_test_target.cpp).
+inline const std::string target = SBX_TEST_TARGET;
+
+/// A request running the helper with `args`.
+sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_options o = {});
+
+/// Outcome of one run: error code and result.
+struct run_outcome
+{
+    boost::system::error_code ec;
+    sandbox::exec_result result;
+};
+
+/// Runs `req` on `r` through async_exec and the io_context, bounded by `limit`. Fails the
+/// test if the io_context has work left afterwards.
+run_outcome run(boost::asio::io_context& ioc, sandbox::runner& r, sandbox::exec_request req,
+                std::chrono::seconds limit = std::chrono::seconds(30));
+
+/// A temporary directory removed on destruction (canonical path).
+class temp_dir
+{
+public:
+    temp_dir();
+    ~temp_dir();
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::string str() const { return path_.string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// True while a process with this pid exists and is not a zombie.
+bool alive(pid_t pid);
+
+/// Pids listed one per line in `file`.
+std::vector<pid_t> read_pids(const std::filesystem::path& file);
+
+/// Waits up to `limit` until none of `pids` is alive; true on success.
+bool wait_gone(const std::vector<pid_t>& pids,
+               std::chrono::milliseconds limit = std::chrono::milliseconds(2000));
+
+/// Live processes running the helper binary (any that survived a test is a leak).
+std::vector<pid_t> helper_processes();
+
+/// An io_context plus a local runner rooted in a fresh temp dir.
+struct local_fixture
+{
+    boost::asio::io_context ioc;
+    temp_dir root;
+    sandbox::local_runner runner;
+    local_fixture();
+    explicit local_fixture(sandbox::local_runner_options o);
+    ~local_fixture();
+    run_outcome run(sandbox::exec_request req,
+                    std::chrono::seconds limit = std::chrono::seconds(30))
+    {
+        return sbx_test::run(ioc, runner, std::move(req), limit);
+    }
+};
+
+} // namespace sbx_test
+
+#endif // SANDBOX_TEST_INTEGRATION_SUPPORT_HPP

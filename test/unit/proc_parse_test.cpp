@@ -1,0 +1,62 @@
+// test/unit/proc_parse_test.cpp: /proc text parsers.
+#include "process/proc.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using sandbox::detail::parse_pid_list;
+using sandbox::detail::parse_proc_stat;
+
+BOOST_AUTO_TEST_SUITE(proc_parse)
+
+// A real line shape (fields 1..52), with a command name holding spaces and parentheses.
+const char* line = "4242 (my (odd) name) S 4200 4242 4100 34816 4242 4194304 120 0 0 0 "
+                   "17 5 30 12 20 0 3 0 987654 123456789 2560 18446744073709551615 1 1 0 0 "
+                   "0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+BOOST_AUTO_TEST_CASE(parses_fields_after_the_command_name)
+{
+    auto st = parse_proc_stat(line);
+    BOOST_TEST_REQUIRE(st.has_value());
+    BOOST_TEST(st->pid == 4242);
+    BOOST_TEST(st->state == 'S');
+    BOOST_TEST(st->ppid == 4200);
+    BOOST_TEST(st->pgrp == 4242);
+    BOOST_TEST(st->session == 4100);
+    BOOST_TEST(st->utime == 17u);
+    BOOST_TEST(st->stime == 5u);
+    BOOST_TEST(st->cutime == 30u);
+    BOOST_TEST(st->cstime == 12u);
+    BOOST_TEST(st->num_threads == 3);
+    BOOST_TEST(st->starttime == 987654u);
+    BOOST_TEST(st->rss_pages == 2560u);
+    BOOST_TEST(st->cpu_ticks() == 64u);
+}
+
+BOOST_AUTO_TEST_CASE(rejects_malformed_text)
+{
+    BOOST_TEST(!parse_proc_stat(""));
+    BOOST_TEST(!parse_proc_stat("12 (x) S 1 2"));
+    BOOST_TEST(!parse_proc_stat("abc (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21"));
+    BOOST_TEST(!parse_proc_stat("12 no parens S 1"));
+}
+
+BOOST_AUTO_TEST_CASE(negative_child_times_clamp_to_zero)
+{
+    std::string s = "5 (x) R 1 5 5 0 -1 0 0 0 0 0 1 1 -3 -4 20 0 1 0 10 100 -7 0";
+    auto st = parse_proc_stat(s);
+    BOOST_TEST_REQUIRE(st.has_value());
+    BOOST_TEST(st->cutime == 0u);
+    BOOST_TEST(st->cstime == 0u);
+    BOOST_TEST(st->rss_pages == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(pid_lists)
+{
+    std::vector<pid_t> v;
+    parse_pid_list("12 13 14 \n", v);
+    parse_pid_list("", v);
+    parse_pid_list("x 15", v);
+    BOOST_TEST(v == (std::vector<pid_t>{12, 13, 14, 15}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

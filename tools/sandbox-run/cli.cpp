@@ -1,0 +1,638 @@
+// tools/sandbox-run/cli.cpp: option parsing, default policy, exit status and JSON of sandbox-run.
+#include "cli.hpp"
+
+#include <sandbox/error.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/program_options/errors.hpp>
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/value_semantic.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace sandbox::cli {
+
+namespace po = boost::program_options;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// A whole string of decimal digits as a non-negative int64; nullopt-like failure otherwise.
+outcome<std::int64_t> parse_count(std::string_view text, const char* what)
+{
+    if (text.empty())
+        return make_failure(errc::validation, std::string("empty ") + what);
+    if (text[0] == '-')
+        return make_failure(errc::validation, std::string(what) + " " + quoted(text) +
+                                                  " is negative");
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range)
+        return make_failure(errc::validation, std::string(what) + " " + quoted(text) +
+                                                  " is too large");
+    if (ec != std::errc() || end != text.data() + text.size() || !is_digit(text[0]))
+        return make_failure(errc::validation, std::string("invalid ") + what + " " +
+                                                  quoted(text) + ": expected an integer");
+    return v;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------
+// Durations and sizes
+// ---------------------------------------------------------------------------------------
+
+outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
+{
+    auto bad = [&](const std::string& why) {
+        return make_failure(errc::validation, "invalid duration " + quoted(text) + ": " + why);
+    };
+    if (text.empty())
+        return make_failure(errc::validation, "empty duration");
+    if (text[0] == '-')
+        return bad("durations cannot be negative");
+
+    std::size_t i = 0;
+    while (i < text.size() && is_digit(text[i]))
+        ++i;
+    std::string_view whole = text.substr(0, i);
+    std::string_view fraction;
+    if (i < text.size() && text[i] == '.')
+    {
+        std::size_t start = ++i;
+        while (i < text.size() && is_digit(text[i]))
+            ++i;
+        fraction = text.substr(start, i - start);
+        if (fraction.empty())
+            return bad("expected digits after the decimal point");
+    }
+    if (whole.empty())
+        return bad("expected a number with an optional unit (ns, us, ms, s, m, h)");
+
+    std::string_view unit_text = text.substr(i);
+    std::uint64_t unit = 0;
+    if (unit_text.empty() || unit_text == "s")
+        unit = 1'000'000'000;
+    else if (unit_text == "ns")
+        unit = 1;
+    else if (unit_text == "us")
+        unit = 1'000;
+    else if (unit_text == "ms")
+        unit = 1'000'000;
+    else if (unit_text == "m")
+        unit = 60'000'000'000;
+    else if (unit_text == "h")
+        unit = 3'600'000'000'000;
+    else
+        return bad("unknown unit " + quoted(unit_text) + " (use ns, us, ms, s, m or h)");
+
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
+    if (ec == std::errc::result_out_of_range)
+        return bad("too large");
+    if (ec != std::errc() || end != whole.data() + whole.size())
+        return bad("expected a number");
+    constexpr auto max = static_cast<std::uint64_t>(int64_max);
+    if (n > max / unit)
+        return bad("too large");
+    std::uint64_t total = n * unit;
+
+    // floor(0.fraction * unit), exactly: Horner's rule from the last digit; each step keeps
+    // the value below 2 * unit, and flooring at every step equals flooring once at the end.
+    std::uint64_t part = 0;
+    for (auto it = fraction.rbegin(); it != fraction.rend(); ++it)
+        part = (static_cast<std::uint64_t>(*it - '0') * unit + part) / 10;
+    if (part > max - total)
+        return bad("too large");
+    total += part;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(total));
+}
+
+outcome<std::int64_t> parse_size(std::string_view text)
+{
+    auto bad = [&](const std::string& why) {
+        return make_failure(errc::validation, "invalid size " + quoted(text) + ": " + why);
+    };
+    if (text.empty())
+        return make_failure(errc::validation, "empty size");
+    if (text[0] == '-')
+        return bad("sizes cannot be negative");
+
+    std::size_t i = 0;
+    while (i < text.size() && is_digit(text[i]))
+        ++i;
+    if (i == 0)
+        return bad("expected an integer with an optional unit (K, M, G, T, KiB, ...)");
+    if (i < text.size() && text[i] == '.')
+        return bad("fractions are not allowed (use a smaller unit)");
+
+    std::string unit_text;
+    for (char c : text.substr(i))
+        unit_text += lower(c);
+    int shift = 0;
+    if (unit_text.empty() || unit_text == "b")
+        shift = 0;
+    else if (unit_text == "k" || unit_text == "kib")
+        shift = 10;
+    else if (unit_text == "m" || unit_text == "mib")
+        shift = 20;
+    else if (unit_text == "g" || unit_text == "gib")
+        shift = 30;
+    else if (unit_text == "t" || unit_text == "tib")
+        shift = 40;
+    else if (unit_text == "kb" || unit_text == "mb" || unit_text == "gb" || unit_text == "tb")
+        return bad("ambiguous unit " + quoted(text.substr(i)) +
+                   " (units are binary: use K, M, G, T or KiB, MiB, GiB, TiB)");
+    else
+        return bad("unknown unit " + quoted(text.substr(i)) +
+                   " (use K, M, G, T or KiB, MiB, GiB, TiB)");
+
+    std::int64_t n = 0;
+    std::string_view digits = text.substr(0, i);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec == std::errc::result_out_of_range)
+        return bad("too large");
+    if (ec != std::errc() || end != digits.data() + digits.size())
+        return bad("expected an integer");
+    if (n > (int64_max >> shift))
+        return bad("too large");
+    return n << shift;
+}
+
+// ---------------------------------------------------------------------------------------
+// Policy and command line
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+const std::vector<std::string>& default_env_allow()
+{
+    static const std::vector<std::string> names{"PATH", "HOME",    "USER",     "LOGNAME",
+                                                "LANG", "LC_ALL",  "LC_CTYPE", "TERM",
+                                                "TZ",   "TMPDIR",  "SHELL"};
+    return names;
+}
+
+constexpr std::chrono::nanoseconds default_timeout = 10min;
+constexpr std::int64_t default_max_processes = 1024;
+
+po::options_description make_options()
+{
+    po::options_description d("sandbox-run options");
+    // clang-format off
+    d.add_options()
+        ("root", po::value<std::string>(), "")
+        ("workdir", po::value<std::string>(), "")
+        ("timeout", po::value<std::string>(), "")
+        ("kill-grace", po::value<std::string>(), "")
+        ("memory", po::value<std::string>(), "")
+        ("cpu", po::value<std::string>(), "")
+        ("max-processes", po::value<std::string>(), "")
+        ("max-output", po::value<std::string>(), "")
+        ("env-allow", po::value<std::vector<std::string>>()->composing(), "")
+        ("env-clear", po::bool_switch(), "")
+        ("env", po::value<std::vector<std::string>>()->composing(), "")
+        ("stdin-file", po::value<std::string>(), "")
+        ("json", po::bool_switch(), "")
+        ("enforcement", po::bool_switch(), "")
+        ("backend", po::value<std::string>(), "")
+        ("help,h", po::bool_switch(), "");
+    // clang-format on
+    return d;
+}
+
+// Index of the first argument that belongs to the command (argc when there is none), and
+// whether a "--" separator was seen just before it.
+struct split_point
+{
+    int command = 0;
+    bool separator = false;
+};
+
+split_point find_command(int argc, const char* const* argv, const po::options_description& d)
+{
+    int i = 1;
+    while (i < argc)
+    {
+        std::string_view a = argv[i];
+        if (a == "--")
+            return {i + 1, true};
+        if (a.size() < 2 || a[0] != '-')
+            return {i, false};
+        if (a.size() > 2 && a[1] == '-' && a.find('=') == std::string_view::npos)
+        {
+            // "--name VALUE": skip the value too when the option takes one. Unknown options
+            // are left for program_options to reject.
+            const po::option_description* o =
+                d.find_nothrow(std::string(a.substr(2)), false, false, false);
+            if (o && o->semantic()->max_tokens() > 0)
+                ++i;
+        }
+        ++i;
+    }
+    return {argc, false};
+}
+
+outcome<std::string> read_input_file(const std::string& path)
+{
+    auto fail = [&](int e) {
+        errc code = (e == ENOENT || e == ENOTDIR) ? errc::not_found
+                    : (e == EACCES || e == EPERM) ? errc::forbidden
+                    : e == EISDIR                 ? errc::validation
+                                                  : errc::internal;
+        auto f = make_failure(code,
+                              "--stdin-file " + quoted(path) + ": " + std::strerror(e), "input");
+        f.diag.path = path;
+        f.diag.cause = boost::system::error_code(e, boost::system::system_category());
+        return f;
+    };
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(errno);
+    std::string data;
+    char buf[65536];
+    for (;;)
+    {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0)
+        {
+            data.append(buf, static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        int e = n < 0 ? errno : 0;
+        ::close(fd);
+        if (e != 0)
+            return fail(e);
+        return data;
+    }
+}
+
+failure option_failure(const char* option, const failure& inner, const char* field)
+{
+    failure f = inner;
+    f.diag.message = std::string("--") + option + ": " + inner.diag.message;
+    f.diag.limit = field;
+    return f;
+}
+
+} // namespace
+
+sandbox::exec_options default_policy()
+{
+    sandbox::exec_options o;
+    o.env.allow = default_env_allow();
+    o.timeout = default_timeout;
+    o.kill_grace = 0ns;
+    o.limits.max_output_bytes = sandbox::default_max_output_bytes;
+    o.limits.max_processes = default_max_processes;
+    o.limits.memory_bytes = 0;
+    o.limits.cpu_millicores = 0;
+    return o;
+}
+
+outcome<run_config> parse_command_line(int argc, const char* const* argv)
+{
+    const po::options_description desc = make_options();
+    const split_point split = find_command(argc, argv, desc);
+
+    po::variables_map vm;
+    try
+    {
+        std::vector<std::string> ours(argv + (argc > 0 ? 1 : 0),
+                                      argv + (split.separator ? split.command - 1
+                                                              : split.command));
+        namespace style = po::command_line_style;
+        const int s = style::unix_style & ~style::allow_guessing;
+        po::store(po::command_line_parser(ours).options(desc).style(s).run(), vm);
+        po::notify(vm);
+    }
+    catch (const po::error& e)
+    {
+        return make_failure(errc::validation, e.what());
+    }
+
+    run_config cfg;
+    cfg.request.options = default_policy();
+    cfg.runner.default_max_output_bytes = sandbox::default_max_output_bytes;
+    exec_options& o = cfg.request.options;
+    auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
+    auto text = [&vm](const char* name) { return vm[name].as<std::string>(); };
+
+    cfg.help = vm["help"].as<bool>();
+    if (cfg.help)
+        return cfg;
+    cfg.json = vm["json"].as<bool>();
+    cfg.enforcement = vm["enforcement"].as<bool>();
+
+    if (has("backend"))
+        cfg.backend = text("backend");
+    if (cfg.backend != "local")
+    {
+        auto f = make_failure(errc::not_available,
+                              "unknown backend " + quoted(cfg.backend) + " (only \"local\")",
+                              "backend");
+        f.diag.backend = cfg.backend;
+        return f;
+    }
+
+    if (has("root"))
+    {
+        cfg.runner.root = text("root");
+        if (cfg.runner.root.empty())
+            return make_failure(errc::validation, "--root: empty directory", "root");
+    }
+    if (has("workdir"))
+        o.work_dir = text("workdir");
+
+    struct duration_option
+    {
+        const char* name;
+        const char* field;
+        std::chrono::nanoseconds* target;
+    };
+    for (auto d : {duration_option{"timeout", "timeout", &o.timeout},
+                   duration_option{"kill-grace", "kill_grace", &o.kill_grace}})
+    {
+        if (!has(d.name))
+            continue;
+        auto v = parse_duration(text(d.name));
+        if (!v)
+            return option_failure(d.name, v.error(), d.field);
+        *d.target = *v;
+    }
+
+    struct number_option
+    {
+        const char* name;
+        const char* field;
+        std::int64_t* target;
+        bool size;
+    };
+    for (auto n : {number_option{"memory", "memory", &o.limits.memory_bytes, true},
+                   number_option{"cpu", "cpu", &o.limits.cpu_millicores, false},
+                   number_option{"max-processes", "processes", &o.limits.max_processes, false},
+                   number_option{"max-output", "output", &o.limits.max_output_bytes, true}})
+    {
+        if (!has(n.name))
+            continue;
+        auto v = n.size ? parse_size(text(n.name)) : parse_count(text(n.name), "number");
+        if (!v)
+            return option_failure(n.name, v.error(), n.field);
+        *n.target = *v;
+    }
+    // "--max-output 0" keeps everything: no request cap and no runner default either.
+    if (has("max-output") && o.limits.max_output_bytes == 0)
+        cfg.runner.default_max_output_bytes = 0;
+
+    const bool env_clear = vm["env-clear"].as<bool>();
+    if (env_clear && has("env-allow"))
+        return make_failure(errc::validation, "--env-clear and --env-allow exclude each other",
+                            "env");
+    if (env_clear)
+        o.env.allow = std::vector<std::string>{};
+    if (has("env-allow"))
+    {
+        auto names = vm["env-allow"].as<std::vector<std::string>>();
+        for (const auto& n : names)
+            if (n.empty() || n.find('=') != std::string::npos)
+                return make_failure(errc::validation,
+                                    "--env-allow: invalid variable name " + quoted(n), "env");
+        o.env.allow = std::move(names);
+    }
+    if (has("env"))
+    {
+        for (const auto& kv : vm["env"].as<std::vector<std::string>>())
+        {
+            auto eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0)
+                return make_failure(errc::validation,
+                                    "--env: expected NAME=VALUE, got " + quoted(kv), "env");
+            o.env.inject[kv.substr(0, eq)] = kv.substr(eq + 1);
+        }
+    }
+
+    if (has("stdin-file"))
+    {
+        auto data = read_input_file(text("stdin-file"));
+        if (!data)
+            return data.error();
+        o.input = std::move(*data);
+    }
+
+    if (split.command < argc)
+    {
+        cfg.request.command = argv[split.command];
+        cfg.request.args.assign(argv + split.command + 1, argv + argc);
+    }
+    else if (!cfg.enforcement)
+        return make_failure(errc::validation, "missing COMMAND", "command");
+    return cfg;
+}
+
+// ---------------------------------------------------------------------------------------
+// Outcome reporting
+// ---------------------------------------------------------------------------------------
+
+int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r)
+{
+    if (!ec && r.status == exec_status::exited)
+        return r.exit_code >= 0 && r.exit_code <= 255 ? r.exit_code : exit_sandbox_failure;
+    switch (r.status)
+    {
+    case exec_status::signaled: return 128 + r.signal;
+    case exec_status::timed_out: return exit_timeout;
+    case exec_status::budget_exceeded: return exit_budget;
+    case exec_status::cancelled: return exit_cancelled;
+    case exec_status::unenforceable: return exit_sandbox_failure;
+    case exec_status::exited:
+    case exec_status::not_started: break;
+    }
+    if (!ec)
+        return exit_sandbox_failure; // a success that ran nothing: not a result we can pass on
+    if (ec == boost::asio::error::operation_aborted)
+        return exit_cancelled;
+    if (ec == errc::timeout)
+        return exit_timeout;
+    if (ec == errc::budget_exceeded)
+        return exit_budget;
+    if (ec == errc::not_found)
+        return exit_not_found;
+    if (ec == errc::forbidden && r.status == exec_status::not_started)
+        return exit_not_executable;
+    return exit_sandbox_failure;
+}
+
+std::string sanitize_utf8(std::string_view s)
+{
+    static constexpr std::string_view replacement = "\xEF\xBF\xBD";
+    std::string out;
+    out.reserve(s.size());
+    std::size_t i = 0;
+    while (i < s.size())
+    {
+        const auto b = static_cast<unsigned char>(s[i]);
+        if (b < 0x80)
+        {
+            out += s[i++];
+            continue;
+        }
+        // Continuation bytes needed, and the allowed range of the first one (Unicode table
+        // 3-7, "well-formed UTF-8 byte sequences").
+        int need = 0;
+        unsigned char lo = 0x80;
+        unsigned char hi = 0xBF;
+        if (b >= 0xC2 && b <= 0xDF)
+            need = 1;
+        else if (b >= 0xE0 && b <= 0xEF)
+            need = 2;
+        else if (b >= 0xF0 && b <= 0xF4)
+            need = 3;
+        if (b == 0xE0)
+            lo = 0xA0; // no overlong 3-byte forms
+        else if (b == 0xED)
+            hi = 0x9F; // no surrogates
+        else if (b == 0xF0)
+            lo = 0x90; // no overlong 4-byte forms
+        else if (b == 0xF4)
+            hi = 0x8F; // nothing above U+10FFFF
+        if (need == 0)
+        {
+            out += replacement; // a stray continuation byte, C0, C1 or F5..FF
+            ++i;
+            continue;
+        }
+        std::size_t j = i + 1;
+        int got = 0;
+        while (got < need && j < s.size())
+        {
+            const auto c = static_cast<unsigned char>(s[j]);
+            if (c < (got == 0 ? lo : 0x80) || c > (got == 0 ? hi : 0xBF))
+                break;
+            ++got;
+            ++j;
+        }
+        if (got == need)
+            out.append(s.substr(i, j - i));
+        else
+            out += replacement; // the maximal subpart s[i, j) is replaced as one unit
+        i = j;
+    }
+    return out;
+}
+
+std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r)
+{
+    auto ms = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; };
+    boost::json::object o;
+    o["exit_code"] = r.exit_code;
+    o["stdout"] = sanitize_utf8(r.out.data);
+    o["stderr"] = sanitize_utf8(r.err.data);
+    o["stdout_truncated"] = r.out.truncated;
+    o["stderr_truncated"] = r.err.truncated;
+    o["stdout_dropped_bytes"] = r.out.dropped_bytes;
+    o["stderr_dropped_bytes"] = r.err.dropped_bytes;
+    o["status"] = to_string(r.status);
+    o["signal"] = r.signal;
+    if (r.budget != budget_kind::none)
+        o["budget"] = to_string(r.budget);
+    o["duration_ms"] = ms(r.wall_time);
+    o["peak_memory_bytes"] = r.peak_memory_bytes;
+    o["cpu_time_ms"] = ms(r.cpu_time);
+    if (ec)
+    {
+        std::string message = to_string(r.diag);
+        if (message.empty())
+            message = ec.message();
+        boost::json::object e;
+        e["code"] = error_name(ec);
+        e["message"] = sanitize_utf8(message);
+        o["error"] = std::move(e);
+    }
+    return boost::json::serialize(o);
+}
+
+std::string usage()
+{
+    std::string env_list;
+    for (const auto& n : default_env_allow())
+        env_list += (env_list.empty() ? "" : " ") + n;
+    return "Usage: sandbox-run [options] [--] COMMAND [ARG...]\n"
+           "\n"
+           "Runs COMMAND on the local backend (host processes in their own process group, no\n"
+           "isolation) under the policy below, and exits with its exit status. Options end at\n"
+           "\"--\" or at the first argument that is not an option or an option's value; all\n"
+           "arguments from there on belong to COMMAND, even those that look like options.\n"
+           "\n"
+           "Options:\n"
+           "  --root DIR          directory that work directories are confined to\n"
+           "                      (default: the current directory)\n"
+           "  --workdir DIR       work directory: relative to the root, or absolute inside it\n"
+           "                      (default: the root)\n"
+           "  --timeout DUR       wall-clock limit; the whole tree is killed when it elapses;\n"
+           "                      0 disables it\n"
+           "  --kill-grace DUR    time between SIGTERM and SIGKILL when the tree is stopped\n"
+           "  --memory SIZE       cap on the tree's summed resident memory; 0 disables it\n"
+           "  --cpu MILLICORES    cpu-time budget as a share of the timeout (1000 = one core\n"
+           "                      for the whole timeout); needs a timeout; 0 disables it\n"
+           "  --max-processes N   cap on live processes in the tree; 0 disables it\n"
+           "  --max-output SIZE   bytes kept per stream, the rest is counted and dropped;\n"
+           "                      0 keeps everything\n"
+           "  --env-allow NAME    pass host variable NAME (repeatable; replaces the default\n"
+           "                      list)\n"
+           "  --env-clear         pass no host variable at all\n"
+           "  --env NAME=VALUE    set NAME in the child's environment (repeatable)\n"
+           "  --stdin-file FILE   feed the contents of FILE to stdin (default: /dev/null)\n"
+           "  --json              print one JSON object with the outcome and the captured\n"
+           "                      output, instead of passing the output through\n"
+           "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
+           "  --backend NAME      the backend; only \"local\" exists (default: local)\n"
+           "  -h, --help          print this text and exit\n"
+           "\n"
+           "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"
+           "example 500ms, 1.5s or 2m. SIZE is an integer with an optional unit K, M, G, T or\n"
+           "KiB, MiB, GiB, TiB, all powers of 1024 (default: bytes), for example 64M.\n"
+           "\n"
+           "Default policy (each option replaces only its own part):\n"
+           "  environment     only " +
+           env_list +
+           "\n"
+           "  timeout         10m\n"
+           "  output          10 MiB kept per stream (stdout and stderr)\n"
+           "  processes       1024\n"
+           "  memory, cpu     no cap\n"
+           "  kill grace      0 (SIGKILL at once)\n"
+           "\n"
+           "Exit status:\n"
+           "  N               COMMAND exited with status N\n"
+           "  128+N           COMMAND was killed by signal N\n"
+           "  124             the timeout elapsed and the tree was killed\n"
+           "  125             sandbox-run failed: bad usage, refused or unenforceable policy,\n"
+           "                  internal error\n"
+           "  126             COMMAND exists but cannot be executed\n"
+           "  127             COMMAND was not found\n"
+           "  130             interrupted by SIGINT or SIGTERM; the tree was killed\n"
+           "  137             a memory, cpu or process cap was exceeded; the tree was killed\n";
+}
+
+} // namespace sandbox::cli

@@ -1,0 +1,113 @@
+// tools/sandbox-run/cli.hpp: command-line parsing, default policy, exit status and JSON output
+// of sandbox-run. Pure logic: nothing here spawns a process.
+#ifndef SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
+#define SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
+
+#include <sandbox/exec_options.hpp>
+#include <sandbox/exec_request.hpp>
+#include <sandbox/exec_result.hpp>
+#include <sandbox/failure.hpp>
+#include <sandbox/local_runner.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sandbox::cli {
+
+/// Exit status when sandbox-run itself fails (bad usage, refused policy, spawn failure).
+inline constexpr int exit_sandbox_failure = 125;
+/// Exit status when the command exists but cannot be executed.
+inline constexpr int exit_not_executable = 126;
+/// Exit status when the command does not exist.
+inline constexpr int exit_not_found = 127;
+/// Exit status when the timeout killed the command.
+inline constexpr int exit_timeout = 124;
+/// Exit status when a resource cap killed the command (128 + SIGKILL).
+inline constexpr int exit_budget = 137;
+/// Exit status when sandbox-run was interrupted (SIGINT/SIGTERM) and killed the command.
+inline constexpr int exit_cancelled = 130;
+
+/// \brief Parses a duration: a non-negative decimal number and an optional unit.
+///
+/// Units: `ns`, `us`, `ms`, `s`, `m` (minutes), `h`; no unit means seconds. A fraction is
+/// allowed (`1.5s`, `0.25`) and truncated to whole nanoseconds. Empty text, signs, spaces,
+/// unknown units and values beyond the range of `std::chrono::nanoseconds` are refused with
+/// `errc::validation`.
+outcome<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+/// \brief Parses a byte size: a non-negative integer and an optional binary unit.
+///
+/// Units (case-insensitive): none or `B` (bytes), `K`/`KiB`, `M`/`MiB`, `G`/`GiB`, `T`/`TiB`,
+/// all powers of 1024. Decimal-looking units (`KB`, `MB`, `GB`, `TB`) are refused as
+/// ambiguous, as are fractions, signs, garbage and values that overflow `std::int64_t`
+/// (`errc::validation`).
+outcome<std::int64_t> parse_size(std::string_view text);
+
+/// \brief Everything sandbox-run needs to do its job, as parsed from the command line.
+struct run_config
+{
+    /// The command and its options, with the default policy applied under the flags.
+    sandbox::exec_request request{};
+    /// Options of the local runner (root, output cap default).
+    sandbox::local_runner_options runner{};
+    /// Print one JSON object instead of passing the output through.
+    bool json = false;
+    /// Print the enforcement report and exit.
+    bool enforcement = false;
+    /// Print the usage text and exit.
+    bool help = false;
+    /// The backend name; only "local" exists.
+    std::string backend = "local";
+};
+
+/// \brief The built-in policy that every run starts from (each flag overrides its field).
+///
+/// Environment allow-list PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TERM, TZ,
+/// TMPDIR, SHELL; timeout 10 minutes; output cap 10 MiB per stream; at most 1024 processes;
+/// no memory cap; no cpu cap; kill grace 0 (SIGKILL at once).
+sandbox::exec_options default_policy();
+
+/// \brief Parses `sandbox-run [options] [--] COMMAND [ARG...]`.
+///
+/// Options end at `--` or at the first argument that is neither an option nor the value of
+/// one; everything from there on belongs to the command, including arguments that look like
+/// options. Usage errors (unknown or malformed options, a missing command, conflicting
+/// flags) are `errc::validation`; an unknown `--backend` is `errc::not_available`; a
+/// `--stdin-file` that cannot be read is `errc::not_found` or `errc::forbidden` (with the
+/// path in the diagnostics).
+outcome<run_config> parse_command_line(int argc, const char* const* argv);
+
+/// \brief The exit status of sandbox-run for a finished run.
+///
+/// The child's exit code when it exited; 128+N when a signal it did not get from us killed
+/// it; 124 on timeout; 137 when a cap killed it; 130 when cancelled; 127 when the command
+/// does not exist; 126 when it exists but was refused before running; 125 for every other
+/// failure (usage, policy, unavailable enforcement, internal errors).
+int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r);
+
+/// \brief Replaces each ill-formed UTF-8 subsequence of `bytes` with U+FFFD.
+///
+/// Follows the Unicode "maximal subpart" practice: an ill-formed sequence is replaced by
+/// one U+FFFD per maximal prefix of a valid sequence (or per lone byte). Overlong forms,
+/// surrogates and code points above U+10FFFF are ill-formed. Valid text is unchanged.
+std::string sanitize_utf8(std::string_view bytes);
+
+/// \brief One JSON object (no trailing newline) describing the run.
+///
+/// Keys: `exit_code` (the child's, -1 unless it exited), `stdout`, `stderr` (valid UTF-8,
+/// see `sanitize_utf8`), `stdout_truncated`, `stderr_truncated`, `stdout_dropped_bytes`,
+/// `stderr_dropped_bytes`, `status`, `signal`, `budget` (only when a cap fired),
+/// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, and on failure
+/// `error: {code, message}`.
+std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r);
+
+/// The usage text, ending with a newline.
+std::string usage();
+
+} // namespace sandbox::cli
+
+#endif // SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
