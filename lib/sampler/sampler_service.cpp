@@ -85,7 +85,10 @@ void sampler_service::shutdown()
     std::lock_guard l(mu_);
     shut_down_ = true;
     watches_.clear();
+    // Drop the timer and the strand now: services created after this one (the strand
+    // service) are destroyed before it, so holding them until our destructor would dangle.
     timer_.reset();
+    strand_.reset();
 }
 
 std::shared_ptr<tree_watch> sampler_service::watch(const asio::any_io_executor& ex, pid_t leader,
@@ -97,6 +100,8 @@ std::shared_ptr<tree_watch> sampler_service::watch(const asio::any_io_executor& 
         interval = default_sample_interval;
     auto w = std::make_shared<tree_watch>(leader, limits, interval, std::move(arbiter));
     std::lock_guard l(mu_);
+    if (shut_down_)
+        return w;
     if (!strand_)
     {
         strand_.emplace(asio::make_strand(ex));

@@ -18,6 +18,8 @@
 //   print-env-all             each environment entry on its own line, then "count=N"
 //   print-cwd                 the current directory and a newline
 //   print-args ARGS...        each ARG on its own line
+//   print-fds                 own open descriptors, space-separated, then a newline
+//   print-proc                "pid pgid sigblk sigign\n" (masks in hex, from /proc/self/status)
 //   cat                       copy stdin to stdout until EOF
 //   alloc MB [STEP_MS]        "allocating\n"; MB MiB in 1 MiB blocks, a byte written every 4096,
 //                             STEP_MS (default 2) ms apart, never freed; "allocated MB\n"
@@ -40,6 +42,7 @@
 // With $SBX_PIDFILE set, the parent appends each child pid of children, fork-procs,
 // setsid-child, setpgid-child and the double-fork grandchild pid to it, one per line (one
 // O_APPEND open each). It goes on only once that child has done its setsid/setpgid/redirection.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -251,6 +254,7 @@ constexpr mode_spec modes[] = {
     {"spin", 1, 1},         {"children", 2, 2},      {"fork-procs", 2, 2},  {"fork-stream", 2, 2},
     {"setsid-child", 1, 2}, {"setpgid-child", 1, 1}, {"double-fork", 1, 1}, {"ignore-term", 0, 0},
     {"trap-term", 1, 1},    {"pidfile", 0, 0},       {"kill-self", 1, 1},   {"close-out", 0, 0},
+    {"print-fds", 0, 0},    {"print-proc", 0, 0},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -299,6 +303,36 @@ action_t prepare(std::string_view name, const args_t& a)
             char buf[PATH_MAX];
             if (::getcwd(buf, sizeof buf) == nullptr) die_errno("getcwd");
             out(std::string(buf) + "\n");
+        };
+    if (mode == "print-fds")
+        return [] {
+            DIR* d = ::opendir("/proc/self/fd");
+            if (!d) die_errno("opendir /proc/self/fd");
+            std::vector<int> fds;
+            while (dirent* e = ::readdir(d))
+                if (e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(d))
+                    fds.push_back(std::atoi(e->d_name));
+            ::closedir(d);
+            std::sort(fds.begin(), fds.end());
+            std::string line;
+            for (int fd : fds) line += (line.empty() ? "" : " ") + std::to_string(fd);
+            out(line + "\n");
+        };
+    if (mode == "print-proc")
+        return [] {
+            std::string status, blk, ign;
+            int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+            if (fd < 0) die_errno("open /proc/self/status");
+            char buf[4096];
+            for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) status.append(buf, n);
+            ::close(fd);
+            auto field = [&](std::string_view key) {
+                auto at = status.find(key);
+                return at == std::string::npos ? std::string("?")
+                                               : status.substr(at + key.size() + 1, 16);
+            };
+            out(std::to_string(::getpid()) + " " + std::to_string(::getpgrp()) + " " +
+                field("SigBlk:") + " " + field("SigIgn:") + "\n");
         };
     if (mode == "print-args")
         return [a] {

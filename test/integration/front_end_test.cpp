@@ -23,6 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>

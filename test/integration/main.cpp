@@ -139,3 +139,23 @@ local_fixture::~local_fixture()
 }
 
 } // namespace sbx_test
+
+namespace {
+
+// After the whole suite: no helper process may be alive (tests that do not use
+// local_fixture, such as the sandbox-run ones, are covered here).
+struct no_survivors
+{
+    void setup() {}
+    void teardown()
+    {
+        auto left = sbx_test::helper_processes();
+        BOOST_TEST(left.empty(), "helper processes survived the suite");
+        for (pid_t p : left)
+            ::kill(p, SIGKILL);
+    }
+};
+
+} // namespace
+
+BOOST_TEST_GLOBAL_FIXTURE(no_survivors);

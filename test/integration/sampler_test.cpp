@@ -34,6 +34,17 @@ long long ms_since(clock_type::time_point start)
         .count();
 }
 
+/// The facts that explain a cap decision, for failure messages.
+std::string describe(const sandbox::exec_result& r)
+{
+    auto ms = [](std::chrono::nanoseconds d) {
+        return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    };
+    return "status=" + std::string(sandbox::to_string(r.status)) + " wall=" + ms(r.wall_time) +
+           "ms cpu=" + ms(r.cpu_time) + "ms peak=" + std::to_string(r.peak_memory_bytes) +
+           " diag: " + sandbox::to_string(r.diag);
+}
+
 /// Clears the sampler's fault injector when the test ends, whatever happens.
 struct injector_reset
 {
@@ -73,6 +84,7 @@ BOOST_AUTO_TEST_CASE(cpu_cap_kills_a_spinner)
     o.limits.cpu_millicores = 250; // a budget of 1 s of cpu time
     auto req = sbx_test::helper({"spin", "0"}, o);
     auto [ec, r] = f.run(std::move(req));
+    BOOST_TEST_INFO(describe(r));
 
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);
@@ -90,6 +102,7 @@ BOOST_AUTO_TEST_CASE(cpu_of_exited_children_counts)
     o.limits.cpu_millicores = 50; // a budget of 1 s; the children burn about 3 s in total
     auto req = sbx_test::helper({"fork-stream", "100", "30"}, o);
     auto [ec, r] = f.run(std::move(req));
+    BOOST_TEST_INFO(describe(r));
 
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.status == sandbox::exec_status::budget_exceeded);

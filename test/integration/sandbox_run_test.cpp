@@ -1,1 +1,359 @@
-// being written
+// test/integration/sandbox_run_test.cpp: the real sandbox-run binary, run through the library
+// (local_runner) with the helper program as its command: output, exit statuses, JSON, policy
+// flags and signal handling.
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using sandbox::exec_status;
+
+namespace {
+
+const std::string sandbox_run = SBX_SANDBOX_RUN;
+
+// A local runner in a fresh temp root (the helper-leak check included) that runs sandbox-run.
+struct cli_fixture : sbx_test::local_fixture
+{
+    // Runs `sandbox-run ARGS...` in the root, with `env` injected into its environment, and
+    // requires that it ran and exited by itself.
+    sandbox::exec_result run_cli(std::vector<std::string> args,
+                                 std::map<std::string, std::string> env = {})
+    {
+        sandbox::exec_request req;
+        req.command = sandbox_run;
+        req.args = std::move(args);
+        req.options.timeout = 25s;
+        req.options.env.inject = std::move(env);
+        auto out = run(std::move(req), 30s);
+        BOOST_REQUIRE_MESSAGE(!out.ec, "sandbox-run did not run: " << out.ec.message() << " "
+                                                                   << out.result.diag);
+        BOOST_REQUIRE_MESSAGE(out.result.status == exec_status::exited,
+                              "sandbox-run ended with status " << out.result.status);
+        return std::move(out.result);
+    }
+
+    // Writes `text` to a file in the root with `mode`; returns its path.
+    std::string write_file(const std::string& name, const std::string& text, mode_t mode = 0644)
+    {
+        auto p = root.path() / name;
+        std::ofstream(p, std::ios::binary) << text;
+        ::chmod(p.c_str(), mode);
+        return p.string();
+    }
+};
+
+boost::json::object parse_json(const std::string& text)
+{
+    BOOST_TEST_REQUIRE(!text.empty());
+    BOOST_TEST(text.back() == '\n');
+    BOOST_TEST(text.find('\n') == text.size() - 1, "exactly one line");
+    boost::system::error_code ec;
+    auto v = boost::json::parse(text, ec);
+    BOOST_TEST_REQUIRE(!ec, "invalid JSON: " << text);
+    BOOST_TEST_REQUIRE(v.is_object());
+    return v.as_object();
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+bool starts_with(const std::string& s, const std::string& prefix)
+{
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The pid of a live sandbox-run process that is the parent of a live helper process, if any.
+std::optional<pid_t> sandbox_run_with_child()
+{
+    const auto want = std::filesystem::canonical(sandbox_run).string();
+    for (pid_t helper : sbx_test::helper_processes())
+    {
+        std::ifstream stat("/proc/" + std::to_string(helper) + "/stat");
+        std::string s;
+        std::getline(stat, s);
+        auto close = s.rfind(')');
+        if (close == std::string::npos)
+            continue;
+        std::istringstream rest(s.substr(close + 2));
+        char state = 0;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        std::error_code ec;
+        auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(ppid) + "/exe", ec);
+        if (!ec && exe.string() == want)
+            return ppid;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sandbox_run)
+
+BOOST_FIXTURE_TEST_CASE(passes_output_and_exit_code_through, cli_fixture)
+{
+    auto r = run_cli({sbx_test::target, "print", "hello", "world", "--then", "eprint", "oops",
+                      "--then", "exit", "3"});
+    BOOST_TEST(r.exit_code == 3);
+    BOOST_TEST(r.out.data == "hello world");
+    BOOST_TEST(r.err.data == "oops");
+
+    auto ok = run_cli({sbx_test::target, "exit", "0"});
+    BOOST_TEST(ok.exit_code == 0);
+    BOOST_TEST(ok.out.data.empty());
+    BOOST_TEST(ok.err.data.empty());
+
+    // Binary-safe: every byte value survives the pass-through.
+    auto spam = run_cli({sbx_test::target, "spam", "100000", "both"});
+    BOOST_TEST(spam.exit_code == 0);
+    BOOST_TEST(spam.out.data.size() == 100000u);
+    BOOST_TEST(spam.err.data.size() == 100000u);
+    BOOST_TEST(spam.out.data.substr(0, 20) == "0123456789abcdef0123");
+}
+
+BOOST_FIXTURE_TEST_CASE(json_output_has_the_fields, cli_fixture)
+{
+    auto r = run_cli({"--json", sbx_test::target, "print", "hi", "--then", "eprint", "err",
+                      "--then", "exit", "7"});
+    BOOST_TEST(r.exit_code == 7);
+    BOOST_TEST(r.err.data.empty()); // JSON mode writes to stdout only
+    auto o = parse_json(r.out.data);
+    BOOST_TEST(o.at("exit_code").to_number<int>() == 7);
+    BOOST_TEST(o.at("stdout").as_string() == "hi");
+    BOOST_TEST(o.at("stderr").as_string() == "err");
+    BOOST_TEST(o.at("stdout_truncated").as_bool() == false);
+    BOOST_TEST(o.at("stderr_truncated").as_bool() == false);
+    BOOST_TEST(o.at("stdout_dropped_bytes").to_number<int>() == 0);
+    BOOST_TEST(o.at("stderr_dropped_bytes").to_number<int>() == 0);
+    BOOST_TEST(o.at("status").as_string() == "exited");
+    BOOST_TEST(o.at("signal").to_number<int>() == 0);
+    BOOST_TEST(!o.contains("budget"));
+    BOOST_TEST(o.at("duration_ms").as_double() > 0.0);
+    BOOST_TEST(o.contains("peak_memory_bytes"));
+    BOOST_TEST(o.contains("cpu_time_ms"));
+    BOOST_TEST(!o.contains("error"));
+}
+
+BOOST_FIXTURE_TEST_CASE(timeout_exits_124, cli_fixture)
+{
+    auto start = std::chrono::steady_clock::now();
+    auto r = run_cli({"--timeout", "100ms", sbx_test::target, "sleep", "5000"});
+    BOOST_TEST(r.exit_code == 124);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 4s));
+    // One line on stderr, naming the error.
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: timeout: "), r.err.data);
+    BOOST_TEST(r.err.data.find('\n') == r.err.data.size() - 1);
+
+    auto j = run_cli({"--json", "--timeout=100ms", sbx_test::target, "sleep", "5000"});
+    BOOST_TEST(j.exit_code == 124);
+    auto o = parse_json(j.out.data);
+    BOOST_TEST(o.at("status").as_string() == "timed_out");
+    BOOST_TEST(o.at("error").as_object().at("code").as_string() == "timeout");
+    BOOST_TEST(!o.at("error").as_object().at("message").as_string().empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(unknown_command_exits_127, cli_fixture)
+{
+    auto r = run_cli({"no-such-command-sbx-cli"});
+    BOOST_TEST(r.exit_code == 127);
+    BOOST_TEST(r.out.data.empty());
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: not_found: "), r.err.data);
+
+    auto j = run_cli({"--json", "/nonexistent/sbx-cli-tool"});
+    BOOST_TEST(j.exit_code == 127);
+    auto o = parse_json(j.out.data);
+    BOOST_TEST(o.at("status").as_string() == "not_started");
+    BOOST_TEST(o.at("error").as_object().at("code").as_string() == "not_found");
+}
+
+BOOST_FIXTURE_TEST_CASE(non_executable_file_exits_126, cli_fixture)
+{
+    auto path = write_file("not-executable", "#!/bin/sh\nexit 0\n", 0644);
+    auto r = run_cli({path});
+    BOOST_TEST(r.exit_code == 126);
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: forbidden: "), r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(usage_errors_exit_125, cli_fixture)
+{
+    auto bad = run_cli({"--bogus-flag", sbx_test::target, "exit", "0"});
+    BOOST_TEST(bad.exit_code == 125);
+    BOOST_TEST(bad.out.data.empty());
+    BOOST_TEST(starts_with(first_line(bad.err.data), "sandbox-run: "), bad.err.data);
+    BOOST_TEST(first_line(bad.err.data).find("--bogus-flag") != std::string::npos);
+    BOOST_TEST(bad.err.data.find("Usage: sandbox-run") != std::string::npos);
+
+    auto bad_value = run_cli({"--timeout", "soon", sbx_test::target, "exit", "0"});
+    BOOST_TEST(bad_value.exit_code == 125);
+    BOOST_TEST(first_line(bad_value.err.data).find("--timeout") != std::string::npos);
+
+    auto missing = run_cli({"--json"});
+    BOOST_TEST(missing.exit_code == 125);
+    BOOST_TEST(first_line(missing.err.data).find("missing COMMAND") != std::string::npos);
+
+    auto backend = run_cli({"--backend", "bwrap", sbx_test::target, "exit", "0"});
+    BOOST_TEST(backend.exit_code == 125);
+    BOOST_TEST(first_line(backend.err.data).find("unknown backend") != std::string::npos,
+               backend.err.data);
+
+    // Refused by the library's policy checks, not by the parser: the cpu cap needs a timeout.
+    auto cpu = run_cli({"--cpu", "100", "--timeout", "0", sbx_test::target, "exit", "0"});
+    BOOST_TEST(cpu.exit_code == 125);
+    BOOST_TEST(starts_with(cpu.err.data, "sandbox-run: not_available: "), cpu.err.data);
+
+    auto help = run_cli({"--help"});
+    BOOST_TEST(help.exit_code == 0);
+    BOOST_TEST(starts_with(help.out.data, "Usage: sandbox-run"));
+    BOOST_TEST(help.err.data.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(memory_cap_exits_137, cli_fixture)
+{
+    auto r = run_cli({"--json", "--memory", "64M", sbx_test::target, "alloc", "512"});
+    BOOST_TEST(r.exit_code == 137);
+    auto o = parse_json(r.out.data);
+    BOOST_TEST(o.at("status").as_string() == "budget_exceeded");
+    BOOST_TEST(o.at("budget").as_string() == "memory");
+    BOOST_TEST(o.at("error").as_object().at("code").as_string() == "budget_exceeded");
+    BOOST_TEST(o.at("stdout").as_string().find("allocated 512") == std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(signal_death_exits_128_plus_n, cli_fixture)
+{
+    auto r = run_cli({sbx_test::target, "kill-self", "15"});
+    BOOST_TEST(r.exit_code == 143);
+    auto k = run_cli({"--json", sbx_test::target, "kill-self", "9"});
+    BOOST_TEST(k.exit_code == 137);
+    auto o = parse_json(k.out.data);
+    BOOST_TEST(o.at("status").as_string() == "signaled");
+    BOOST_TEST(o.at("signal").to_number<int>() == 9);
+}
+
+BOOST_FIXTURE_TEST_CASE(enforcement_report, cli_fixture)
+{
+    auto r = run_cli({"--enforcement"});
+    BOOST_TEST(r.exit_code == 0);
+    auto o = parse_json(r.out.data);
+    BOOST_TEST(o.at("memory_cap").as_bool());
+    BOOST_TEST(r.err.data.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(environment_flags, cli_fixture)
+{
+    const std::map<std::string, std::string> host{{"TZ", "UTC"}, {"SBX_CLI_SECRET", "s3cret"}};
+    // The default allow-list passes TZ and hides everything not on it.
+    auto def = run_cli({sbx_test::target, "print-env", "TZ", "SBX_CLI_SECRET"}, host);
+    BOOST_TEST(def.out.data == "TZ=UTC\nSBX_CLI_SECRET=<unset>\n");
+    // --env-clear hides even listed variables.
+    auto clear = run_cli({"--env-clear", sbx_test::target, "print-env", "TZ", "PATH"}, host);
+    BOOST_TEST(clear.exit_code == 0);
+    BOOST_TEST(clear.out.data == "TZ=<unset>\nPATH=<unset>\n");
+    // --env-allow replaces the list.
+    auto allow = run_cli({"--env-allow", "SBX_CLI_SECRET", sbx_test::target, "print-env",
+                          "SBX_CLI_SECRET", "TZ"},
+                         host);
+    BOOST_TEST(allow.out.data == "SBX_CLI_SECRET=s3cret\nTZ=<unset>\n");
+    // --env injects, also on top of --env-clear.
+    auto inject = run_cli({"--env-clear", "--env", "X=1", "--env", "TZ=Europe/Paris",
+                           sbx_test::target, "print-env", "X", "TZ"},
+                          host);
+    BOOST_TEST(inject.out.data == "X=1\nTZ=Europe/Paris\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(stdin_file_feeds_the_command, cli_fixture)
+{
+    const std::string content("first line\nsecond \0 line\xff\n", 25);
+    auto path = write_file("input.bin", content);
+    auto r = run_cli({"--stdin-file", path, sbx_test::target, "cat"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.data == content);
+
+    // Without the flag stdin is /dev/null.
+    auto none = run_cli({sbx_test::target, "cat"});
+    BOOST_TEST(none.exit_code == 0);
+    BOOST_TEST(none.out.data.empty());
+
+    auto missing = run_cli({"--stdin-file", "no-such-input", sbx_test::target, "cat"});
+    BOOST_TEST(missing.exit_code == 125);
+    BOOST_TEST(first_line(missing.err.data).find("no-such-input") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(max_output_truncates, cli_fixture)
+{
+    auto r = run_cli({"--json", "--max-output", "10", sbx_test::target, "spam", "100"});
+    BOOST_TEST(r.exit_code == 0);
+    auto o = parse_json(r.out.data);
+    BOOST_TEST(o.at("stdout").as_string() == "0123456789");
+    BOOST_TEST(o.at("stdout_truncated").as_bool());
+    BOOST_TEST(o.at("stdout_dropped_bytes").to_number<int>() == 90);
+    BOOST_TEST(!o.at("stderr_truncated").as_bool());
+
+    auto plain = run_cli({"--max-output", "10", sbx_test::target, "spam", "100"});
+    BOOST_TEST(plain.out.data == "0123456789");
+}
+
+BOOST_FIXTURE_TEST_CASE(option_like_arguments_reach_the_command, cli_fixture)
+{
+    auto r = run_cli({sbx_test::target, "print-args", "--json", "--timeout", "1s", "--", "-h"});
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.out.data == "--json\n--timeout\n1s\n--\n-h\n");
+
+    auto sep = run_cli({"--json", "--", sbx_test::target, "print-args", "--enforcement"});
+    BOOST_TEST(sep.exit_code == 0);
+    auto o = parse_json(sep.out.data);
+    BOOST_TEST(o.at("stdout").as_string() == "--enforcement\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(sigint_and_sigterm_cancel_and_exit_130, cli_fixture)
+{
+    for (int sig : {SIGINT, SIGTERM})
+    {
+        BOOST_TEST_CONTEXT("signal " << sig)
+        {
+            // Once sandbox-run has a child (so its signal handling is set up), signal it.
+            boost::asio::steady_timer poll(ioc);
+            bool sent = false;
+            const auto give_up = std::chrono::steady_clock::now() + 5s;
+            std::function<void()> arm = [&] {
+                poll.expires_after(10ms);
+                poll.async_wait([&](boost::system::error_code ec) {
+                    if (ec || std::chrono::steady_clock::now() > give_up)
+                        return;
+                    if (auto pid = sandbox_run_with_child())
+                    {
+                        ::kill(*pid, sig);
+                        sent = true;
+                        return;
+                    }
+                    arm();
+                });
+            };
+            arm();
+            auto start = std::chrono::steady_clock::now();
+            auto r = run_cli({sbx_test::target, "sleep", "10000"});
+            BOOST_TEST(sent);
+            BOOST_TEST(r.exit_code == 130);
+            BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+            BOOST_TEST(starts_with(r.err.data, "sandbox-run: aborted: "), r.err.data);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -282,7 +282,8 @@ BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
     BOOST_TEST(r->request.command == "cmd");
     BOOST_TEST(r->request.args.empty());
     // Untouched fields keep the default policy.
-    BOOST_TEST(*o.env.allow == *sbx_cli::default_policy().env.allow, boost::test_tools::per_element());
+    BOOST_TEST(*o.env.allow == *sbx_cli::default_policy().env.allow,
+               boost::test_tools::per_element());
 
     // One flag alone changes one field.
     auto t = parse({"--timeout", "0", "cmd"});
@@ -472,13 +473,13 @@ BOOST_AUTO_TEST_CASE(exit_status_rows)
     BOOST_TEST(sbx_cli::exit_status_for(ok, result_with(exec_status::signaled, -1, 9)) == 137);
     // Limits and cancellation.
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::timeout),
-                                    result_with(exec_status::timed_out, -1, 9)) == 124);
+                                        result_with(exec_status::timed_out, -1, 9)) == 124);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::budget_exceeded),
-                                    result_with(exec_status::budget_exceeded, -1, 9)) == 137);
+                                        result_with(exec_status::budget_exceeded, -1, 9)) == 137);
     BOOST_TEST(sbx_cli::exit_status_for(boost::asio::error::operation_aborted,
-                                    result_with(exec_status::cancelled, -1, 9)) == 130);
+                                        result_with(exec_status::cancelled, -1, 9)) == 130);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::not_available),
-                                    result_with(exec_status::unenforceable, -1, 9)) == 125);
+                                        result_with(exec_status::unenforceable, -1, 9)) == 125);
     // Codes alone decide when the status says nothing ran.
     const auto not_started = result_with(exec_status::not_started);
     BOOST_TEST(sbx_cli::exit_status_for(boost::asio::error::operation_aborted, not_started) == 130);
@@ -492,8 +493,8 @@ BOOST_AUTO_TEST_CASE(exit_status_rows)
     boost::system::error_code os(EIO, boost::system::system_category());
     BOOST_TEST(sbx_cli::exit_status_for(os, not_started) == 125);
     // Forbidden after the command ran is not "cannot execute".
-    BOOST_TEST(sbx_cli::exit_status_for(code(errc::forbidden), result_with(exec_status::exited, 0)) ==
-               125);
+    BOOST_TEST(sbx_cli::exit_status_for(code(errc::forbidden),
+                                        result_with(exec_status::exited, 0)) == 125);
     // A success that ran nothing cannot be passed on as an exit code.
     BOOST_TEST(sbx_cli::exit_status_for(ok, not_started) == 125);
 }
@@ -590,7 +591,8 @@ BOOST_AUTO_TEST_CASE(json_of_a_failure)
 
     // Without diagnostics the message falls back to the code's message.
     exec_result bare;
-    auto w = boost::json::parse(sbx_cli::result_to_json(boost::asio::error::operation_aborted, bare));
+    const boost::system::error_code aborted = boost::asio::error::operation_aborted;
+    auto w = boost::json::parse(sbx_cli::result_to_json(aborted, bare));
     const auto& we = w.as_object().at("error").as_object();
     BOOST_TEST(we.at("code").as_string() == "aborted");
     BOOST_TEST(we.at("message").as_string() ==

@@ -18,7 +18,7 @@ struct local_runner_options
     /// The root that work directories are confined to. Made absolute and symlink-resolved.
     std::string root = ".";
     /// Per-stream output cap when the request sets none. Zero or negative: no cap.
-    std::int64_t default_max_output_bytes = default_max_output_bytes;
+    std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
     /// How often the cap sampler reads the trees of this runner.
     std::chrono::nanoseconds sample_interval = default_sample_interval;
 };

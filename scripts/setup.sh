@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: install what is missing (Debian 12 packages only) and build what is stale.
+#
+#   scripts/setup.sh [--deps-only] [--sanitize] [--build-dir DIR]
+#
+# Packages (all from Debian 12; Boost 1.81 component packages, not libboost-all-dev = 1.74):
+#   g++ cmake ninja-build             compiler and build
+#   libboost1.81-dev                  Asio, System, Process-free headers (1.81)
+#   libboost-json1.81-dev             JSON output, enforcement reports (later: config files)
+#   libboost-url1.81-dev              proxy URL validation
+#   libboost-program-options1.81-dev  sandbox-run's command line
+#   libboost-test1.81-dev             the test suites
+#   procps                            `ps`, used only by the benchmark's baseline
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deps_only=0
+sanitize=0
+build_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deps-only) deps_only=1 ;;
+    --sanitize) sanitize=1 ;;
+    --build-dir) build_dir="$2"; shift ;;
+    *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+          libboost-program-options1.81-dev libboost-test1.81-dev procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q >&2
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+[ "$deps_only" -eq 1 ] && exit 0
+
+if [ "$sanitize" -eq 1 ]; then
+  build_dir=${build_dir:-build-asan}
+  flags=(-DCMAKE_BUILD_TYPE=Debug -DSANDBOX_SANITIZE=ON -DSANDBOX_BUILD_BENCH=OFF)
+else
+  build_dir=${build_dir:-build}
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+fi
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DSANDBOX_WERROR=ON "${flags[@]}" >&2
+fi
+# Ninja rebuilds only what is stale (and re-runs CMake when a CMakeLists changed).
+cmake --build "$build_dir" -j "$(nproc)" >&2
