@@ -13,8 +13,8 @@ namespace sandbox::local {
 /// `env` (the system default path when it has none). Relative PATH entries and relative
 /// command paths are taken from the work directory `work_dir_fd`.
 ///
-/// A name with a '/' is used as given. Errors: nothing found → `errc::not_found`; found but
-/// not executable (or not a regular file) → `errc::forbidden`.
+/// A name with a '/' is returned as given (exec classifies it). Errors: nothing found →
+/// `errc::not_found`; found but not executable (or not a regular file) → `errc::forbidden`.
 outcome<std::string> find_command(const std::string& command, const std::vector<std::string>& env,
                                   int work_dir_fd);
 

@@ -12,6 +12,8 @@
 
 #include <limits>
 
+#include <unistd.h>
+
 namespace sandbox {
 
 namespace asio = boost::asio;
@@ -20,7 +22,8 @@ namespace {
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
-outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner_options& opts)
+outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner_options& opts,
+                                     int root_fd)
 {
     const exec_options& o = req.options;
     if (req.command.empty())
@@ -43,19 +46,27 @@ outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner
                                 to_string(o.net.mode) + ")",
                             "net.mode");
 
-    auto dir = local::open_work_dir(opts.root, o.work_dir);
-    if (!dir)
-        return dir.error();
     backend::spawn_plan plan;
+    if (o.work_dir.empty() && root_fd >= 0)
+    {
+        plan.borrowed_work_dir_fd = root_fd;
+    }
+    else
+    {
+        auto dir = local::open_work_dir(opts.root, o.work_dir);
+        if (!dir)
+            return dir.error();
+        plan.work_dir = std::move(*dir);
+    }
+    int dir_fd = plan.work_dir ? plan.work_dir.get() : plan.borrowed_work_dir_fd;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
-    auto exe = local::find_command(req.command, plan.envp, dir->get());
+    auto exe = local::find_command(req.command, plan.envp, dir_fd);
     if (!exe)
         return exe.error();
     plan.executable = std::move(*exe);
     plan.argv.reserve(req.args.size() + 1);
     plan.argv.push_back(req.command);
     plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
-    plan.work_dir = std::move(*dir);
     plan.input = o.input;
     std::int64_t cap = o.limits.max_output_bytes > 0 ? o.limits.max_output_bytes
                                                      : opts.default_max_output_bytes;
@@ -77,9 +88,15 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts))
 {
     opts_.root = local::canonical_root(opts_.root);
+    if (auto fd = local::open_work_dir(opts_.root, {}))
+        root_fd_ = fd->release();
 }
 
-local_runner::~local_runner() = default;
+local_runner::~local_runner()
+{
+    if (root_fd_ >= 0)
+        ::close(root_fd_);
+}
 
 enforcement_report local_runner::enforcement() const
 {
@@ -95,7 +112,7 @@ enforcement_report local_runner::enforcement() const
 
 asio::awaitable<exec_result> local_runner::exec(exec_request req)
 {
-    auto plan = prepare(req, opts_);
+    auto plan = prepare(req, opts_, root_fd_);
     if (!plan)
     {
         diagnostics d = plan.error().diag;

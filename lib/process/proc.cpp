@@ -136,6 +136,60 @@ std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
     return st;
 }
 
+int open_proc_stat(pid_t pid) noexcept
+{
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    return ::open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int open_proc_children(pid_t pid) noexcept
+{
+    char path[80];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(pid),
+                  static_cast<int>(pid));
+    return ::open(path, O_RDONLY | O_CLOEXEC);
+}
+
+std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
+{
+    char buf[1024];
+    ssize_t n;
+    do
+        n = ::pread(fd, buf, sizeof buf, 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+    {
+        err = n < 0 ? errno : ENODATA;
+        return std::nullopt;
+    }
+    auto st = parse_proc_stat(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!st)
+        err = EPROTO;
+    return st;
+}
+
+bool read_children_at(int fd, std::vector<pid_t>& out)
+{
+    char buf[4096];
+    std::string text;
+    off_t off = 0;
+    for (;;)
+    {
+        ssize_t n = ::pread(fd, buf, sizeof buf, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            break;
+        text.append(buf, static_cast<std::size_t>(n));
+        off += n;
+    }
+    parse_pid_list(text, out);
+    return true;
+}
+
 bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out)
 {
     char path[80];

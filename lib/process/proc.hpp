@@ -39,6 +39,20 @@ void parse_pid_list(std::string_view text, std::vector<pid_t>& out);
 /// Reads /proc/<pid>/stat. On failure returns nullopt and sets `err` to errno.
 std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;
 
+/// Opens /proc/<pid>/stat (O_RDONLY | O_CLOEXEC) for repeated reads with read_proc_stat_at;
+/// -1 on failure. The descriptor stays bound to that process: once it has exited, reads
+/// fail instead of returning a reused pid's data.
+int open_proc_stat(pid_t pid) noexcept;
+
+/// Opens /proc/<pid>/task/<pid>/children for repeated reads; -1 on failure.
+int open_proc_children(pid_t pid) noexcept;
+
+/// Reads a descriptor from open_proc_stat from offset 0 (one pread).
+std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept;
+
+/// Reads a descriptor from open_proc_children from offset 0 and appends the pids.
+bool read_children_at(int fd, std::vector<pid_t>& out);
+
 /// Appends the children of every thread of `pid` (from /proc/<pid>/task/<tid>/children).
 /// Returns false when the files cannot be read.
 bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out);

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <cstring>
 
 #include <fcntl.h>
@@ -44,24 +45,89 @@ failure os_failure(int err, const std::string& what, const std::string& path)
     return f;
 }
 
-// RAII for the posix_spawn attribute objects.
-struct spawn_attrs
+// glibc validates every descriptor given to a file action with getrlimit (one prlimit64
+// syscall each), so building the actions costs about ten syscalls. Pipes reuse the lowest
+// free descriptors, so consecutive spawns on a thread usually need the very same actions:
+// keep the last set per thread and rebuild only when the descriptors differ.
+struct action_cache
 {
+    bool valid = false;
+    int key[4] = {-1, -1, -1, -1};
     posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    spawn_attrs()
+    action_cache() = default;
+    action_cache(const action_cache&) = delete;
+    action_cache& operator=(const action_cache&) = delete;
+    ~action_cache() { reset(); }
+    void reset()
     {
-        ::posix_spawn_file_actions_init(&fa);
-        ::posix_spawnattr_init(&attr);
+        if (valid)
+            ::posix_spawn_file_actions_destroy(&fa);
+        valid = false;
     }
-    ~spawn_attrs()
-    {
-        ::posix_spawn_file_actions_destroy(&fa);
-        ::posix_spawnattr_destroy(&attr);
-    }
-    spawn_attrs(const spawn_attrs&) = delete;
-    spawn_attrs& operator=(const spawn_attrs&) = delete;
 };
+
+// Returns the file actions for these descriptors, or an errno value in `rc`.
+posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int& rc)
+{
+    thread_local action_cache cache;
+    const int key[4] = {dir, in, out, err};
+    if (cache.valid && std::equal(key, key + 4, cache.key))
+        return &cache.fa;
+    cache.reset();
+    ::posix_spawn_file_actions_init(&cache.fa);
+    cache.valid = true;
+    rc = 0;
+    if (dir >= 0)
+        rc = ::posix_spawn_file_actions_addfchdir_np(&cache.fa, dir);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, in, 0);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, out, 1);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, err, 2);
+    rc = rc ? rc : ::posix_spawn_file_actions_addclosefrom_np(&cache.fa, 3);
+    if (rc != 0)
+    {
+        cache.reset();
+        return nullptr;
+    }
+    std::copy(key, key + 4, cache.key);
+    return &cache.fa;
+}
+
+// New process group, empty signal mask, default dispositions; the same for every spawn.
+const posix_spawnattr_t* spawn_attributes(int& rc)
+{
+    struct attrs
+    {
+        posix_spawnattr_t attr;
+        int rc = 0;
+        attrs()
+        {
+            ::posix_spawnattr_init(&attr);
+            sigset_t none, all;
+            sigemptyset(&none);
+            sigfillset(&all);
+            rc = ::posix_spawnattr_setpgroup(&attr, 0);
+            rc = rc ? rc : ::posix_spawnattr_setsigmask(&attr, &none);
+            rc = rc ? rc : ::posix_spawnattr_setsigdefault(&attr, &all);
+            rc = rc ? rc
+                    : ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+                                                            POSIX_SPAWN_SETSIGMASK |
+                                                            POSIX_SPAWN_SETSIGDEF);
+        }
+        attrs(const attrs&) = delete;
+        attrs& operator=(const attrs&) = delete;
+        ~attrs() { ::posix_spawnattr_destroy(&attr); }
+    };
+    static const attrs a;
+    rc = a.rc;
+    return &a.attr;
+}
+
+// /dev/null for children without stdin, opened once per process (read-only, CLOEXEC).
+int dev_null() noexcept
+{
+    static const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
 
 } // namespace
 
@@ -69,39 +135,28 @@ outcome<spawned_child> spawn_child(const spawn_args& a)
 {
     spawned_child c;
     fd_pair in, out, err;
+    int stdin_src = -1;
     if (a.stdin_pipe)
     {
         if (!make_pipe(in))
             return os_failure(errno, "cannot create stdin pipe", {});
+        stdin_src = in.read.get();
     }
     else
     {
-        in.read.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-        if (!in.read)
+        stdin_src = dev_null();
+        if (stdin_src < 0)
             return os_failure(errno, "cannot open /dev/null", "/dev/null");
     }
     if (!make_pipe(out) || !make_pipe(err))
         return os_failure(errno, "cannot create output pipe", {});
 
-    spawn_attrs s;
     int rc = 0;
-    if (a.work_dir_fd >= 0)
-        rc = rc ? rc : ::posix_spawn_file_actions_addfchdir_np(&s.fa, a.work_dir_fd);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&s.fa, in.read.get(), 0);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&s.fa, out.write.get(), 1);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&s.fa, err.write.get(), 2);
-    rc = rc ? rc : ::posix_spawn_file_actions_addclosefrom_np(&s.fa, 3);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    rc = rc ? rc : ::posix_spawnattr_setpgroup(&s.attr, 0);
-    rc = rc ? rc : ::posix_spawnattr_setsigmask(&s.attr, &none);
-    rc = rc ? rc : ::posix_spawnattr_setsigdefault(&s.attr, &all);
-    rc = rc ? rc
-            : ::posix_spawnattr_setflags(&s.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                      POSIX_SPAWN_SETSIGDEF);
-    if (rc != 0)
-        return os_failure(rc, "cannot prepare spawn", {});
+    const posix_spawnattr_t* attr = spawn_attributes(rc);
+    posix_spawn_file_actions_t* fa =
+        rc ? nullptr : file_actions(a.work_dir_fd, stdin_src, out.write.get(), err.write.get(), rc);
+    if (rc != 0 || !fa)
+        return os_failure(rc ? rc : EINVAL, "cannot prepare spawn", {});
 
     std::vector<char*> argv, envp;
     argv.reserve(a.argv.size() + 1);
@@ -114,7 +169,7 @@ outcome<spawned_child> spawn_child(const spawn_args& a)
     envp.push_back(nullptr);
 
     pid_t pid = -1;
-    rc = ::posix_spawn(&pid, a.executable.c_str(), &s.fa, &s.attr, argv.data(), envp.data());
+    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
     if (rc != 0)
         return os_failure(rc, "cannot execute " + a.executable, a.executable);
 

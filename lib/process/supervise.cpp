@@ -110,10 +110,13 @@ private:
         stream_capture cap{};
         std::unique_ptr<char[]> buf{};
         bool eof = false;
+        bool draining = false;
         std::uint64_t ino = 0;
     };
 
     void read(stream& s);
+    void drain(stream& s);
+    void end_stream(stream& s);
     void on_read(stream& s, boost::system::error_code ec, std::size_t n);
     void write_input();
     void on_leader_exit();
@@ -143,6 +146,7 @@ private:
     bool leader_exited_ = false;
     bool completed_ = false;
     bool pipes_abandoned_ = false;
+    unique_fd devnull_;
     int holder_rounds_ = 0;
 };
 
@@ -226,14 +230,62 @@ void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n
         }
     }
     if (ec || completed_)
+        return end_stream(s);
+    if (s.cap.data.size() >= plan_.max_output_bytes)
     {
-        s.eof = true;
-        boost::system::error_code ignored;
-        s.d.close(ignored);
-        maybe_finish();
-        return;
+        // Over the cap: move the rest to /dev/null inside the kernel (splice), counting it.
+        if (!devnull_)
+            devnull_.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+        if (devnull_)
+        {
+            s.draining = true;
+            s.buf.reset();
+            return drain(s);
+        }
     }
     read(s);
+}
+
+void supervision::drain(stream& s)
+{
+    for (;;)
+    {
+        ssize_t n = ::splice(s.d.native_handle(), nullptr, devnull_.get(), nullptr, 1 << 20,
+                             SPLICE_F_NONBLOCK);
+        if (n > 0)
+        {
+            s.cap.dropped_bytes += static_cast<std::uint64_t>(n);
+            s.cap.truncated = true;
+            continue;
+        }
+        if (n == 0)
+            return end_stream(s);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN)
+        {
+            s.d.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [self = shared_from_this(), &s](boost::system::error_code ec) {
+                               if (ec || self->completed_)
+                                   self->end_stream(s);
+                               else
+                                   self->drain(s);
+                           });
+            return;
+        }
+        // splice is not possible here: drain by reading instead.
+        s.draining = false;
+        s.buf.reset(new char[read_chunk]);
+        return read(s);
+    }
+}
+
+void supervision::end_stream(stream& s)
+{
+    s.eof = true;
+    boost::system::error_code ignored;
+    s.d.close(ignored);
+    maybe_finish();
 }
 
 void supervision::write_input()
@@ -502,7 +554,7 @@ void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_h
     a.executable = plan.executable;
     a.argv = std::move(plan.argv);
     a.envp = std::move(plan.envp);
-    a.work_dir_fd = plan.work_dir.get();
+    a.work_dir_fd = plan.work_dir ? plan.work_dir.get() : plan.borrowed_work_dir_fd;
     a.stdin_pipe = plan.input.has_value();
     auto child = detail::spawn_child(a);
     plan.work_dir.reset();

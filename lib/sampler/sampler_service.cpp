@@ -22,12 +22,25 @@ namespace {
 constexpr auto full_scan_interval = std::chrono::seconds(1);
 // Upper bound of members walked per sample: a fork bomb must not make one tick unbounded.
 constexpr std::size_t max_walk = 8192;
+// Members whose /proc files stay open between ticks.
+constexpr std::size_t max_cached_members = 64;
+
+// Due times sit on a grid of the interval, so trees with the same interval share ticks
+// (one wake-up per interval, not one per tree).
+clock::time_point on_grid(clock::time_point t, std::chrono::nanoseconds interval)
+{
+    auto n = t.time_since_epoch().count();
+    auto i = interval.count();
+    return clock::time_point(clock::duration((n + i - 1) / i * i));
+}
+// Trees due this close after a tick are sampled in it.
+constexpr auto tick_slack = std::chrono::milliseconds(2);
 } // namespace
 
 tree_watch::tree_watch(pid_t leader, cap_limits limits, std::chrono::nanoseconds interval,
                        std::shared_ptr<kill_arbiter> arbiter)
     : leader_(leader), budget_(limits), arbiter_(std::move(arbiter)), interval_(interval),
-      next_due_(clock::now() + interval)
+      next_due_(on_grid(clock::now() + interval, interval))
 {
 }
 
@@ -179,8 +192,15 @@ bool sampler_service::sample(tree_watch& w,
         pid_t pid = queue[i];
         if (seen.count(pid))
             continue;
+        tree_watch::member_rec rec;
+        auto old = w.members_.find(pid);
+        if (old != w.members_.end())
+            rec = std::move(old->second);
+        else if (seen.size() < max_cached_members)
+            rec.stat_fd.reset(open_proc_stat(pid));
         int e = 0;
-        auto st = read_proc_stat(pid, e);
+        std::optional<proc_stat> st =
+            rec.stat_fd ? read_proc_stat_at(rec.stat_fd.get(), e) : read_proc_stat(pid, e);
         if (!st)
         {
             if (pid == w.leader_)
@@ -188,26 +208,33 @@ bool sampler_service::sample(tree_watch& w,
                 err = e;
                 return false;
             }
-            continue;
+            continue; // gone (a cached descriptor never reads a reused pid)
         }
         if (pid == w.leader_)
         {
             if (!w.leader_start_)
                 w.leader_start_ = st->starttime;
         }
-        else if (auto old = w.members_.find(pid);
-                 old != w.members_.end() && old->second.starttime != st->starttime)
+        else if (old != w.members_.end() && rec.starttime != st->starttime)
         {
             continue; // the pid was reused by an unrelated process
         }
-        seen.emplace(pid, tree_watch::member_rec{st->starttime, st->ppid});
+        rec.starttime = st->starttime;
+        rec.ppid = st->ppid;
         u.rss_bytes += st->rss_pages * page;
         ++u.processes;
         live.push_back(
             {pid, st->ppid,
              std::chrono::nanoseconds(static_cast<std::int64_t>(st->cpu_ticks()) * tick_ns)});
         if (st->state != 'Z')
-            read_children(pid, st->num_threads, queue);
+        {
+            if (st->num_threads <= 1 && !rec.children_fd && rec.stat_fd)
+                rec.children_fd.reset(open_proc_children(pid));
+            if (st->num_threads > 1 || !rec.children_fd ||
+                !read_children_at(rec.children_fd.get(), queue))
+                read_children(pid, st->num_threads, queue);
+        }
+        seen.emplace(pid, std::move(rec));
     }
     w.members_ = std::move(seen);
     u.cpu = w.ledger_.update(live);
@@ -245,7 +272,7 @@ void sampler_service::on_tick()
     {
         tree_watch& w = *wp;
         std::lock_guard wl(w.mu_);
-        if (w.stopped_ || w.done_ || w.next_due_ > now)
+        if (w.stopped_ || w.done_ || w.next_due_ > now + tick_slack)
             continue;
         tree_usage u;
         int err = 0;
@@ -278,7 +305,7 @@ void sampler_service::on_tick()
         }
         w.next_due_ += w.interval_;
         if (w.next_due_ <= now)
-            w.next_due_ = now + w.interval_;
+            w.next_due_ = on_grid(now + w.interval_, w.interval_);
     }
     std::lock_guard l(mu_);
     std::erase_if(watches_, [](const std::shared_ptr<tree_watch>& w) {

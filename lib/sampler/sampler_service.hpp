@@ -6,6 +6,8 @@
 #include "process/tree.hpp"
 #include "sampler/budget.hpp"
 
+#include <sandbox/backend/unique_fd.hpp>
+
 #include <sandbox/sampler.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -76,6 +78,10 @@ private:
     {
         std::uint64_t starttime = 0;
         pid_t ppid = 0;
+        // Kept open between ticks (for the first members of a tree) to save the /proc
+        // path walk: one pread per file per tick.
+        backend::unique_fd stat_fd{};
+        backend::unique_fd children_fd{};
     };
 
     mutable std::mutex mu_;

@@ -34,6 +34,9 @@ struct spawn_plan
     std::vector<std::string> envp{};
     /// Directory the child enters with fchdir before exec (checked by the backend).
     unique_fd work_dir{};
+    /// Used instead when `work_dir` is empty: a descriptor the backend keeps open (for
+    /// example its root), not closed by the supervisor. -1: the child keeps our directory.
+    int borrowed_work_dir_fd = -1;
     std::optional<std::string> input{};
     /// Bytes kept per stream.
     std::uint64_t max_output_bytes = std::numeric_limits<std::uint64_t>::max();

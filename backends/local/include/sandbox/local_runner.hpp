@@ -46,6 +46,9 @@ public:
 private:
     executor_type ex_;
     local_runner_options opts_;
+    // The root, opened once (O_PATH): requests without a work dir run there without
+    // re-resolving it. -1 when the root could not be opened (each call then reports why).
+    int root_fd_ = -1;
 };
 
 } // namespace sandbox
