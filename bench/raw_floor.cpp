@@ -190,26 +190,44 @@ child spawn(const command& cmd, bool capture)
     const int out_w = capture ? po[1] : null_w;
     const int err_w = capture ? pe[1] : null_w;
 
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    ::posix_spawn_file_actions_init(&fa);
-    ::posix_spawnattr_init(&at);
-    ::posix_spawn_file_actions_adddup2(&fa, null_r, 0);
-    ::posix_spawn_file_actions_adddup2(&fa, out_w, 1);
-    ::posix_spawn_file_actions_adddup2(&fa, err_w, 2);
-    ::posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    sigset_t none, dflt;
-    sigemptyset(&none);
-    sigemptyset(&dflt);
-    sigaddset(&dflt, SIGPIPE);
-    ::posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-    ::posix_spawnattr_setpgroup(&at, 0);
-    ::posix_spawnattr_setsigmask(&at, &none);
-    ::posix_spawnattr_setsigdefault(&at, &dflt);
-    int rc = ::posix_spawn(&c.pid, cmd.path(), &fa, &at, cmd.argv(), allow_envp());
-    ::posix_spawn_file_actions_destroy(&fa);
-    ::posix_spawnattr_destroy(&at);
+    // The tightest posix_spawn use: attributes built once; file actions rebuilt only when
+    // the descriptors differ from the previous spawn (glibc checks each descriptor with a
+    // getrlimit syscall when an action is added). The library does the same.
+    struct actions
+    {
+        posix_spawn_file_actions_t fa;
+        int out = -2, err = -2;
+        bool built = false;
+    };
+    static actions acts;
+    if (!acts.built || acts.out != out_w || acts.err != err_w)
+    {
+        if (acts.built)
+            ::posix_spawn_file_actions_destroy(&acts.fa);
+        ::posix_spawn_file_actions_init(&acts.fa);
+        ::posix_spawn_file_actions_adddup2(&acts.fa, null_r, 0);
+        ::posix_spawn_file_actions_adddup2(&acts.fa, out_w, 1);
+        ::posix_spawn_file_actions_adddup2(&acts.fa, err_w, 2);
+        ::posix_spawn_file_actions_addclosefrom_np(&acts.fa, 3);
+        acts.out = out_w;
+        acts.err = err_w;
+        acts.built = true;
+    }
+    static posix_spawnattr_t at = [] {
+        posix_spawnattr_t a;
+        ::posix_spawnattr_init(&a);
+        sigset_t none, dflt;
+        sigemptyset(&none);
+        sigemptyset(&dflt);
+        sigaddset(&dflt, SIGPIPE);
+        ::posix_spawnattr_setflags(&a, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                           POSIX_SPAWN_SETSIGDEF);
+        ::posix_spawnattr_setpgroup(&a, 0);
+        ::posix_spawnattr_setsigmask(&a, &none);
+        ::posix_spawnattr_setsigdefault(&a, &dflt);
+        return a;
+    }();
+    int rc = ::posix_spawn(&c.pid, cmd.path(), &acts.fa, &at, cmd.argv(), allow_envp());
     if (rc != 0)
         die(cmd.path(), rc);
     c.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
