@@ -101,6 +101,14 @@ public:
 
     void start(detail::spawned_child c);
 
+    // Keeps the handler's executor (which may belong to another execution context) from
+    // running out of work while the operation is pending, as Asio operations do.
+    void track_handler_work()
+    {
+        handler_work_ = asio::prefer(asio::get_associated_executor(handler_, ex_),
+                                     asio::execution::outstanding_work.tracked);
+    }
+
     void on_cancel(asio::cancellation_type t);
 
 private:
@@ -147,6 +155,7 @@ private:
     bool completed_ = false;
     bool pipes_abandoned_ = false;
     unique_fd devnull_;
+    asio::any_completion_executor handler_work_;
     int holder_rounds_ = 0;
 };
 
@@ -537,6 +546,7 @@ void supervision::finish()
 void supervision::complete(boost::system::error_code ec, exec_result r)
 {
     auto h = std::move(handler_);
+    auto work = std::move(handler_work_);
     auto slot = asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
         slot.clear();
@@ -572,6 +582,7 @@ void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_h
         return;
     }
     auto s = std::make_shared<supervision>(ex, std::move(plan), std::move(handler));
+    s->track_handler_work();
     s->start(std::move(*child));
 }
 
