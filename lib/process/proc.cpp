@@ -94,7 +94,7 @@ std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept
               to_num(f[11], st.utime) && to_num(f[12], st.stime) && to_num(f[13], cut) &&
               to_num(f[14], cst) && to_num(f[17], st.num_threads) &&
               to_num(f[19], st.starttime) && to_num(f[21], rss);
-    if (!ok)
+    if (!ok || st.pid <= 0 || st.ppid < 0 || st.pgrp < 0 || st.session < 0)
         return std::nullopt;
     st.cutime = cut > 0 ? static_cast<std::uint64_t>(cut) : 0;
     st.cstime = cst > 0 ? static_cast<std::uint64_t>(cst) : 0;

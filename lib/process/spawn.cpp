@@ -35,10 +35,19 @@ bool make_pipe(fd_pair& p)
 
 failure os_failure(int err, const std::string& what, const std::string& path)
 {
-    errc code = err == ENOENT                   ? errc::not_found
-                : (err == EACCES || err == EPERM) ? errc::forbidden
-                : err == ENOSYS                   ? errc::not_available
-                                                  : errc::internal;
+    errc code;
+    switch (err)
+    {
+    case ENOENT:
+    case ENOTDIR: code = errc::not_found; break;      // a path component is missing
+    case EACCES:
+    case EPERM: code = errc::forbidden; break;
+    case E2BIG:
+    case ENAMETOOLONG:
+    case ELOOP: code = errc::validation; break;       // the request itself cannot work
+    case ENOSYS: code = errc::not_available; break;
+    default: code = errc::internal; break;            // ENOEXEC, ETXTBSY, EMFILE, ...
+    }
     failure f = make_failure(code, what + ": " + std::strerror(err));
     f.diag.path = path;
     f.diag.cause = boost::system::error_code(err, boost::system::system_category());

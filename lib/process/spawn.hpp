@@ -37,9 +37,10 @@ struct spawned_child
 /// whatever the parent's CLOEXEC flags), work directory entered with fchdir on the
 /// already-checked directory fd.
 ///
-/// Errors: ENOENT → `errc::not_found`; EACCES/EPERM → `errc::forbidden`; no pidfd support
-/// (ENOSYS) → `errc::not_available` (the child is killed and reaped first); anything else →
-/// `errc::internal`. `diag.cause` holds the OS error.
+/// Errors: ENOENT/ENOTDIR → `errc::not_found`; EACCES/EPERM → `errc::forbidden`;
+/// E2BIG/ENAMETOOLONG/ELOOP → `errc::validation`; no pidfd support (ENOSYS) →
+/// `errc::not_available` (the child is killed and reaped first); anything else (ENOEXEC,
+/// ETXTBSY, EMFILE, ...) → `errc::internal`. `diag.cause` holds the OS error.
 outcome<spawned_child> spawn_child(const spawn_args& a);
 
 } // namespace sandbox::detail

@@ -405,3 +405,22 @@ BOOST_AUTO_TEST_CASE(enforcement_report_is_honest)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(local_runner_errors, sbx_test::local_fixture)
+
+BOOST_AUTO_TEST_CASE(oversized_requests_are_validation_errors)
+{
+    // More argument bytes than the kernel accepts: the request cannot work, whatever runs it.
+    sandbox::exec_request req = sbx_test::helper({"exit", "0"});
+    req.args.push_back(std::string(3 << 20, 'a'));
+    auto [ec, r] = run(std::move(req));
+    BOOST_TEST(ec == errc::validation);
+    BOOST_TEST(r.diag.cause == boost::system::error_code(E2BIG, boost::system::system_category()));
+    BOOST_TEST((r.status == exec_status::not_started));
+    // A path through a regular file: not_found, with the OS error attached.
+    write_file(root.path() / "plain", "x", 0644);
+    auto [ec2, r2] = run(cmd((root.path() / "plain" / "tool").string(), {}));
+    BOOST_TEST(ec2 == errc::not_found);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

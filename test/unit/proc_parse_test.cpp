@@ -38,6 +38,7 @@ BOOST_AUTO_TEST_CASE(rejects_malformed_text)
     BOOST_TEST(!parse_proc_stat("12 (x) S 1 2"));
     BOOST_TEST(!parse_proc_stat("abc (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21"));
     BOOST_TEST(!parse_proc_stat("12 no parens S 1"));
+    BOOST_TEST(!parse_proc_stat("-5 (x) R -1 5 5 0 -1 0 0 0 0 0 1 1 3 4 20 0 1 0 10 100 7 0"));
 }
 
 BOOST_AUTO_TEST_CASE(negative_child_times_clamp_to_zero)
