@@ -126,21 +126,14 @@ std::string error_name(const boost::system::error_code& ec)
     return std::string(ec.category().name()) + ":" + std::to_string(ec.value());
 }
 
-namespace {
-std::string what_text(const diagnostics& d)
-{
-    return d.message.empty() ? std::string() : d.message;
-}
-} // namespace
-
 error::error(boost::system::error_code ec, diagnostics diag)
-    : boost::system::system_error(ec, what_text(diag)),
+    : boost::system::system_error(ec, diag.message),
       diag_(std::make_shared<const diagnostics>(std::move(diag)))
 {
 }
 
 error::error(boost::system::error_code ec, diagnostics diag, exec_result partial)
-    : boost::system::system_error(ec, what_text(diag)),
+    : boost::system::system_error(ec, diag.message),
       diag_(std::make_shared<const diagnostics>(std::move(diag))),
       partial_(std::make_shared<const exec_result>(std::move(partial)))
 {

@@ -22,33 +22,6 @@ bool to_num(std::string_view s, T& v) noexcept
     return r.ec == std::errc{} && r.ptr == s.data() + s.size();
 }
 
-// Reads a whole small file into buf; returns the length or -1 with errno set.
-ssize_t read_file(const char* path, char* buf, std::size_t cap) noexcept
-{
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    std::size_t len = 0;
-    while (len < cap)
-    {
-        ssize_t n = ::read(fd, buf + len, cap - len);
-        if (n < 0)
-        {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            ::close(fd);
-            errno = e;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        len += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-    return static_cast<ssize_t>(len);
-}
-
 bool all_digits(const char* s) noexcept
 {
     if (!*s)
@@ -119,23 +92,6 @@ void parse_pid_list(std::string_view text, std::vector<pid_t>& out)
     }
 }
 
-std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
-{
-    char path[48];
-    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    char buf[1024];
-    ssize_t n = read_file(path, buf, sizeof buf);
-    if (n <= 0)
-    {
-        err = n < 0 ? errno : ENODATA;
-        return std::nullopt;
-    }
-    auto st = parse_proc_stat(std::string_view(buf, static_cast<std::size_t>(n)));
-    if (!st)
-        err = EPROTO;
-    return st;
-}
-
 int open_proc_stat(pid_t pid) noexcept
 {
     char path[48];
@@ -169,6 +125,19 @@ std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
     return st;
 }
 
+std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
+{
+    int fd = open_proc_stat(pid);
+    if (fd < 0)
+    {
+        err = errno;
+        return std::nullopt;
+    }
+    auto st = read_proc_stat_at(fd, err);
+    ::close(fd);
+    return st;
+}
+
 bool read_children_at(int fd, std::vector<pid_t>& out)
 {
     char buf[4096];
@@ -193,25 +162,14 @@ bool read_children_at(int fd, std::vector<pid_t>& out)
 bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out)
 {
     char path[80];
-    char buf[4096];
     auto read_one = [&](long tid) {
         std::snprintf(path, sizeof path, "/proc/%d/task/%ld/children", static_cast<int>(pid), tid);
         int fd = ::open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return false;
-        std::string text;
-        for (;;)
-        {
-            ssize_t n = ::read(fd, buf, sizeof buf);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            text.append(buf, static_cast<std::size_t>(n));
-        }
+        bool ok = read_children_at(fd, out);
         ::close(fd);
-        parse_pid_list(text, out);
-        return true;
+        return ok;
     };
     if (num_threads <= 1)
         return read_one(pid);
@@ -228,14 +186,6 @@ bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out)
     for (long t : tids)
         any = read_one(t) || any;
     return any;
-}
-
-bool children_files_available() noexcept
-{
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(::getpid()),
-                  static_cast<int>(::getpid()));
-    return ::access(path, R_OK) == 0;
 }
 
 void scan_all(std::vector<proc_stat>& out)

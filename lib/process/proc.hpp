@@ -57,9 +57,6 @@ bool read_children_at(int fd, std::vector<pid_t>& out);
 /// Returns false when the files cannot be read.
 bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out);
 
-/// True when /proc/<pid>/task/<tid>/children exists on this kernel (CONFIG_PROC_CHILDREN).
-bool children_files_available() noexcept;
-
 /// Reads the stat of every process in /proc (a full scan, ~1 ms for ~100 processes).
 void scan_all(std::vector<proc_stat>& out);
 
