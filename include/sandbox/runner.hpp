@@ -26,6 +26,9 @@ class SANDBOX_DECL runner
 public:
     using executor_type = boost::asio::any_io_executor;
 
+    runner() = default;
+    runner(const runner&) = delete;            // polymorphic and owns resources: not copyable
+    runner& operator=(const runner&) = delete;
     virtual ~runner();
 
     virtual executor_type get_executor() const noexcept = 0;

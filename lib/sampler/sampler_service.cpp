@@ -22,8 +22,9 @@ namespace {
 constexpr auto full_scan_interval = std::chrono::seconds(1);
 // Upper bound of members walked per sample: a fork bomb must not make one tick unbounded.
 constexpr std::size_t max_walk = 8192;
-// Members whose /proc files stay open between ticks.
-constexpr std::size_t max_cached_members = 64;
+// Members whose /proc files stay open between ticks (two descriptors each): the leader and a
+// few more, so that a capped tree never holds more than 8 descriptors of the host process.
+constexpr std::size_t max_cached_members = 4;
 
 // Due times sit on a grid of the interval, so trees with the same interval share ticks
 // (one wake-up per interval, not one per tree).

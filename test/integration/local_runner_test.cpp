@@ -404,6 +404,28 @@ BOOST_AUTO_TEST_CASE(enforcement_report_is_honest)
     BOOST_TEST(sandbox::to_json(e).find("\"memory_cap\":true") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(timeout_while_stdin_is_still_being_fed)
+{
+    // The child never reads: our writer is parked on a full pipe when the timeout fires.
+    sandbox::exec_options o;
+    o.input = std::string(8 << 20, 'x');
+    o.timeout = 200ms;
+    auto [ec, r] = run(helper({"sleep", "60000"}, o));
+    BOOST_TEST(ec == errc::timeout);
+    BOOST_TEST(r.wall_time < 10s);
+}
+
+BOOST_AUTO_TEST_CASE(closed_output_with_a_running_child)
+{
+    // Both pipes reach EOF long before the leader exits: exec waits for the exit code.
+    auto [ec, r] = run(helper({"print", "early", "--then", "close-out", "--then", "sleep", "300",
+                               "--then", "exit", "5"}));
+    BOOST_TEST(!ec);
+    BOOST_TEST(r.exit_code == 5);
+    BOOST_TEST(r.out.data == "early");
+    BOOST_TEST(r.wall_time >= 300ms);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(local_runner_errors, sbx_test::local_fixture)
