@@ -9,6 +9,10 @@
 #include <sandbox/sampler.hpp>
 
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <thread>
 
 #include <array>
 #include <chrono>
@@ -244,6 +248,42 @@ BOOST_AUTO_TEST_CASE(no_caps_means_no_sampling)
     BOOST_TEST(stats.samples == 0u);
     BOOST_TEST(stats.ticks == 0u);
     BOOST_TEST(stats.watched_trees == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(two_threads_share_one_sampler)
+{
+    // One io_context run by two threads, one runner per strand: capped execs from both
+    // strands share the context's sampler (its state is locked; no data race under TSan in
+    // an ad-hoc run) and each completes with the right outcome.
+    sbx_test::temp_dir root;
+    boost::asio::io_context ioc;
+    sandbox::local_runner_options ro;
+    ro.root = root.str();
+    ro.sample_interval = 5ms;
+    sandbox::local_runner a(boost::asio::make_strand(ioc), ro), b(boost::asio::make_strand(ioc), ro);
+    std::atomic<int> ok{0}, done{0};
+    for (int i = 0; i < 16; ++i)
+    {
+        sandbox::exec_options o;
+        o.limits.memory_bytes = 1 << 30;
+        o.timeout = i % 2 ? 10s : 100ms;
+        auto req = i % 2 ? sbx_test::helper({"sleep", "30", "--then", "print", "x"}, o)
+                         : sbx_test::helper({"sleep", "60000"}, o);
+        sandbox::async_exec(i % 4 < 2 ? a : b, std::move(req),
+                            [&ok, &done, i](boost::system::error_code ec, sandbox::exec_result r) {
+                                bool good = i % 2 ? (!ec && r.out.data == "x")
+                                                  : ec == sandbox::errc::timeout;
+                                ok += good ? 1 : 0;
+                                ++done;
+                            });
+    }
+    std::thread second([&] { ioc.run_for(30s); });
+    ioc.run_for(30s);
+    second.join();
+    BOOST_TEST(done.load() == 16);
+    BOOST_TEST(ok.load() == 16);
+    BOOST_TEST(sandbox::get_sampler_stats(ioc.get_executor()).watched_trees == 0u);
+    BOOST_TEST(sbx_test::helper_processes().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
