@@ -6,5 +6,5 @@
 #   scripts/sandbox-run.sh --json -- sh -c 'echo hello from the sandbox'
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-"$here/scripts/setup.sh"
+"$here/scripts/setup.sh" --target sandbox-run
 exec "$here/build/tools/sandbox-run/sandbox-run" "$@"

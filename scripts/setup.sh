@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: install what is missing (Debian 12 packages only) and build what is stale.
 #
-#   scripts/setup.sh [--deps-only] [--sanitize] [--build-dir DIR]
+#   scripts/setup.sh [--deps-only] [--sanitize] [--build-dir DIR] [--target NAME]
 #
 # Packages (all from Debian 12; Boost 1.81 component packages, not libboost-all-dev = 1.74):
 #   g++ cmake ninja-build             compiler and build
@@ -17,11 +17,13 @@ cd "$(dirname "$0")/.."
 deps_only=0
 sanitize=0
 build_dir=""
+targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1 ;;
     --sanitize) sanitize=1 ;;
     --build-dir) build_dir="$2"; shift ;;
+    --target) targets+=(--target "$2"); shift ;;
     *) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -54,4 +56,4 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DSANDBOX_WERROR=ON "${flags[@]}" >&2
 fi
 # Ninja rebuilds only what is stale (and re-runs CMake when a CMakeLists changed).
-cmake --build "$build_dir" -j "$(nproc)" >&2
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}" >&2
