@@ -118,7 +118,6 @@ private:
         stream_capture cap{};
         std::unique_ptr<char[]> buf{};
         bool eof = false;
-        bool draining = false;
         std::uint64_t ino = 0;
     };
 
@@ -247,7 +246,6 @@ void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n
             devnull_.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
         if (devnull_)
         {
-            s.draining = true;
             s.buf.reset();
             return drain(s);
         }
@@ -283,7 +281,6 @@ void supervision::drain(stream& s)
             return;
         }
         // splice is not possible here: drain by reading instead.
-        s.draining = false;
         s.buf.reset(new char[read_chunk]);
         return read(s);
     }
