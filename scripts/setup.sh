@@ -5,7 +5,7 @@
 #
 # Packages (all from Debian 12; Boost 1.81 component packages, not libboost-all-dev = 1.74):
 #   g++ cmake ninja-build             compiler and build
-#   libboost1.81-dev                  Asio, System, Process-free headers (1.81)
+#   libboost1.81-dev                  Boost.Asio and Boost.System headers (1.81)
 #   libboost-json1.81-dev             JSON output, enforcement reports (later: config files)
 #   libboost-url1.81-dev              proxy URL validation
 #   libboost-program-options1.81-dev  sandbox-run's command line
