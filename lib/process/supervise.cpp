@@ -495,15 +495,15 @@ void supervision::finish()
         r.diag.limit = to_string(d.which);
         r.diag.observed = d.observed;
         r.diag.configured = d.configured;
-        r.diag.message = std::string(to_string(d.which)) + " cap exceeded (" +
-                         std::to_string(d.observed) + " >= " + std::to_string(d.configured) +
-                         (d.which == budget_kind::memory ? " bytes"
-                          : d.which == budget_kind::cpu  ? " ns of cpu"
-                                                         : " processes") +
-                         "); process tree killed";
-        if (d.which == budget_kind::processes)
-            r.diag.message = "process cap exceeded (" + std::to_string(d.observed) + " > " +
-                             std::to_string(d.configured) + " processes); process tree killed";
+        {
+            const bool procs = d.which == budget_kind::processes; // trips above, not at
+            const char* unit = d.which == budget_kind::memory ? " bytes"
+                               : procs                        ? " processes"
+                                                              : " ns of cpu";
+            r.diag.message = std::string(to_string(d.which)) + " cap exceeded (" +
+                             std::to_string(d.observed) + (procs ? " > " : " >= ") +
+                             std::to_string(d.configured) + unit + "); process tree killed";
+        }
         break;
     }
     case end_reason::unenforceable:

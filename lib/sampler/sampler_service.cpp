@@ -72,6 +72,11 @@ std::chrono::nanoseconds tree_watch::cpu_used() const
 std::vector<known_process> tree_watch::members() const
 {
     std::lock_guard l(mu_);
+    return members_locked();
+}
+
+std::vector<known_process> tree_watch::members_locked() const
+{
     std::vector<known_process> v;
     v.reserve(members_.size());
     for (const auto& [pid, m] : members_)
@@ -211,15 +216,8 @@ bool sampler_service::sample(tree_watch& w,
             }
             continue; // gone (a cached descriptor never reads a reused pid)
         }
-        if (pid == w.leader_)
-        {
-            if (!w.leader_start_)
-                w.leader_start_ = st->starttime;
-        }
-        else if (old != w.members_.end() && rec.starttime != st->starttime)
-        {
+        if (pid != w.leader_ && old != w.members_.end() && rec.starttime != st->starttime)
             continue; // the pid was reused by an unrelated process
-        }
         rec.starttime = st->starttime;
         rec.ppid = st->ppid;
         u.rss_bytes += st->rss_pages * page;
@@ -294,10 +292,7 @@ void sampler_service::on_tick()
                                                               : end_reason::unenforceable;
             if (w.arbiter_->claim(reason))
             {
-                std::vector<known_process> known;
-                for (const auto& [pid, m] : w.members_)
-                    known.push_back({pid, m.starttime});
-                signal_tree(w.leader_, w.leader_, known, SIGKILL, true);
+                signal_tree(w.leader_, w.leader_, w.members_locked(), SIGKILL, true);
                 w.decision_ = d;
                 ++(reason == end_reason::budget ? budget_kills_ : unenforceable_kills_);
             }

@@ -74,6 +74,7 @@ public:
 
 private:
     friend class sampler_service;
+    std::vector<known_process> members_locked() const;
     struct member_rec
     {
         std::uint64_t starttime = 0;
@@ -88,7 +89,6 @@ private:
     bool stopped_ = false;
     bool done_ = false;
     pid_t leader_;
-    std::optional<std::uint64_t> leader_start_;
     cap_budget budget_;
     cpu_ledger ledger_;
     std::unordered_map<pid_t, member_rec> members_;
