@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,15 +21,6 @@ bool to_num(std::string_view s, T& v) noexcept
     return r.ec == std::errc{} && r.ptr == s.data() + s.size();
 }
 
-bool all_digits(const char* s) noexcept
-{
-    if (!*s)
-        return false;
-    for (; *s; ++s)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
 
 } // namespace
 
@@ -99,14 +89,6 @@ int open_proc_stat(pid_t pid) noexcept
     return ::open(path, O_RDONLY | O_CLOEXEC);
 }
 
-int open_proc_children(pid_t pid) noexcept
-{
-    char path[80];
-    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(pid),
-                  static_cast<int>(pid));
-    return ::open(path, O_RDONLY | O_CLOEXEC);
-}
-
 std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
 {
     char buf[1024];
@@ -157,90 +139,6 @@ bool read_children_at(int fd, std::vector<pid_t>& out)
     }
     parse_pid_list(text, out);
     return true;
-}
-
-bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out)
-{
-    char path[80];
-    auto read_one = [&](long tid) {
-        std::snprintf(path, sizeof path, "/proc/%d/task/%ld/children", static_cast<int>(pid), tid);
-        int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return false;
-        bool ok = read_children_at(fd, out);
-        ::close(fd);
-        return ok;
-    };
-    if (num_threads <= 1)
-        return read_one(pid);
-    std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
-    DIR* d = ::opendir(path);
-    if (!d)
-        return false;
-    std::vector<long> tids;
-    while (dirent* e = ::readdir(d))
-        if (all_digits(e->d_name))
-            tids.push_back(std::strtol(e->d_name, nullptr, 10));
-    ::closedir(d);
-    bool any = false;
-    for (long t : tids)
-        any = read_one(t) || any;
-    return any;
-}
-
-void scan_all(std::vector<proc_stat>& out)
-{
-    DIR* d = ::opendir("/proc");
-    if (!d)
-        return;
-    while (dirent* e = ::readdir(d))
-    {
-        if (!all_digits(e->d_name))
-            continue;
-        int err = 0;
-        if (auto st = read_proc_stat(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)), err))
-            out.push_back(*st);
-    }
-    ::closedir(d);
-}
-
-std::vector<pid_t> find_pipe_holders(std::uint64_t ino)
-{
-    std::vector<pid_t> holders;
-    const std::string want = "pipe:[" + std::to_string(ino) + "]";
-    const pid_t self = ::getpid();
-    DIR* d = ::opendir("/proc");
-    if (!d)
-        return holders;
-    char path[64];
-    char link[64];
-    while (dirent* e = ::readdir(d))
-    {
-        if (!all_digits(e->d_name))
-            continue;
-        pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
-        if (pid == self)
-            continue;
-        std::snprintf(path, sizeof path, "/proc/%d/fd", static_cast<int>(pid));
-        DIR* fds = ::opendir(path);
-        if (!fds)
-            continue;
-        int dfd = ::dirfd(fds);
-        while (dirent* f = ::readdir(fds))
-        {
-            if (!all_digits(f->d_name))
-                continue;
-            ssize_t n = ::readlinkat(dfd, f->d_name, link, sizeof link);
-            if (n > 0 && std::string_view(link, static_cast<std::size_t>(n)) == want)
-            {
-                holders.push_back(pid);
-                break;
-            }
-        }
-        ::closedir(fds);
-    }
-    ::closedir(d);
-    return holders;
 }
 
 long clock_ticks_per_second() noexcept

@@ -44,25 +44,11 @@ std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;
 /// fail instead of returning a reused pid's data.
 int open_proc_stat(pid_t pid) noexcept;
 
-/// Opens /proc/<pid>/task/<pid>/children for repeated reads; -1 on failure.
-int open_proc_children(pid_t pid) noexcept;
-
 /// Reads a descriptor from open_proc_stat from offset 0 (one pread).
 std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept;
 
-/// Reads a descriptor from open_proc_children from offset 0 and appends the pids.
+/// Reads a /proc/.../children file from offset 0 and appends the pids.
 bool read_children_at(int fd, std::vector<pid_t>& out);
-
-/// Appends the children of every thread of `pid` (from /proc/<pid>/task/<tid>/children).
-/// Returns false when the files cannot be read.
-bool read_children(pid_t pid, long num_threads, std::vector<pid_t>& out);
-
-/// Reads the stat of every process in /proc (a full scan, ~1 ms for ~100 processes).
-void scan_all(std::vector<proc_stat>& out);
-
-/// Pids of processes that hold an open descriptor to the pipe with inode `ino`, other than
-/// the calling process.
-std::vector<pid_t> find_pipe_holders(std::uint64_t ino);
 
 long clock_ticks_per_second() noexcept;
 long page_size_bytes() noexcept;

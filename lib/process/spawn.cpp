@@ -1,4 +1,4 @@
-// lib/process/spawn.cpp: posix_spawn + pidfd_open.
+// lib/process/spawn.cpp: posix_spawn of the command (inside the worker).
 #include "process/spawn.hpp"
 
 #include <cerrno>
@@ -8,51 +8,11 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace sandbox::detail {
 
 namespace {
-
-using backend::unique_fd;
-
-struct fd_pair
-{
-    unique_fd read, write;
-};
-
-bool make_pipe(fd_pair& p)
-{
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-        return false;
-    p.read.reset(fds[0]);
-    p.write.reset(fds[1]);
-    return true;
-}
-
-failure os_failure(int err, const std::string& what, const std::string& path)
-{
-    errc code;
-    switch (err)
-    {
-    case ENOENT:
-    case ENOTDIR: code = errc::not_found; break;      // a path component is missing
-    case EACCES:
-    case EPERM: code = errc::forbidden; break;
-    case E2BIG:
-    case ENAMETOOLONG:
-    case ELOOP: code = errc::validation; break;       // the request itself cannot work
-    case ENOSYS: code = errc::not_available; break;
-    default: code = errc::internal; break;            // ENOEXEC, ETXTBSY, EMFILE, ...
-    }
-    failure f = make_failure(code, what + ": " + std::strerror(err));
-    f.diag.path = path;
-    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
-    return f;
-}
 
 // glibc validates every descriptor given to a file action with getrlimit (one prlimit64
 // syscall each), so building the actions costs about ten syscalls. Pipes reuse the lowest
@@ -140,64 +100,32 @@ int dev_null() noexcept
 
 } // namespace
 
-outcome<spawned_child> spawn_child(const spawn_args& a)
+int spawn_command(const spawn_args& a, pid_t& pid)
 {
-    spawned_child c;
-    fd_pair in, out, err;
-    int stdin_src = -1;
-    if (a.stdin_pipe)
-    {
-        if (!make_pipe(in))
-            return os_failure(errno, "cannot create stdin pipe", {});
-        stdin_src = in.read.get();
-    }
-    else
+    int stdin_src = a.stdin_fd;
+    if (stdin_src < 0)
     {
         stdin_src = dev_null();
         if (stdin_src < 0)
-            return os_failure(errno, "cannot open /dev/null", "/dev/null");
+            return errno;
     }
-    if (!make_pipe(out) || !make_pipe(err))
-        return os_failure(errno, "cannot create output pipe", {});
-
     int rc = 0;
     const posix_spawnattr_t* attr = spawn_attributes(rc);
     posix_spawn_file_actions_t* fa =
-        rc ? nullptr : file_actions(a.work_dir_fd, stdin_src, out.write.get(), err.write.get(), rc);
+        rc ? nullptr : file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
     if (rc != 0 || !fa)
-        return os_failure(rc ? rc : EINVAL, "cannot prepare spawn", {});
+        return rc ? rc : EINVAL;
 
     std::vector<char*> argv, envp;
     argv.reserve(a.argv.size() + 1);
-    for (const auto& s2 : a.argv)
-        argv.push_back(const_cast<char*>(s2.c_str()));
+    for (const auto& s : a.argv)
+        argv.push_back(const_cast<char*>(s.c_str()));
     argv.push_back(nullptr);
     envp.reserve(a.envp.size() + 1);
-    for (const auto& s2 : a.envp)
-        envp.push_back(const_cast<char*>(s2.c_str()));
+    for (const auto& s : a.envp)
+        envp.push_back(const_cast<char*>(s.c_str()));
     envp.push_back(nullptr);
-
-    pid_t pid = -1;
-    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
-    if (rc != 0)
-        return os_failure(rc, "cannot execute " + a.executable, a.executable);
-
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd < 0)
-    {
-        int e = errno;
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-        failure f = os_failure(e, "pidfd_open failed; process supervision needs pidfd", {});
-        f.code = make_error_code(errc::not_available);
-        return f;
-    }
-    c.pid = pid;
-    c.pidfd.reset(pidfd);
-    c.stdin_w = std::move(in.write);
-    c.stdout_r = std::move(out.read);
-    c.stderr_r = std::move(err.read);
-    return c;
+    return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
 }
 
 } // namespace sandbox::detail

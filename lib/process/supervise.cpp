@@ -1,15 +1,14 @@
-// lib/process/supervise.cpp: one supervised execution. Callback-driven state on the caller's
-// executor: two capped output readers, an optional stdin writer, the pidfd wait, a timeout
-// timer, a kill-grace timer, a pipe-holder timer and the sampler watch. It completes once
-// the leader has exited, both pipes are at EOF (or their holders were killed) and the
-// leader is reaped.
+// lib/process/supervise.cpp: one supervised execution, as seen from the caller's executor.
+// The command runs under a worker of the supervisor helper (lib/supervisor/): we send it
+// the plan and the child's ends of the pipes, read the output (capped), feed stdin, and
+// turn the timeout and cancellation into kill requests. The worker samples the caps, kills
+// and reaps the whole tree and reports; we complete once that report is in and both pipes
+// are at EOF.
 #include <sandbox/backend/supervise.hpp>
 #include <sandbox/error.hpp>
 
-#include "process/proc.hpp"
-#include "process/spawn.hpp"
-#include "process/tree.hpp"
-#include "sampler/sampler_service.hpp"
+#include "supervisor/client.hpp"
+#include "supervisor/protocol.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -28,15 +27,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 namespace sandbox::backend {
 
@@ -45,12 +38,14 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
-using detail::end_reason;
+using detail::proto::end_reason;
+namespace proto = detail::proto;
 
 constexpr std::size_t read_chunk = 64 * 1024;
-constexpr auto holder_check_delay = 20ms;
-constexpr int max_holder_rounds = 25;
 constexpr auto default_partial_grace = 2s;
+// After the worker's report every process of the tree is dead, so the pipes end as soon as
+// their buffers are read, unless the tree handed a pipe to a process outside it.
+constexpr auto drain_limit = 500ms;
 
 // write() that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
 // for the call and a SIGPIPE it caused is consumed. No process-wide handler is touched.
@@ -77,29 +72,66 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
     return n;
 }
 
-std::uint64_t pipe_inode(int fd) noexcept
-{
-    struct stat st;
-    return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
-}
-
 std::string millis(std::chrono::nanoseconds d)
 {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) +
            " ms";
 }
 
+// The reasons a command cannot start, from the worker's posix_spawn errno.
+failure spawn_failure(int err, const std::string& executable)
+{
+    errc code;
+    switch (err)
+    {
+    case ENOENT:
+    case ENOTDIR: code = errc::not_found; break; // a path component is missing
+    case EACCES:
+    case EPERM: code = errc::forbidden; break;
+    case E2BIG:
+    case ENAMETOOLONG:
+    case ELOOP: code = errc::validation; break; // the request itself cannot work
+    default: code = errc::internal; break;      // ENOEXEC, ETXTBSY, EMFILE, ...
+    }
+    failure f = make_failure(code, "cannot execute " + executable + ": " + std::strerror(err));
+    f.diag.path = executable;
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
+failure os_failure(const std::string& what, int err)
+{
+    failure f = make_failure(errc::internal, what + ": " + std::strerror(err));
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
+struct pipe_pair
+{
+    unique_fd read, write;
+    bool open()
+    {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0)
+            return false;
+        read.reset(fds[0]);
+        write.reset(fds[1]);
+        return true;
+    }
+};
+
 class supervision : public std::enable_shared_from_this<supervision>
 {
 public:
-    supervision(asio::any_io_executor ex, spawn_plan plan, supervise_handler h)
-        : ex_(std::move(ex)), plan_(std::move(plan)), handler_(std::move(h)), pidfd_(ex_),
-          out_{asio::posix::stream_descriptor(ex_)}, err_{asio::posix::stream_descriptor(ex_)},
-          in_(ex_), arbiter_(std::make_shared<detail::kill_arbiter>())
+    supervision(asio::any_io_executor ex, spawn_plan plan, supervise_handler h,
+                detail::supervisor_service& svc)
+        : ex_(std::move(ex)), plan_(std::move(plan)), handler_(std::move(h)), svc_(svc),
+          channel_(ex_), out_{asio::posix::stream_descriptor(ex_)},
+          err_{asio::posix::stream_descriptor(ex_)}, in_(ex_)
     {
     }
 
-    void start(detail::spawned_child c);
+    void start();
 
     // Keeps the handler's executor (which may belong to another execution context) from
     // running out of work while the operation is pending, as Asio operations do.
@@ -118,44 +150,55 @@ private:
         stream_capture cap{};
         std::unique_ptr<char[]> buf{};
         bool eof = false;
-        std::uint64_t ino = 0;
     };
 
+    bool capped() const
+    {
+        return plan_.memory_bytes > 0 || plan_.cpu_budget > 0ns || plan_.max_processes > 0;
+    }
+    outcome<void> send_first(unique_fd channel);
+    void send_rest();
+    void read_channel();
+    void on_channel_readable();
+    void on_report(const proto::message& m);
+    void channel_done();
+    void send_kill(end_reason why, std::chrono::nanoseconds grace);
     void read(stream& s);
     void drain(stream& s);
     void end_stream(stream& s);
     void on_read(stream& s, boost::system::error_code ec, std::size_t n);
+    void abandon_pipes();
     void write_input();
-    void on_leader_exit();
     void on_timeout();
-    void stop_tree(std::chrono::nanoseconds grace);
-    void check_holders();
     void maybe_finish();
     void finish();
+    exec_result result_from_report(boost::system::error_code& ec);
+    void fail(failure f);
     void complete(boost::system::error_code ec, exec_result r);
-    std::vector<detail::known_process> known_members() const
-    {
-        return watch_ ? watch_->members() : std::vector<detail::known_process>{};
-    }
 
     asio::any_io_executor ex_;
     spawn_plan plan_;
     supervise_handler handler_;
-    pid_t pid_ = -1;
-    asio::posix::stream_descriptor pidfd_;
+    detail::supervisor_service& svc_;
+    asio::posix::stream_descriptor channel_;
+    std::string encoded_;
+    std::size_t sent_ = 0;
+    bool plan_sent_ = false;
+    std::optional<std::pair<end_reason, std::chrono::nanoseconds>> pending_kill_;
+    std::optional<proto::exit_report_msg> report_;
+    std::string failure_text_;
+    int spawn_error_ = 0;
+    bool lost_ = false;
     stream out_, err_;
     asio::posix::stream_descriptor in_;
     std::size_t input_off_ = 0;
-    std::optional<asio::steady_timer> timeout_timer_, grace_timer_, holder_timer_;
-    std::shared_ptr<detail::kill_arbiter> arbiter_;
-    std::shared_ptr<detail::tree_watch> watch_;
+    std::optional<asio::steady_timer> timeout_timer_, drain_timer_;
     clock::time_point started_{};
-    bool leader_exited_ = false;
     bool completed_ = false;
     bool pipes_abandoned_ = false;
+    bool cancel_requested_ = false;
     unique_fd devnull_;
     asio::any_completion_executor handler_work_;
-    int holder_rounds_ = 0;
 };
 
 struct cancel_fn
@@ -168,27 +211,20 @@ struct cancel_fn
     }
 };
 
-void supervision::start(detail::spawned_child c)
+void supervision::start()
 {
     started_ = clock::now();
-    pid_ = c.pid;
-    pidfd_.assign(c.pidfd.release());
-    out_.d.assign(c.stdout_r.release());
-    err_.d.assign(c.stderr_r.release());
-    out_.buf.reset(new char[read_chunk]);
-    err_.buf.reset(new char[read_chunk]);
+    auto channel = svc_.acquire();
+    if (!channel)
+        return fail(channel.error());
+    if (auto sent = send_first(std::move(*channel)); !sent)
+        return fail(sent.error());
+    if (capped())
+        svc_.on_capped_start();
 
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected())
         slot.template emplace<cancel_fn>(cancel_fn{weak_from_this()});
-
-    if (plan_.memory_bytes > 0 || plan_.cpu_budget > 0ns || plan_.max_processes > 0)
-    {
-        detail::cap_limits l{plan_.memory_bytes, plan_.cpu_budget, plan_.max_processes};
-        auto& ctx = asio::query(ex_, asio::execution::context);
-        watch_ = asio::use_service<detail::sampler_service>(ctx).watch(
-            ex_, pid_, l, plan_.sample_interval, arbiter_);
-    }
     if (plan_.timeout > 0ns)
     {
         timeout_timer_.emplace(ex_, plan_.timeout);
@@ -198,19 +234,175 @@ void supervision::start(detail::spawned_child c)
         });
     }
     if (plan_.input)
-    {
-        int fd = c.stdin_w.release();
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-        in_.assign(fd);
         write_input();
-    }
+    out_.buf.reset(new char[read_chunk]);
+    err_.buf.reset(new char[read_chunk]);
     read(out_);
     read(err_);
-    pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                      [self = shared_from_this()](boost::system::error_code ec) {
-                          if (!ec)
-                              self->on_leader_exit();
-                      });
+    read_channel();
+    if (!plan_sent_)
+        send_rest();
+}
+
+// Makes the pipes and sends the first chunk of the plan with the child's descriptors; ours
+// of those close right after (the kernel holds them in flight).
+outcome<void> supervision::send_first(unique_fd channel)
+{
+    pipe_pair out, err, in;
+    if (!out.open() || !err.open() || (plan_.input && !in.open()))
+        return os_failure("cannot create the command's pipes", errno);
+    proto::plan p;
+    p.fixed.memory_bytes = plan_.memory_bytes;
+    p.fixed.cpu_budget_ns = plan_.cpu_budget.count();
+    p.fixed.max_processes = plan_.max_processes;
+    p.fixed.sample_interval_ns = plan_.sample_interval.count();
+    p.fixed.sample_faults = plan_.test_sample_faults;
+    p.executable = plan_.executable;
+    p.argv = std::move(plan_.argv);
+    p.envp = std::move(plan_.envp);
+    std::vector<int> fds{out.write.get(), err.write.get()};
+    if (plan_.input)
+    {
+        p.fixed.fds |= proto::fd_stdin;
+        fds.push_back(in.read.get());
+    }
+    const int dir = plan_.work_dir ? plan_.work_dir.get() : plan_.borrowed_work_dir_fd;
+    if (dir >= 0)
+    {
+        p.fixed.fds |= proto::fd_work_dir;
+        fds.push_back(dir);
+    }
+    encoded_ = proto::encode_plan(p);
+    const std::size_t n = std::min(encoded_.size(), proto::max_payload);
+    const bool last = n == encoded_.size();
+    int rc = proto::send_message(channel.get(), proto::msg_type::plan_chunk,
+                                 last ? proto::flag_last : 0, {encoded_.data(), n}, fds);
+    if (rc != 0)
+        return os_failure("cannot hand the command to its supervisor worker", rc);
+    sent_ = n;
+    plan_sent_ = last;
+    if (last)
+        std::string().swap(encoded_);
+    plan_.work_dir.reset();
+    channel_.assign(channel.release());
+    out_.d.assign(out.read.release());
+    err_.d.assign(err.read.release());
+    if (plan_.input)
+    {
+        int fd = in.write.release();
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        in_.assign(fd);
+    }
+    return {};
+}
+
+// The rest of a plan larger than one message (a huge argv or environment).
+void supervision::send_rest()
+{
+    while (sent_ < encoded_.size())
+    {
+        const std::size_t n = std::min(encoded_.size() - sent_, proto::max_payload);
+        const bool last = sent_ + n == encoded_.size();
+        int rc = proto::send_message(channel_.native_handle(), proto::msg_type::plan_chunk,
+                                     last ? proto::flag_last : 0, {encoded_.data() + sent_, n});
+        if (rc == EAGAIN)
+        {
+            channel_.async_wait(asio::posix::stream_descriptor::wait_write,
+                                [self = shared_from_this()](boost::system::error_code ec) {
+                                    if (!ec && !self->completed_)
+                                        self->send_rest();
+                                });
+            return;
+        }
+        if (rc != 0)
+            return; // the worker is gone: the channel reader sees it
+        sent_ += n;
+    }
+    plan_sent_ = true;
+    std::string().swap(encoded_);
+    if (pending_kill_)
+        send_kill(pending_kill_->first, pending_kill_->second);
+}
+
+void supervision::read_channel()
+{
+    channel_.async_wait(asio::posix::stream_descriptor::wait_read,
+                        [self = shared_from_this()](boost::system::error_code ec) {
+                            if (!ec && !self->completed_)
+                                self->on_channel_readable();
+                        });
+}
+
+void supervision::on_channel_readable()
+{
+    for (;;)
+    {
+        proto::message m;
+        bool eof = false;
+        int rc = proto::receive_message(channel_.native_handle(), m, eof);
+        if (rc == EAGAIN)
+            return read_channel();
+        if (eof || rc != 0)
+        {
+            lost_ = true;
+            boost::system::error_code ignored;
+            channel_.close(ignored);
+            return channel_done();
+        }
+        if (m.head.type == proto::msg_type::spawn_failed)
+        {
+            proto::spawn_failed_msg f;
+            spawn_error_ = proto::from_bytes(m.payload, f) && f.error != 0 ? f.error : EPROTO;
+            return channel_done();
+        }
+        if (m.head.type == proto::msg_type::exit_report)
+            return on_report(m);
+    }
+}
+
+void supervision::on_report(const proto::message& m)
+{
+    proto::exit_report_msg r;
+    if (!proto::from_bytes(m.payload, r))
+    {
+        lost_ = true;
+        return channel_done();
+    }
+    report_ = r;
+    failure_text_ = m.payload.substr(sizeof r);
+    channel_done();
+}
+
+// The worker has said its last word on this plan (or is gone): no process of the tree is
+// left, so the pipes end once drained, unless a process outside the tree holds them.
+void supervision::channel_done()
+{
+    if (timeout_timer_)
+        timeout_timer_->cancel();
+    boost::system::error_code ignored;
+    in_.close(ignored);
+    maybe_finish();
+    if (completed_)
+        return;
+    drain_timer_.emplace(ex_, drain_limit);
+    drain_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec && !self->completed_)
+            self->abandon_pipes();
+    });
+}
+
+void supervision::send_kill(end_reason why, std::chrono::nanoseconds grace)
+{
+    if (report_ || spawn_error_ || lost_)
+        return;
+    if (!plan_sent_)
+    {
+        pending_kill_.emplace(why, grace);
+        return;
+    }
+    proto::kill_msg k{why, 0, grace.count()};
+    // A full socket or a gone worker: the channel reader learns the outcome either way.
+    proto::send_message(channel_.native_handle(), proto::msg_type::kill, 0, proto::as_bytes(k));
 }
 
 void supervision::read(stream& s)
@@ -221,7 +413,6 @@ void supervision::read(stream& s)
                             self->on_read(s, ec, n);
                         });
 }
-
 void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n)
 {
     if (n > 0)
@@ -323,65 +514,18 @@ void supervision::write_input()
     in_.close(ignored);
 }
 
-void supervision::on_leader_exit()
+void supervision::abandon_pipes()
 {
-    leader_exited_ = true;
-    arbiter_->claim(end_reason::natural);
-    // Whatever the leader left behind in its group (and, when caps were watched, anywhere
-    // in its tree) goes now: exec never waits on a background job.
-    auto known = known_members();
-    detail::signal_tree(pid_, pid_, known, SIGKILL, false);
+    pipes_abandoned_ = true;
     boost::system::error_code ignored;
-    in_.close(ignored);
-    maybe_finish();
-    if (!completed_)
-    {
-        holder_timer_.emplace(ex_, holder_check_delay);
-        holder_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec)
-                self->check_holders();
-        });
-    }
-}
-
-// The leader is gone but a pipe is still open: some process outside the group (setsid,
-// setpgid, double fork) holds it. Find the holders through /proc and kill them; after
-// max_holder_rounds stop reading rather than hang.
-void supervision::check_holders()
-{
-    if (completed_)
-        return;
     for (stream* s : {&out_, &err_})
-    {
-        if (s->eof)
-            continue;
-        if (!s->ino)
-            s->ino = pipe_inode(s->d.native_handle());
-        for (pid_t p : detail::find_pipe_holders(s->ino))
-            ::kill(p, SIGKILL);
-    }
-    if (++holder_rounds_ >= max_holder_rounds)
-    {
-        pipes_abandoned_ = true;
-        boost::system::error_code ignored;
-        for (stream* s : {&out_, &err_})
-            if (!s->eof)
-                s->d.cancel(ignored);
-        return;
-    }
-    holder_timer_->expires_after(holder_check_delay);
-    holder_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec)
-            self->check_holders();
-    });
+        if (!s->eof)
+            s->d.cancel(ignored);
 }
 
 void supervision::on_timeout()
 {
-    if (leader_exited_ || completed_)
-        return;
-    if (arbiter_->claim(end_reason::timed_out))
-        stop_tree(plan_.kill_grace);
+    send_kill(end_reason::timed_out, plan_.kill_grace);
 }
 
 void supervision::on_cancel(asio::cancellation_type t)
@@ -391,87 +535,77 @@ void supervision::on_cancel(asio::cancellation_type t)
     if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
         asio::cancellation_type::none)
         return;
-    if (leader_exited_)
-    {
-        // Only draining is left: stop it now.
-        pipes_abandoned_ = true;
-        boost::system::error_code ignored;
-        out_.d.cancel(ignored);
-        err_.d.cancel(ignored);
-        return;
-    }
-    if (!arbiter_->claim(end_reason::cancelled))
-        return;
-    bool terminal = (t & asio::cancellation_type::terminal) != asio::cancellation_type::none;
-    stop_tree(terminal ? 0ns
+    // Asked before completion, so it completes as cancelled unless the worker already
+    // stopped the tree for another cause (timeout, cap): a command that ended by itself
+    // meanwhile counts as cancelled too.
+    cancel_requested_ = true;
+    if (report_ || lost_ || spawn_error_)
+        return abandon_pipes(); // the tree is gone; only reading the pipes is left
+
+    const bool terminal =
+        (t & asio::cancellation_type::terminal) != asio::cancellation_type::none;
+    send_kill(end_reason::cancelled,
+              terminal ? 0ns
                        : (plan_.kill_grace > 0ns ? plan_.kill_grace
                                                  : std::chrono::nanoseconds(default_partial_grace)));
 }
 
-void supervision::stop_tree(std::chrono::nanoseconds grace)
-{
-    auto known = known_members();
-    if (grace <= 0ns)
-    {
-        detail::signal_tree(pid_, pid_, known, SIGKILL, true);
-        return;
-    }
-    detail::signal_tree(pid_, pid_, known, SIGTERM, true);
-    grace_timer_.emplace(ex_, grace);
-    grace_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec && !self->leader_exited_)
-            detail::signal_tree(self->pid_, self->pid_, self->known_members(), SIGKILL, true);
-    });
-}
-
 void supervision::maybe_finish()
 {
-    if (!completed_ && leader_exited_ && out_.eof && err_.eof)
+    if (!completed_ && (report_ || spawn_error_ || lost_) && out_.eof && err_.eof)
         finish();
 }
 
 void supervision::finish()
 {
     completed_ = true;
-    for (auto* t : {&timeout_timer_, &grace_timer_, &holder_timer_})
+    for (auto* t : {&timeout_timer_, &drain_timer_})
         if (*t)
             (*t)->cancel();
-    // Stop the sampler before reaping: after the reap the group id may be reused.
-    if (watch_)
-        watch_->stop();
-
-    siginfo_t info{};
-    struct rusage ru{};
-    long rc;
-    do
-        rc = ::syscall(SYS_waitid, P_PIDFD, pidfd_.native_handle(), &info, WEXITED, &ru);
-    while (rc < 0 && errno == EINTR);
-    int wait_err = rc < 0 ? errno : 0;
-    boost::system::error_code ignored;
-    pidfd_.close(ignored);
-    in_.close(ignored);
-
+    boost::system::error_code ec;
     exec_result r;
+    if (spawn_error_)
+    {
+        failure f = spawn_failure(spawn_error_, plan_.executable);
+        r.diag = std::move(f.diag);
+        ec = f.code;
+    }
+    else if (report_)
+        r = result_from_report(ec);
+    else
+    {
+        ec = make_error_code(errc::internal);
+        r.status = exec_status::unenforceable;
+        r.diag.limit = "supervisor";
+        r.diag.message = "the supervisor worker of this execution died before it reported "
+                         "(the command may have killed it); the helper killed what was left "
+                         "of the tree";
+    }
     r.wall_time = clock::now() - started_;
     r.out = std::move(out_.cap);
     r.err = std::move(err_.cap);
     r.diag.backend = plan_.backend_name;
-    auto tv_ns = [](const timeval& tv) {
-        return std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
-    };
-    r.cpu_time = tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime);
-    r.peak_memory_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
-    if (watch_)
-    {
-        r.peak_memory_bytes = std::max(r.peak_memory_bytes, watch_->peak_rss_bytes());
-        r.cpu_time = std::max<std::chrono::nanoseconds>(r.cpu_time, watch_->cpu_used());
-    }
-    bool killed_by_signal = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
-    if (killed_by_signal)
-        r.signal = info.si_status;
+    if (capped())
+        svc_.on_capped_end(report_ ? &*report_ : nullptr);
+    // A worker that reported is idle again and serves the next execution.
+    if (!lost_ && (report_ || spawn_error_) &&
+        !(report_ && report_->reason == end_reason::supervisor_lost))
+        svc_.release(unique_fd(channel_.release()));
+    boost::system::error_code ignored;
+    channel_.close(ignored);
+    complete(ec, std::move(r));
+}
 
-    boost::system::error_code ec;
-    switch (arbiter_->get())
+exec_result supervision::result_from_report(boost::system::error_code& ec)
+{
+    const auto& rep = *report_;
+    exec_result r;
+    r.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
+    r.peak_memory_bytes = rep.peak_memory_bytes;
+    const bool killed_by_signal = WIFSIGNALED(rep.wait_status);
+    if (killed_by_signal)
+        r.signal = WTERMSIG(rep.wait_status);
+    switch (rep.reason)
     {
     case end_reason::timed_out:
         r.status = exec_status::timed_out;
@@ -479,7 +613,7 @@ void supervision::finish()
         r.diag.message = "timed out after " + millis(plan_.timeout) + "; process tree killed";
         r.diag.limit = "timeout";
         r.diag.configured = plan_.timeout.count();
-        r.diag.observed = r.wall_time.count();
+        r.diag.observed = (clock::now() - started_).count();
         break;
     case end_reason::cancelled:
         r.status = exec_status::cancelled;
@@ -488,56 +622,72 @@ void supervision::finish()
         break;
     case end_reason::budget:
     {
-        auto d = watch_->decision();
+        const auto which = static_cast<budget_kind>(rep.budget_which);
         r.status = exec_status::budget_exceeded;
-        r.budget = d.which;
+        r.budget = which;
         ec = make_error_code(errc::budget_exceeded);
-        r.diag.limit = to_string(d.which);
-        r.diag.observed = d.observed;
-        r.diag.configured = d.configured;
-        {
-            const bool procs = d.which == budget_kind::processes; // trips above, not at
-            const char* unit = d.which == budget_kind::memory ? " bytes"
-                               : procs                        ? " processes"
-                                                              : " ns of cpu";
-            r.diag.message = std::string(to_string(d.which)) + " cap exceeded (" +
-                             std::to_string(d.observed) + (procs ? " > " : " >= ") +
-                             std::to_string(d.configured) + unit + "); process tree killed";
-        }
+        r.diag.limit = to_string(which);
+        r.diag.observed = rep.observed;
+        r.diag.configured = rep.configured;
+        const bool procs = which == budget_kind::processes; // trips above, not at
+        const char* unit = which == budget_kind::memory ? " bytes"
+                           : procs                     ? " processes"
+                                                       : " ns of cpu";
+        r.diag.message = std::string(to_string(which)) + " cap exceeded (" +
+                         std::to_string(rep.observed) + (procs ? " > " : " >= ") +
+                         std::to_string(rep.configured) + unit + "); process tree killed";
         break;
     }
     case end_reason::unenforceable:
         r.status = exec_status::unenforceable;
         ec = make_error_code(errc::not_available);
         r.diag.message = "resource caps became unenforceable: sampling failed " +
-                         std::to_string(max_consecutive_sample_failures) +
-                         " times in a row (" + watch_->last_failure() + "); process tree killed";
+                         std::to_string(max_consecutive_sample_failures) + " times in a row (" +
+                         failure_text_ + "); process tree killed";
         r.diag.limit = "sampler";
         break;
-    case end_reason::natural:
-    case end_reason::none:
-        if (wait_err != 0)
+    case end_reason::supervisor_lost:
+        r.status = exec_status::unenforceable;
+        ec = make_error_code(errc::internal);
+        r.diag.message = "the supervisor helper died; the execution's worker killed the "
+                         "process tree";
+        r.diag.limit = "supervisor";
+        break;
+    default:
+        if (cancel_requested_)
         {
-            ec = make_error_code(errc::internal);
-            r.diag.message = std::string("waiting for the process failed: ") +
-                             std::strerror(wait_err);
-            r.diag.cause = boost::system::error_code(wait_err, boost::system::system_category());
+            r.status = exec_status::cancelled;
+            ec = asio::error::operation_aborted;
+            r.diag.message = "cancelled by the caller; process tree killed";
         }
         else if (killed_by_signal)
-        {
             r.status = exec_status::signaled;
-        }
         else
         {
             r.status = exec_status::exited;
-            r.exit_code = info.si_status;
+            r.exit_code = WEXITSTATUS(rep.wait_status);
         }
         break;
     }
-    if (pipes_abandoned_ && arbiter_->get() == end_reason::natural)
-        r.diag.message = "output pipes were still held open after the tree was killed; "
-                         "stopped reading them";
-    complete(ec, std::move(r));
+    if (pipes_abandoned_ && !cancel_requested_ && rep.reason == end_reason::natural)
+        r.diag.message = "output pipes were still held open by a process outside the tree "
+                         "after it ended; stopped reading them";
+    return r;
+}
+
+void supervision::fail(failure f)
+{
+    completed_ = true;
+    exec_result r;
+    r.diag = std::move(f.diag);
+    r.diag.backend = plan_.backend_name;
+    auto ec = f.code;
+    auto h = std::move(handler_);
+    auto work = std::move(handler_work_);
+    auto hex = asio::get_associated_executor(h, ex_);
+    asio::post(ex_, asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
+                   std::move(h)(ec, std::move(r));
+               }));
 }
 
 void supervision::complete(boost::system::error_code ec, exec_result r)
@@ -557,30 +707,11 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
 
 void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_handler handler)
 {
-    detail::spawn_args a;
-    a.executable = plan.executable;
-    a.argv = std::move(plan.argv);
-    a.envp = std::move(plan.envp);
-    a.work_dir_fd = plan.work_dir ? plan.work_dir.get() : plan.borrowed_work_dir_fd;
-    a.stdin_pipe = plan.input.has_value();
-    auto child = detail::spawn_child(a);
-    plan.work_dir.reset();
-    if (!child)
-    {
-        exec_result r;
-        r.diag = child.error().diag;
-        r.diag.backend = plan.backend_name;
-        auto ec = child.error().code;
-        auto hex = asio::get_associated_executor(handler, ex);
-        asio::post(ex, asio::bind_executor(hex, [h = std::move(handler), ec,
-                                                  r = std::move(r)]() mutable {
-                       std::move(h)(ec, std::move(r));
-                   }));
-        return;
-    }
-    auto s = std::make_shared<supervision>(ex, std::move(plan), std::move(handler));
+    auto& ctx = asio::query(ex, asio::execution::context);
+    auto& svc = asio::use_service<detail::supervisor_service>(ctx);
+    auto s = std::make_shared<supervision>(ex, std::move(plan), std::move(handler), svc);
     s->track_handler_work();
-    s->start(std::move(*child));
+    s->start();
 }
 
 } // namespace sandbox::backend

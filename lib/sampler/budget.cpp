@@ -2,7 +2,6 @@
 #include "sampler/budget.hpp"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace sandbox::detail {
 
@@ -49,24 +48,43 @@ cap_decision cap_budget::on_failure() noexcept
     return d;
 }
 
-std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live)
+std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t self,
+                                            std::chrono::nanoseconds self_reaped,
+                                            const std::function<bool(pid_t, std::uint64_t)>& ended)
 {
-    std::unordered_set<pid_t> alive;
-    alive.reserve(live.size());
-    std::chrono::nanoseconds sum{0};
+    std::unordered_map<pid_t, member> now;
+    now.reserve(live.size());
     for (const auto& m : live)
-    {
-        alive.insert(m.pid);
-        sum += m.time;
-    }
+        now[m.pid] = m;
+    // What the members that ended since the last sample had used, by parent.
+    std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
     for (const auto& [pid, m] : last_)
-        if (!alive.count(pid) && !alive.count(m.ppid))
-            departed_ += m.time;
-    last_.clear();
-    for (const auto& m : live)
-        last_[m.pid] = m;
-    total_ = std::max(total_, departed_ + sum);
-    return total_;
+    {
+        auto it = now.find(pid);
+        if (it != now.end() && it->second.starttime == m.starttime)
+            continue;
+        if (it == now.end() && !ended(pid, m.starttime))
+        {
+            now[pid] = m; // missed by this listing: still there
+            continue;
+        }
+        departed[m.ppid] += m.own + m.reaped;
+    }
+    for (const auto& [parent, used] : departed)
+    {
+        std::chrono::nanoseconds absorbed = used; // unknown: assume it was waited for
+        if (parent == self)
+            absorbed = self_reaped - last_self_reaped_;
+        else if (auto was = last_.find(parent), is = now.find(parent);
+                 was != last_.end() && is != now.end() &&
+                 was->second.starttime == is->second.starttime)
+            absorbed = is->second.reaped - was->second.reaped;
+        if (used > absorbed)
+            lost_ += used - absorbed;
+    }
+    last_ = std::move(now);
+    last_self_reaped_ = self_reaped;
+    return lost_;
 }
 
 } // namespace sandbox::detail

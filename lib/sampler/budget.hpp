@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 
@@ -79,13 +80,14 @@ private:
     std::chrono::nanoseconds cpu_{0};
 };
 
-/// \brief Keeps cpu time of members that vanished from a tree.
+/// \brief Finds cpu time that no rusage will ever show: members reaped by the kernel.
 ///
-/// Each sample lists live members with their own cpu time plus the cpu time of the children
-/// they reaped. A member that disappears while its parent is still a member is assumed to
-/// have been reaped by that parent (its time now shows in the parent's reaped-children
-/// time); any other departure (for example an orphan reaped by init) adds its last seen time
-/// to a carried total. The returned total never decreases.
+/// A process's cpu time normally moves into its reaper's "children" time when it is waited
+/// for (our own RUSAGE_CHILDREN for members we reap; a live member's cutime/cstime for the
+/// ones it reaps), so summing those with the live members' own time counts each process once.
+/// A child of a parent that ignores SIGCHLD is reaped by the kernel instead and its time is
+/// lost. Sample by sample this class compares what members that ended had used (when last
+/// seen) with how much their parent's children time grew, and keeps the shortfall.
 class cpu_ledger
 {
 public:
@@ -93,15 +95,25 @@ public:
     {
         pid_t pid = 0;
         pid_t ppid = 0;
-        std::chrono::nanoseconds time{0};
+        std::uint64_t starttime = 0;
+        std::chrono::nanoseconds own{0};    // utime + stime
+        std::chrono::nanoseconds reaped{0}; // cutime + cstime
     };
 
-    std::chrono::nanoseconds update(std::span<const member> live);
+    /// Takes one sample: the members alive now, and the sampling process's own children
+    /// time (`self` is its pid). `ended(pid, starttime)` confirms that a member missing from
+    /// this sample has really ended (a listing can miss a live process). Returns the lost
+    /// time found so far.
+    std::chrono::nanoseconds update(std::span<const member> live, pid_t self,
+                                    std::chrono::nanoseconds self_reaped,
+                                    const std::function<bool(pid_t, std::uint64_t)>& ended);
+
+    std::chrono::nanoseconds lost() const noexcept { return lost_; }
 
 private:
     std::unordered_map<pid_t, member> last_;
-    std::chrono::nanoseconds departed_{0};
-    std::chrono::nanoseconds total_{0};
+    std::chrono::nanoseconds last_self_reaped_{0};
+    std::chrono::nanoseconds lost_{0};
 };
 
 } // namespace sandbox::detail

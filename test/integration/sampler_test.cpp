@@ -1,11 +1,11 @@
-// test/integration/sampler_test.cpp: memory, cpu and process caps enforced by the shared /proc
-// sampler; fail-closed sampling; one sampler serving many trees on one io_context.
+// test/integration/sampler_test.cpp: memory, cpu and process caps enforced by the sampler of
+// each execution's supervisor worker; fail-closed sampling; many capped trees on one
+// io_context.
 #include <boost/test/unit_test.hpp>
 
 #include "support.hpp"
 
-#include "sampler/sampler_service.hpp"
-
+#include <sandbox/backend/supervise.hpp>
 #include <sandbox/sampler.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -50,12 +50,35 @@ std::string describe(const sandbox::exec_result& r)
            " diag: " + sandbox::to_string(r.diag);
 }
 
-/// Clears the sampler's fault injector when the test ends, whatever happens.
-struct injector_reset
+/// A supervisor plan running the test target with `args` and a memory cap; `faults` is the
+/// worker's test seam (how many samples fail first).
+sandbox::backend::spawn_plan faulty_plan(std::vector<std::string> args, std::uint32_t faults)
 {
-    sandbox::detail::sampler_service& svc;
-    ~injector_reset() { svc.set_fault_injector(nullptr); }
-};
+    sandbox::backend::spawn_plan p;
+    p.executable = sbx_test::target;
+    p.argv.push_back(sbx_test::target);
+    p.argv.insert(p.argv.end(), args.begin(), args.end());
+    p.memory_bytes = static_cast<std::uint64_t>(1024 * mib);
+    p.timeout = 30s;
+    p.test_sample_faults = faults;
+    p.backend_name = "local";
+    return p;
+}
+
+sbx_test::run_outcome run_plan(boost::asio::io_context& ioc, sandbox::backend::spawn_plan p)
+{
+    sbx_test::run_outcome out;
+    bool done = false;
+    sandbox::backend::async_supervise(ioc.get_executor(), std::move(p),
+                                      [&](boost::system::error_code ec, sandbox::exec_result r) {
+                                          out.ec = ec;
+                                          out.result = std::move(r);
+                                          done = true;
+                                      });
+    ioc.run_for(30s);
+    BOOST_TEST(done);
+    return out;
+}
 
 } // namespace
 
@@ -142,22 +165,16 @@ BOOST_AUTO_TEST_CASE(process_cap_kills_the_tree)
 BOOST_AUTO_TEST_CASE(failing_sampler_fails_closed)
 {
     sbx_test::local_fixture f;
-    auto& svc = boost::asio::use_service<sandbox::detail::sampler_service>(f.ioc);
-    injector_reset reset{svc};
-    svc.set_fault_injector([](pid_t) { return true; });
-
-    sandbox::exec_options o;
-    o.limits.memory_bytes = 128 * mib;
-    o.timeout = 30s;
-    auto req = sbx_test::helper({"sleep", "30000"}, o);
+    auto p = faulty_plan({"sleep", "30000"}, 0xffffffffu);
     const auto start = clock_type::now();
-    auto [ec, r] = f.run(std::move(req));
+    auto [ec, r] = run_plan(f.ioc, std::move(p));
     const auto elapsed = ms_since(start);
 
     BOOST_TEST(ec == sandbox::errc::not_available);
     BOOST_TEST(r.status == sandbox::exec_status::unenforceable);
     BOOST_TEST(elapsed < 5000);
     BOOST_TEST(contains(r.diag.message, "sampling"), "diag: " << r.diag);
+    BOOST_TEST(contains(r.diag.message, "injected"), "diag: " << r.diag);
     const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
     BOOST_TEST(stats.unenforceable_kills == 1u);
     BOOST_TEST(stats.failed_samples >= static_cast<std::uint64_t>(
@@ -166,27 +183,18 @@ BOOST_AUTO_TEST_CASE(failing_sampler_fails_closed)
 
 BOOST_AUTO_TEST_CASE(transient_sampling_failures_are_tolerated)
 {
-    sandbox::local_runner_options ro;
-    ro.sample_interval = 10ms;
-    sbx_test::local_fixture f(ro);
-    auto& svc = boost::asio::use_service<sandbox::detail::sampler_service>(f.ioc);
-    injector_reset reset{svc};
-    int calls = 0; // the injector runs on this thread (inside ioc.run)
-    svc.set_fault_injector([&calls](pid_t) { return ++calls <= 2; });
-
-    sandbox::exec_options o;
-    o.limits.memory_bytes = 1024 * mib;
-    o.timeout = 30s;
-    auto req = sbx_test::helper({"sleep", "600"}, o);
-    auto [ec, r] = f.run(std::move(req));
+    sbx_test::local_fixture f;
+    auto p = faulty_plan({"sleep", "600"}, 2);
+    p.sample_interval = 10ms;
+    auto [ec, r] = run_plan(f.ioc, std::move(p));
 
     BOOST_TEST(!ec);
     BOOST_TEST(r.status == sandbox::exec_status::exited);
     BOOST_TEST(r.exit_code == 0);
-    // The two failures happened, and a later good sample reset the count.
-    BOOST_TEST(calls > 2);
+    // The two failures happened, and later good samples reset the count.
     const auto stats = sandbox::get_sampler_stats(f.ioc.get_executor());
     BOOST_TEST(stats.failed_samples == 2u);
+    BOOST_TEST(stats.samples > 2u);
     BOOST_TEST(stats.unenforceable_kills == 0u);
 }
 

@@ -80,25 +80,37 @@ bool starts_with(const std::string& s, const std::string& prefix)
 }
 
 // The pid of a live sandbox-run process that is the parent of a live helper process, if any.
+pid_t parent_of(pid_t pid)
+{
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    auto close = s.rfind(')');
+    if (close == std::string::npos)
+        return 0;
+    std::istringstream rest(s.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    return ppid;
+}
+
+// The sandbox-run process whose command (the test target) is running: an ancestor of the
+// target (through the supervisor helper and the execution's worker).
 std::optional<pid_t> sandbox_run_with_child()
 {
     const auto want = std::filesystem::canonical(sandbox_run).string();
     for (pid_t helper : sbx_test::helper_processes())
     {
-        std::ifstream stat("/proc/" + std::to_string(helper) + "/stat");
-        std::string s;
-        std::getline(stat, s);
-        auto close = s.rfind(')');
-        if (close == std::string::npos)
-            continue;
-        std::istringstream rest(s.substr(close + 2));
-        char state = 0;
-        pid_t ppid = 0;
-        rest >> state >> ppid;
-        std::error_code ec;
-        auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(ppid) + "/exe", ec);
-        if (!ec && exe.string() == want)
-            return ppid;
+        pid_t p = helper;
+        for (int depth = 0; depth < 4 && p > 1; ++depth)
+        {
+            p = parent_of(p);
+            std::error_code ec;
+            auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(p) + "/exe", ec);
+            if (!ec && exe.string() == want)
+                return p;
+        }
     }
     return std::nullopt;
 }

@@ -80,37 +80,74 @@ BOOST_AUTO_TEST_CASE(a_good_sample_resets_the_failure_count)
     BOOST_TEST((b.on_failure().action == cap_action::kill_unenforceable));
 }
 
-BOOST_AUTO_TEST_CASE(ledger_sums_live_members)
+namespace {
+constexpr pid_t self = 1; // the sampling subreaper
+using ms = std::chrono::milliseconds;
+auto none_ended = [](pid_t, std::uint64_t) { return false; };
+auto all_ended = [](pid_t, std::uint64_t) { return true; };
+long long as_ms(std::chrono::nanoseconds d)
+{
+    return std::chrono::duration_cast<ms>(d).count();
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(ledger_child_waited_for_by_a_member_is_not_lost)
 {
     cpu_ledger l;
-    std::vector<cpu_ledger::member> live{{10, 1, 100ms}, {11, 10, 50ms}};
-    BOOST_TEST(l.update(live).count() == std::chrono::nanoseconds(150ms).count());
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 50ms, 0ms}},
+             self, 0ms, all_ended);
+    // 11 ended and 10 waited for it: 10's children time grew by (at least) 11's last use.
+    auto lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 60ms}}, self, 0ms,
+                         all_ended);
+    BOOST_TEST(as_ms(lost) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(ledger_child_reaped_by_member_is_not_double_counted)
+BOOST_AUTO_TEST_CASE(ledger_child_reaped_by_the_kernel_is_kept)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, 1, 100ms}, {11, 10, 50ms}});
-    // 11 was reaped by 10: its time now shows in 10's reaped-children time.
-    auto t = l.update(std::vector<cpu_ledger::member>{{10, 1, 160ms}});
-    BOOST_TEST(t.count() == std::chrono::nanoseconds(160ms).count());
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms},
+                                             {12, 10, 9, 200ms, 20ms}},
+             self, 0ms, all_ended);
+    // 10 ignores SIGCHLD: its children vanish and its children time does not move.
+    auto lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 120ms, 0ms}}, self, 0ms,
+                         all_ended);
+    BOOST_TEST(as_ms(lost) == 520);
+    // Nothing is counted twice on later samples.
+    lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 130ms, 0ms}}, self, 0ms,
+                    all_ended);
+    BOOST_TEST(as_ms(lost) == 520);
 }
 
-BOOST_AUTO_TEST_CASE(ledger_keeps_orphans_reaped_elsewhere)
+BOOST_AUTO_TEST_CASE(ledger_members_we_reap_show_in_our_children_time)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, 1, 100ms}, {12, 1, 300ms}});
-    // 12's parent (init) is no member: its 300 ms must not vanish with it.
-    auto t = l.update(std::vector<cpu_ledger::member>{{10, 1, 120ms}});
-    BOOST_TEST(t.count() == std::chrono::nanoseconds(420ms).count());
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 40ms}}, self, 0ms, all_ended);
+    // We reaped 10 (orphan or leader): our RUSAGE_CHILDREN grew by its whole use.
+    BOOST_TEST(as_ms(l.update({}, self, 150ms, all_ended)) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(ledger_total_never_decreases)
+BOOST_AUTO_TEST_CASE(ledger_member_missed_by_a_listing_is_not_taken_for_ended)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, 1, 500ms}});
-    auto t = l.update(std::vector<cpu_ledger::member>{{10, 1, 100ms}});
-    BOOST_TEST(t.count() == std::chrono::nanoseconds(500ms).count());
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms}},
+             self, 0ms, none_ended);
+    // 11 is missing from this listing but still alive: no loss, and it is still tracked.
+    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}}, self,
+                              0ms, none_ended)) == 0);
+    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}}, self,
+                              0ms, all_ended)) == 300);
+}
+
+BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
+{
+    cpu_ledger l;
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms}},
+             self, 0ms, all_ended);
+    // Pid 11 now belongs to another process (other start time): the old one ended unwaited.
+    auto lost = l.update(
+        std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 99, 1ms, 0ms}}, self,
+        0ms, all_ended);
+    BOOST_TEST(as_ms(lost) == 300);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

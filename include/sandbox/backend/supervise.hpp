@@ -1,6 +1,7 @@
-// sandbox/backend/supervise.hpp: the shared engine behind every backend's exec: spawn one
-// child, feed stdin, capture capped output, enforce timeout and caps, kill the whole tree,
-// reap, and report an exec_result.
+// sandbox/backend/supervise.hpp: the shared engine behind every backend's exec: hand one
+// command to a worker of the supervisor helper (which spawns it under a per-execution
+// subreaper, samples the caps, kills and reaps the whole tree), feed stdin, capture capped
+// output, turn timeout and cancellation into kill requests, and report an exec_result.
 #ifndef SANDBOX_BACKEND_SUPERVISE_HPP
 #define SANDBOX_BACKEND_SUPERVISE_HPP
 
@@ -47,6 +48,8 @@ struct spawn_plan
     std::chrono::nanoseconds cpu_budget{0};
     std::uint64_t max_processes = 0;
     std::chrono::nanoseconds sample_interval = default_sample_interval;
+    /// Test seam: the worker fails this many cap samples first (0xffffffff: every one).
+    std::uint32_t test_sample_faults = 0;
     /// Configured values, echoed in diagnostics.
     std::string backend_name{};
 };

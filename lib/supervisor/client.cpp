@@ -1,0 +1,268 @@
+// lib/supervisor/client.cpp: starting the helper, handing out worker channels, shutdown.
+#include "supervisor/client.hpp"
+
+#include <sandbox/error.hpp>
+
+#include <boost/asio/execution_context.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace sandbox::detail {
+
+namespace {
+
+using backend::unique_fd;
+
+// The most idle workers kept per execution context; more are let go (they exit).
+constexpr std::size_t max_idle_workers = 16;
+// How long shutdown waits for the helper to kill and reap everything before it kills the
+// helper itself (then the workers see their lifeline close and do the same).
+constexpr int shutdown_wait_ms = 2000;
+
+failure os_failure(errc code, const std::string& what, int err)
+{
+    failure f = make_failure(code, what + ": " + std::strerror(err));
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
+// True while the worker behind `fd` is alive and idle: nothing to read, not hung up.
+bool channel_usable(int fd)
+{
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) == 0;
+}
+
+// Waits up to `ms` for the helper to exit, then reaps it.
+bool reap_helper(int pidfd, pid_t pid, int ms)
+{
+    if (pidfd >= 0)
+    {
+        pollfd p{pidfd, POLLIN, 0};
+        int rc;
+        do
+            rc = ::poll(&p, 1, ms);
+        while (rc < 0 && errno == EINTR);
+        if (rc == 0)
+            return false;
+        siginfo_t info{};
+        ::syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
+        return true;
+    }
+    for (int waited = 0;; waited += 5)
+    {
+        if (::waitpid(pid, nullptr, WNOHANG) != 0)
+            return true;
+        if (waited >= ms)
+            return false;
+        ::usleep(5000);
+    }
+}
+
+} // namespace
+
+boost::asio::execution_context::id supervisor_service::id;
+
+std::string supervisor_program()
+{
+    if (const char* e = std::getenv("SANDBOX_SUPERVISOR"); e && *e)
+        return e;
+    for (const char* p : {SANDBOX_SUPERVISOR_INSTALL_PATH, SANDBOX_SUPERVISOR_BUILD_PATH})
+        if (::access(p, X_OK) == 0)
+            return p;
+    return {};
+}
+
+supervisor_service::supervisor_service(boost::asio::execution_context& ctx)
+    : boost::asio::execution_context::service(ctx)
+{
+}
+
+supervisor_service::~supervisor_service()
+{
+    std::lock_guard l(mu_);
+    stop_helper_locked(true);
+}
+
+void supervisor_service::shutdown()
+{
+    std::lock_guard l(mu_);
+    stop_helper_locked(true);
+}
+
+outcome<void> supervisor_service::start_helper_locked()
+{
+    const std::string path = supervisor_program();
+    if (path.empty())
+        return make_failure(errc::not_available,
+                            "the supervisor helper sandbox-supervisor was not found (installed "
+                            "at " SANDBOX_SUPERVISOR_INSTALL_PATH " or in the build tree); set "
+                            "SANDBOX_SUPERVISOR to its path",
+                            "supervisor");
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return os_failure(errc::internal, "cannot create the supervisor socket", errno);
+    unique_fd ours(sv[0]), theirs(sv[1]);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    ::posix_spawn_file_actions_init(&fa);
+    ::posix_spawnattr_init(&attr);
+    // The helper holds none of our descriptors, not even our stdio (a pipe a caller waits
+    // on would stay open while the helper lives), and is in a session of its own, out of
+    // reach of our terminal's signals.
+    ::posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    ::posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    ::posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    ::posix_spawn_file_actions_adddup2(&fa, theirs.get(), 3);
+    ::posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    ::posix_spawnattr_setsigmask(&attr, &none);
+    ::posix_spawnattr_setsigdefault(&attr, &all);
+    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                          POSIX_SPAWN_SETSIGDEF);
+    const std::string version = std::to_string(proto::version);
+    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--protocol"),
+                    const_cast<char*>(version.c_str()), nullptr};
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, path.c_str(), &fa, &attr, argv, envp);
+    ::posix_spawn_file_actions_destroy(&fa);
+    ::posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+    {
+        auto f = os_failure(errc::internal, "cannot start the supervisor helper " + path, rc);
+        f.diag.path = path;
+        return f;
+    }
+    helper_pid_ = pid;
+    helper_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    control_ = std::move(ours);
+    return {};
+}
+
+void supervisor_service::stop_helper_locked(bool wait)
+{
+    idle_.clear();
+    control_.reset(); // the helper kills every worker and tree, reaps them, and exits
+    if (helper_pid_ <= 0)
+        return;
+    if (!reap_helper(helper_pidfd_.get(), helper_pid_, wait ? shutdown_wait_ms : 0))
+    {
+        ::kill(helper_pid_, SIGKILL); // our unreaped child; its workers see the lifeline close
+        reap_helper(helper_pidfd_.get(), helper_pid_, shutdown_wait_ms);
+    }
+    helper_pidfd_.reset();
+    helper_pid_ = -1;
+}
+
+outcome<unique_fd> supervisor_service::acquire()
+{
+    std::lock_guard l(mu_);
+    while (!idle_.empty())
+    {
+        unique_fd ch = std::move(idle_.back());
+        idle_.pop_back();
+        if (channel_usable(ch.get()))
+            return ch;
+    }
+    for (int attempt = 0; attempt < 2; ++attempt)
+    {
+        if (!control_)
+            if (auto r = start_helper_locked(); !r)
+                return r.error();
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0)
+            return os_failure(errc::internal, "cannot create a supervisor channel", errno);
+        unique_fd ours(sv[0]), theirs(sv[1]);
+        const int fds[1] = {theirs.get()};
+        int rc = proto::send_message(control_.get(), proto::msg_type::spawn_worker, 0, {}, fds);
+        if (rc == EAGAIN)
+        {
+            pollfd p{control_.get(), POLLOUT, 0};
+            if (::poll(&p, 1, 100) == 1)
+                rc = proto::send_message(control_.get(), proto::msg_type::spawn_worker, 0, {},
+                                         fds);
+        }
+        if (rc == 0)
+            return ours;
+        // The helper is gone (or wedged): reap it and start a fresh one.
+        stop_helper_locked(false);
+    }
+    return make_failure(errc::internal, "the supervisor helper does not accept requests",
+                        "supervisor");
+}
+
+void supervisor_service::release(unique_fd channel)
+{
+    std::lock_guard l(mu_);
+    if (control_ && idle_.size() < max_idle_workers)
+        idle_.push_back(std::move(channel));
+}
+
+void supervisor_service::on_capped_end(const proto::exit_report_msg* r) noexcept
+{
+    --watched_;
+    if (!r)
+        return;
+    samples_ += r->samples;
+    failed_ += r->failed_samples;
+    if (r->reason == proto::end_reason::budget)
+        ++budget_kills_;
+    if (r->reason == proto::end_reason::unenforceable)
+        ++unenforceable_kills_;
+}
+
+sampler_stats supervisor_service::stats() const noexcept
+{
+    sampler_stats s;
+    s.watched_trees = watched_.load();
+    s.samples = samples_.load();
+    s.ticks = s.samples;
+    s.failed_samples = failed_.load();
+    s.budget_kills = budget_kills_.load();
+    s.unenforceable_kills = unenforceable_kills_.load();
+    return s;
+}
+
+pid_t supervisor_service::helper_pid() const
+{
+    std::lock_guard l(mu_);
+    return helper_pid_;
+}
+
+} // namespace sandbox
+
+namespace sandbox {
+
+bool sampler_usable() noexcept
+{
+    return ::access("/proc/self/stat", R_OK) == 0 && !detail::supervisor_program().empty();
+}
+
+sampler_stats get_sampler_stats(const boost::asio::any_io_executor& ex)
+{
+    auto& ctx = boost::asio::query(ex, boost::asio::execution::context);
+    if (!boost::asio::has_service<detail::supervisor_service>(ctx))
+        return {};
+    return boost::asio::use_service<detail::supervisor_service>(ctx).stats();
+}
+
+} // namespace sandbox

@@ -1,0 +1,206 @@
+// lib/supervisor/helper_main.cpp: `sandbox-supervisor`, the helper process the library
+// starts once per execution context.
+//
+// It is a child subreaper in its own session. On the control socket (fd 3) the library
+// hands it one end of a fresh channel per worker it wants; the helper forks a worker
+// (worker.hpp) for it. Every worker holds the read end of the helper's lifeline pipe, so
+// workers notice the helper's death. Orphans of a worker that died (killed by its own tree)
+// fall to the helper, which kills them. When the control socket closes (the library's
+// runner or io_context went away, or the library's process died) the helper kills every
+// worker and every process below them, reaps them all, and exits.
+//
+//   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
+#include "supervisor/protocol.hpp"
+#include "supervisor/subtree.hpp"
+#include "supervisor/worker.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <unordered_set>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace proto = sandbox::detail::proto;
+using awaitable = asio::awaitable<void>;
+
+constexpr int control_fd = 3;
+
+class helper
+{
+public:
+    helper(asio::io_context& ctx, int sigfd, int lifeline_r, int lifeline_w, rlimit nofile)
+        : ctx_(ctx), control_(ctx, control_fd), sigfd_(ctx, sigfd), lifeline_r_(lifeline_r),
+          lifeline_w_(lifeline_w), command_nofile_(nofile)
+    {
+    }
+
+    void start()
+    {
+        asio::co_spawn(ctx_, read_control(), asio::detached);
+        asio::co_spawn(ctx_, reap_loop(), asio::detached);
+    }
+
+private:
+    awaitable read_control();
+    awaitable reap_loop();
+    void fork_worker(int chan);
+    void sweep_orphans();
+    [[noreturn]] void shut_down();
+
+    asio::io_context& ctx_;
+    asio::posix::stream_descriptor control_, sigfd_;
+    int lifeline_r_, lifeline_w_;
+    rlimit command_nofile_;
+    std::unordered_set<pid_t> workers_;
+};
+
+awaitable helper::read_control()
+{
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await control_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                     asio::redirect_error(asio::use_awaitable, ec));
+        if (ec)
+            shut_down();
+        for (;;)
+        {
+            proto::message m;
+            bool eof = false;
+            int rc = proto::receive_message(control_fd, m, eof);
+            if (rc == EAGAIN)
+                break;
+            if (eof || rc != 0)
+                shut_down();
+            if (m.head.type == proto::msg_type::spawn_worker && m.fds.size() == 1)
+                fork_worker(m.fds[0].get());
+        }
+    }
+}
+
+void helper::fork_worker(int chan)
+{
+    pid_t pid = ::fork();
+    if (pid == 0)
+        sandbox::detail::run_worker(chan, lifeline_r_, command_nofile_); // never returns
+    if (pid > 0)
+        workers_.insert(pid);
+    // On failure the channel closes with the message's descriptor: the library sees EOF
+    // and reports the worker lost before anything ran.
+}
+
+awaitable helper::reap_loop()
+{
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await sigfd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+        if (ec)
+            co_return;
+        signalfd_siginfo si;
+        while (::read(sigfd_.native_handle(), &si, sizeof si) > 0)
+        {
+        }
+        sandbox::detail::reap_exited([this](pid_t p, int, const struct rusage&) {
+            workers_.erase(p);
+        });
+        sweep_orphans();
+    }
+}
+
+// A worker that died (its own tree may have killed it) left its subtree to us: anything
+// below us that is not a live worker's is such an orphan, and dies now.
+void helper::sweep_orphans()
+{
+    std::vector<pid_t> children;
+    sandbox::detail::own_children(children);
+    for (pid_t p : children)
+        if (workers_.count(p) == 0)
+            ::kill(p, SIGKILL); // our unreaped child: its pid cannot be recycled
+    // Their own children fall to us in turn, and their deaths bring us back here.
+}
+
+void helper::shut_down()
+{
+    // Every worker and every process below them: killed and reaped before we go.
+    ::close(lifeline_w_);
+    sandbox::detail::kill_subtree(nullptr);
+    ::_exit(0);
+}
+
+int parse_protocol(int argc, char** argv)
+{
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::string_view(argv[i]) == "--protocol")
+            return std::atoi(argv[i + 1]);
+    return -1;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (parse_protocol(argc, argv) != static_cast<int>(proto::version))
+    {
+        std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "
+                             "with another (a library from another build?)\n",
+                     proto::version);
+        return proto::exit_protocol_mismatch;
+    }
+    if (::fcntl(control_fd, F_GETFD) < 0)
+    {
+        std::fprintf(stderr, "sandbox-supervisor: no control socket on fd 3; it is started "
+                             "by the sandbox library, not by hand\n");
+        return 2;
+    }
+    ::fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+    // Inherited dispositions: a SIGCHLD set to SIG_IGN would make the kernel reap our
+    // children behind our back; SIGPIPE must not kill us (we send with MSG_NOSIGNAL anyway).
+    ::signal(SIGCHLD, SIG_DFL);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sandbox::detail::prepare_subtree_access();
+
+    // Commands get the library's descriptor limit; the helper may hold many more.
+    rlimit nofile{};
+    ::getrlimit(RLIMIT_NOFILE, &nofile);
+    rlimit raised = nofile;
+    raised.rlim_cur = raised.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &raised);
+
+    int lifeline[2];
+    if (::pipe2(lifeline, O_CLOEXEC) != 0)
+        return 1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    int sigfd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd < 0)
+        return 1;
+    ::fcntl(control_fd, F_SETFL, ::fcntl(control_fd, F_GETFL) | O_NONBLOCK);
+
+    asio::io_context ctx(1);
+    helper h(ctx, sigfd, lifeline[0], lifeline[1], nofile);
+    h.start();
+    ctx.run();
+    return 0;
+}

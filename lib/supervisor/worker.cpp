@@ -1,0 +1,491 @@
+// lib/supervisor/worker.cpp: the per-execution subreaper (see worker.hpp). Single-threaded:
+// coroutines on the worker's own io_context read the channel, watch the helper's lifeline,
+// reap children (SIGCHLD through a signalfd) and sample the caps.
+#include "supervisor/worker.hpp"
+
+#include "process/spawn.hpp"
+#include "sampler/budget.hpp"
+#include "supervisor/protocol.hpp"
+#include "supervisor/subtree.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace sandbox::detail {
+
+namespace {
+
+namespace asio = boost::asio;
+using backend::unique_fd;
+using proto::end_reason;
+using std::chrono::nanoseconds;
+using awaitable = asio::awaitable<void>;
+
+constexpr nanoseconds first_sample_delay = std::chrono::milliseconds(2);
+
+nanoseconds tv_ns(const timeval& tv)
+{
+    return std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
+}
+
+nanoseconds children_cpu()
+{
+    struct rusage ru{};
+    ::getrusage(RUSAGE_CHILDREN, &ru);
+    return tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime);
+}
+
+nanoseconds ticks_ns(std::uint64_t ticks)
+{
+    return nanoseconds(static_cast<std::int64_t>(ticks * 1'000'000'000ull /
+                                                 static_cast<std::uint64_t>(clock_ticks_per_second())));
+}
+
+// True unless `pid` is still the process that started at `starttime` (zombies included: their
+// time is still to be counted by whoever reaps them).
+bool member_ended(pid_t pid, std::uint64_t starttime)
+{
+    int err = 0;
+    auto st = read_proc_stat(pid, err);
+    return !st || st->starttime != starttime;
+}
+
+// Closes every descriptor but `a` and `b` (and 0-2, which point at /dev/null).
+void close_other_fds(int a, int b)
+{
+    const unsigned lo = static_cast<unsigned>(std::min(a, b));
+    const unsigned hi = static_cast<unsigned>(std::max(a, b));
+    auto close_span = [](unsigned first, unsigned last) {
+        if (first <= last)
+            ::syscall(SYS_close_range, first, last, 0u);
+    };
+    close_span(3, lo - 1);
+    close_span(lo + 1, hi - 1);
+    close_span(hi + 1, ~0u);
+}
+
+/// The state of the plan being run.
+struct current_exec
+{
+    explicit current_exec(cap_limits l) : budget(l) {}
+
+    std::uint64_t id = 0;
+    pid_t pid = -1;
+    bool leader_reaped = false;
+    int status = 0;
+    struct rusage leader_ru{};
+    end_reason reason = end_reason::none;
+    bool graceful_stop = false;
+    cap_budget budget;
+    cpu_ledger ledger;
+    cap_decision decision{};
+    nanoseconds children_base{0};
+    std::uint64_t samples = 0, failed = 0, killed_after = 0;
+    std::uint32_t faults_left = 0;
+    std::string last_failure;
+    std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
+};
+
+class worker
+{
+public:
+    worker(asio::io_context& ctx, int chan, int lifeline, int sigfd)
+        : ctx_(ctx), chan_(ctx, chan), lifeline_(ctx, lifeline), sigfd_(ctx, sigfd)
+    {
+    }
+
+    void start()
+    {
+        asio::co_spawn(ctx_, read_channel(), asio::detached);
+        asio::co_spawn(ctx_, watch_lifeline(), asio::detached);
+        asio::co_spawn(ctx_, reap_loop(), asio::detached);
+    }
+
+private:
+    awaitable read_channel();
+    awaitable watch_lifeline();
+    awaitable reap_loop();
+    awaitable sample_loop(std::uint64_t id, nanoseconds interval,
+                          std::shared_ptr<asio::steady_timer> t);
+    awaitable grace_wait(std::uint64_t id, nanoseconds grace,
+                         std::shared_ptr<asio::steady_timer> t);
+    void on_message(proto::message& m);
+    void start_exec(const proto::plan& p);
+    void spawn_failed(int err);
+    void sample_once();
+    void stop(end_reason why, nanoseconds grace);
+    void on_reaped(pid_t p, int status, const struct rusage& ru);
+    void after_reap(bool children_left);
+    void kill_all_and_finish();
+    void finish();
+    [[noreturn]] void terminate(end_reason why);
+    reap_fn reaper()
+    {
+        return [this](pid_t p, int st, const struct rusage& ru) { on_reaped(p, st, ru); };
+    }
+
+    asio::io_context& ctx_;
+    asio::posix::stream_descriptor chan_, lifeline_, sigfd_;
+    std::string plan_buf_;
+    std::vector<unique_fd> plan_fds_;
+    std::optional<current_exec> cur_;
+    std::uint64_t next_id_ = 1;
+    bool closing_ = false;
+};
+
+awaitable worker::read_channel()
+{
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await chan_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        if (ec)
+            terminate(end_reason::abandoned);
+        for (;;)
+        {
+            proto::message m;
+            bool eof = false;
+            int rc = proto::receive_message(chan_.native_handle(), m, eof);
+            if (rc == EAGAIN)
+                break;
+            if (eof || rc != 0)
+                terminate(end_reason::abandoned);
+            on_message(m);
+        }
+    }
+}
+
+awaitable worker::watch_lifeline()
+{
+    boost::system::error_code ec;
+    co_await lifeline_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    // Only the helper holds the write end and never writes: readable means it is gone.
+    terminate(end_reason::supervisor_lost);
+}
+
+awaitable worker::reap_loop()
+{
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await sigfd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+        if (ec)
+            co_return;
+        signalfd_siginfo si;
+        while (::read(sigfd_.native_handle(), &si, sizeof si) > 0)
+        {
+        }
+        bool left = reap_exited(reaper());
+        after_reap(left);
+    }
+}
+
+void worker::on_message(proto::message& m)
+{
+    switch (m.head.type)
+    {
+    case proto::msg_type::plan_chunk:
+        if (plan_buf_.empty() && plan_fds_.empty())
+            plan_fds_ = std::move(m.fds);
+        plan_buf_ += m.payload;
+        if ((m.head.flags & proto::flag_last) != 0)
+        {
+            auto p = proto::decode_plan(plan_buf_);
+            plan_buf_.clear();
+            if (!p || cur_)
+                spawn_failed(cur_ ? EBUSY : EPROTO);
+            else
+                start_exec(*p);
+            plan_fds_.clear();
+        }
+        break;
+    case proto::msg_type::kill:
+    {
+        proto::kill_msg k;
+        if (proto::from_bytes(m.payload, k) &&
+            (k.reason == end_reason::timed_out || k.reason == end_reason::cancelled))
+            stop(k.reason, nanoseconds(std::max<std::int64_t>(k.grace_ns, 0)));
+        break;
+    }
+    default:
+        break; // nothing else is sent to a worker
+    }
+}
+
+void worker::spawn_failed(int err)
+{
+    proto::spawn_failed_msg f{err, 0};
+    proto::send_message(chan_.native_handle(), proto::msg_type::spawn_failed, 0,
+                        proto::as_bytes(f));
+}
+
+void worker::start_exec(const proto::plan& p)
+{
+    const auto& f = p.fixed;
+    const std::size_t want = 2 + ((f.fds & proto::fd_stdin) ? 1 : 0) +
+                             ((f.fds & proto::fd_work_dir) ? 1 : 0);
+    if (plan_fds_.size() != want)
+        return spawn_failed(EPROTO);
+    spawn_args a;
+    a.executable = p.executable;
+    a.argv = p.argv;
+    a.envp = p.envp;
+    a.stdout_fd = plan_fds_[0].get();
+    a.stderr_fd = plan_fds_[1].get();
+    std::size_t next = 2;
+    if (f.fds & proto::fd_stdin)
+        a.stdin_fd = plan_fds_[next++].get();
+    if (f.fds & proto::fd_work_dir)
+        a.work_dir_fd = plan_fds_[next++].get();
+    pid_t pid = -1;
+    int rc = spawn_command(a, pid);
+    // Our copies of the command's pipes go now, or the library never sees EOF.
+    plan_fds_.clear();
+    if (rc != 0)
+        return spawn_failed(rc);
+
+    cap_limits limits{f.memory_bytes, nanoseconds(f.cpu_budget_ns), f.max_processes};
+    cur_.emplace(limits);
+    cur_->id = next_id_++;
+    cur_->pid = pid;
+    cur_->children_base = children_cpu();
+    cur_->faults_left = f.sample_faults;
+    if (limits.any())
+    {
+        cur_->sample_timer = std::make_shared<asio::steady_timer>(ctx_);
+        const auto interval = nanoseconds(std::max<std::int64_t>(f.sample_interval_ns, 1'000'000));
+        asio::co_spawn(ctx_, sample_loop(cur_->id, interval, cur_->sample_timer), asio::detached);
+    }
+}
+
+awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
+                              std::shared_ptr<asio::steady_timer> t)
+{
+    // A young tree is sampled often (2, 4, 8, ... ms) so that a fork bomb or a fast
+    // allocator is caught early; then every `interval`.
+    auto delay = std::min<nanoseconds>(first_sample_delay, interval);
+    for (;;)
+    {
+        t->expires_after(delay);
+        boost::system::error_code ec;
+        co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
+            co_return;
+        sample_once();
+        delay = std::min(delay * 2, interval);
+    }
+}
+
+void worker::sample_once()
+{
+    auto& c = *cur_;
+    ++c.samples;
+    tree_usage u;
+    std::string why;
+    bool ok = true;
+    if (c.faults_left > 0)
+    {
+        if (c.faults_left != 0xffffffffu)
+            --c.faults_left;
+        why = "injected sampling fault";
+        ok = false;
+    }
+    else
+    {
+        std::vector<subtree_member> members;
+        if (int err = list_subtree(members); err != 0)
+        {
+            why = std::string("reading /proc failed: ") + std::strerror(err);
+            ok = false;
+        }
+        else
+        {
+            // Reaped members are in our RUSAGE_CHILDREN or in a live member's cutime/cstime,
+            // so each process's time is counted once; the ledger adds what the kernel reaped.
+            const nanoseconds reaped = children_cpu() - c.children_base;
+            std::vector<cpu_ledger::member> seen;
+            seen.reserve(members.size());
+            u.cpu = reaped;
+            for (const auto& m : members)
+            {
+                const auto& st = m.stat;
+                seen.push_back({st.pid, st.ppid, st.starttime, ticks_ns(st.utime + st.stime),
+                                ticks_ns(st.cutime + st.cstime)});
+                u.cpu += ticks_ns(st.cpu_ticks());
+                u.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
+                u.processes += st.state == 'Z' ? 0 : 1;
+            }
+            u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);
+        }
+    }
+    cap_decision d = ok ? c.budget.on_sample(u) : c.budget.on_failure();
+    if (!ok)
+    {
+        ++c.failed;
+        c.last_failure = why;
+    }
+    if (d.action == cap_action::keep_going)
+        return;
+    c.decision = d;
+    stop(d.action == cap_action::kill_budget ? end_reason::budget : end_reason::unenforceable,
+         nanoseconds(0));
+}
+
+void worker::stop(end_reason why, nanoseconds grace)
+{
+    if (!cur_)
+        return; // a kill that crossed the report: nothing runs any more
+    auto& c = *cur_;
+    if (c.reason == end_reason::none)
+        c.reason = why;
+    else if (!(c.graceful_stop && grace == nanoseconds(0)))
+        return; // the first cause stands; only a harder stop gets through
+    if (grace > nanoseconds(0))
+    {
+        c.graceful_stop = true;
+        signal_subtree(SIGTERM);
+        c.grace_timer = std::make_shared<asio::steady_timer>(ctx_);
+        asio::co_spawn(ctx_, grace_wait(c.id, grace, c.grace_timer), asio::detached);
+        return;
+    }
+    c.graceful_stop = false;
+    kill_all_and_finish();
+}
+
+awaitable worker::grace_wait(std::uint64_t id, nanoseconds grace,
+                             std::shared_ptr<asio::steady_timer> t)
+{
+    t->expires_after(grace);
+    boost::system::error_code ec;
+    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !cur_ || cur_->id != id || !cur_->graceful_stop)
+        co_return;
+    cur_->graceful_stop = false;
+    kill_all_and_finish();
+}
+
+void worker::on_reaped(pid_t p, int status, const struct rusage& ru)
+{
+    if (cur_ && p == cur_->pid)
+    {
+        cur_->leader_reaped = true;
+        cur_->status = status;
+        cur_->leader_ru = ru;
+    }
+}
+
+void worker::after_reap(bool children_left)
+{
+    if (!cur_ || !cur_->leader_reaped)
+        return;
+    if (cur_->graceful_stop)
+    {
+        // Members get the rest of their grace; done early once all of them are gone.
+        if (!children_left)
+            finish();
+        return;
+    }
+    if (cur_->reason == end_reason::none)
+        cur_->reason = end_reason::natural;
+    // Whatever the command left behind goes now: exec never waits on a background job.
+    kill_all_and_finish();
+}
+
+void worker::kill_all_and_finish()
+{
+    cur_->killed_after += kill_subtree(reaper());
+    finish();
+}
+
+void worker::finish()
+{
+    auto& c = *cur_;
+    proto::exit_report_msg r;
+    r.pid = c.pid;
+    r.wait_status = c.status;
+    r.reason = c.reason == end_reason::none ? end_reason::natural : c.reason;
+    r.budget_which = static_cast<std::uint32_t>(c.decision.which);
+    r.observed = c.decision.observed;
+    r.configured = c.decision.configured;
+    // Everything is reaped now, so the children's rusage holds the whole tree.
+    r.cpu_ns = std::max(children_cpu() - c.children_base + c.ledger.lost(), c.budget.cpu_used())
+                   .count();
+    r.peak_memory_bytes = std::max<std::uint64_t>(
+        c.budget.peak_rss_bytes(), static_cast<std::uint64_t>(c.leader_ru.ru_maxrss) * 1024);
+    r.samples = c.samples;
+    r.failed_samples = c.failed;
+    r.killed_after_exit = c.killed_after;
+    std::string payload(proto::as_bytes(r));
+    payload += c.last_failure.substr(0, 1024);
+    for (auto* t : {c.sample_timer.get(), c.grace_timer.get()})
+        if (t)
+            t->cancel();
+    cur_.reset();
+    proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
+    if (closing_)
+        ::_exit(0);
+}
+
+void worker::terminate(end_reason why)
+{
+    closing_ = true;
+    if (cur_)
+    {
+        stop(why, nanoseconds(0));
+        if (cur_) // a graceful stop was under way: end it now
+        {
+            cur_->graceful_stop = false;
+            kill_all_and_finish();
+        }
+    }
+    kill_subtree(nullptr);
+    ::_exit(0);
+}
+
+} // namespace
+
+void run_worker(int chan, int lifeline, const rlimit& command_nofile)
+{
+    close_other_fds(chan, lifeline);
+    ::setrlimit(RLIMIT_NOFILE, &command_nofile);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ::prctl(PR_SET_NAME, "sbx-worker");
+    prepare_subtree_access();
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    int sigfd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd < 0)
+        ::_exit(1); // the library sees the channel close and reports the supervisor lost
+    {
+        asio::io_context ctx(1);
+        worker w(ctx, chan, lifeline, sigfd);
+        w.start();
+        ctx.run();
+    }
+    ::_exit(0);
+}
+
+} // namespace sandbox::detail
