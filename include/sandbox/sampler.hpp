@@ -1,4 +1,5 @@
-// sandbox/sampler.hpp: the shared /proc cap sampler (one per execution context).
+// sandbox/sampler.hpp: the cap sampler's constants and counters. Each execution's caps are
+// sampled from /proc by its worker in the supervisor helper (lib/supervisor/worker.cpp).
 #ifndef SANDBOX_SAMPLER_HPP
 #define SANDBOX_SAMPLER_HPP
 
@@ -11,31 +12,33 @@
 
 namespace sandbox {
 
-/// Default sampling interval of the cap sampler.
+/// Default sampling interval of the cap sampler (a young tree is sampled sooner: after 2, 4,
+/// 8, ... ms, up to the interval).
 inline constexpr std::chrono::milliseconds default_sample_interval{50};
 
 /// Consecutive failed samples after which a tree is killed as unenforceable.
 inline constexpr int max_consecutive_sample_failures = 3;
 
-/// \brief Counters of the sampler serving one execution context (for tests and monitoring).
+/// \brief Counters of the samplers of one execution context's executions (for tests and
+/// monitoring). Sample counts arrive with each execution's report, when it ends.
 struct sampler_stats
 {
-    /// Trees being watched now.
+    /// Capped executions in flight now.
     std::size_t watched_trees = 0;
-    /// Timer ticks so far, and tree samples taken (a tick samples every due tree).
+    /// Samples taken by finished executions (`ticks` equals `samples`: one tree per worker).
     std::uint64_t ticks = 0;
     std::uint64_t samples = 0;
-    /// Samples that failed (a /proc read error on the tree's leader).
+    /// Samples that failed (a /proc read error other than the process being gone).
     std::uint64_t failed_samples = 0;
     /// Trees killed for a cap, and for repeated sampling failure.
     std::uint64_t budget_kills = 0;
     std::uint64_t unenforceable_kills = 0;
 };
 
-/// \brief True when the sampler can read /proc for process stats on this host right now.
+/// \brief True when /proc can be read for process stats on this host right now.
 ///
-/// Probed on every call (one read of `/proc/self/stat`, ~10 us), never cached for the life
-/// of the process: a passing failure does not disable caps forever.
+/// Probed on every call (one access(2) of `/proc/self/stat`), never cached for the life of
+/// the process: a passing failure does not disable caps forever.
 SANDBOX_DECL bool sampler_usable() noexcept;
 
 /// Statistics of the sampler of `ex`'s execution context (zeros if none was created yet).

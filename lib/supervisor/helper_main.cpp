@@ -101,9 +101,13 @@ void helper::fork_worker(int chan)
     if (pid == 0)
         sandbox::detail::run_worker(chan, lifeline_r_, command_nofile_); // never returns
     if (pid > 0)
+    {
         workers_.insert(pid);
-    // On failure the channel closes with the message's descriptor: the library sees EOF
-    // and reports the worker lost before anything ran.
+        return;
+    }
+    // Out of processes or memory: the library learns it before anything ran.
+    proto::spawn_failed_msg f{errno, 0};
+    proto::send_message(chan, proto::msg_type::spawn_failed, 0, proto::as_bytes(f));
 }
 
 awaitable helper::reap_loop()

@@ -90,7 +90,8 @@ bool send_checked(pid_t pid, pid_t parent, int sig)
     }
     int err = 0;
     auto st = read_proc_stat(pid, err);
-    bool ok = st && st->ppid == parent &&
+    // Its parent may have died since the listing, handing it to us: still a member.
+    bool ok = st && (st->ppid == parent || st->ppid == ::getpid()) &&
               ::syscall(SYS_pidfd_send_signal, pfd, sig, nullptr, 0) == 0;
     ::close(pfd);
     return ok;
@@ -111,6 +112,8 @@ namespace {
 // members to `out`; returns the first unexpected /proc error.
 int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtree_member>& out)
 {
+    const pid_t self = ::getpid();
+    std::unordered_set<pid_t> taken;
     int first_err = 0;
     std::vector<pid_t> next, next_parents, kids;
     while (!level.empty())
@@ -127,8 +130,10 @@ int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtr
                     first_err = err;
                 continue;
             }
-            if (st->ppid != parents[i])
-                continue; // recycled, or moved to us since the listing: seen next time
+            // A pid whose parent is no longer the one it was listed under was recycled,
+            // unless the parent died and it fell to us: then it is a member all the same.
+            if ((st->ppid != parents[i] && st->ppid != self) || !taken.insert(st->pid).second)
+                continue;
             out.push_back({*st});
             if (st->state == 'Z')
                 continue;
@@ -241,6 +246,8 @@ private:
 
 std::size_t kill_subtree(const reap_fn& on_reap)
 {
+    if (!reap_exited(on_reap))
+        return 0; // the common case: the command left nothing behind
     realtime_scope fast;
     // Each process is killed once, remembered by pid and start time. Then we block until a
     // child of ours dies: every process of the subtree either is killed already or becomes

@@ -28,20 +28,49 @@
 //   fork-procs N MS           the same, then wait for all of them
 //   fork-stream N SPIN_MS     fork N children one at a time, each spinning SPIN_MS ms; wait
 //                             for each; then "forked N\n"
-//   setsid-child MS [hold|detach]  a child calls setsid() and sleeps MS ms; "detach" first
-//                             points its fds 0-2 at /dev/null, "hold" (default) keeps them
+//   setsid-child MS [hold|detach|close|write]  a child calls setsid() and sleeps MS ms; with
+//                             "hold" (default) it keeps fds 0-2, "detach" points them at
+//                             /dev/null, "close" closes them, "write" keeps them, ignores SIGPIPE
+//                             and writes "tick\n" to stdout every 10 ms (errors ignored) for MS ms
 //   setpgid-child MS          a child calls setpgid(0, 0) and sleeps MS ms (keeps its fds)
+//   closed-child MS           a child closes fds 0-2 and sleeps MS ms (stays in the group)
 //   double-fork MS            fork, setsid, fork; the grandchild points fds 0-2 at /dev/null and
 //                             sleeps MS ms; the middle child exits at once and is reaped
-//   ignore-term               ignore SIGTERM
+//   leave-group MS            move this process into another process group: setpgid(0, 0) if it
+//                             does not lead its group; a group leader (as the spawned leader is)
+//                             first forks a child that makes its own group and sleeps MS ms
+//                             (recorded like setpgid-child), then joins that group
+//   setsid-chain DEPTH STEP_MS  fork a chain of DEPTH members; each one calls setsid(), points
+//                             fds 0-2 at /dev/null, appends its own pid to $SBX_PIDFILE, sleeps
+//                             STEP_MS ms, forks the next member and then sleeps forever (the
+//                             last one sleeps forever at once); this process goes on at once
+//   fork-tree DEPTH MS        a fork bomb bounded at 2^(DEPTH+1)-2 processes: fork 2 children,
+//                             each of which does fork-tree DEPTH-1 MS and then sleeps MS ms;
+//                             does not wait for them
+//   kill-parents STOP_PID MS  a child calls setsid(), points fds 0-2 at /dev/null, appends its
+//                             own pid to $SBX_PIDFILE, then for MS ms SIGKILLs its parent every
+//                             millisecond, as long as that parent descends from STOP_PID (never
+//                             STOP_PID itself nor anything outside its tree); this process goes on
+//   cpu-stream N CPU_MS       fork N children one at a time, each burning CPU_MS ms of its own cpu
+//                             time; wait for each (already reaped by the kernel is fine); then
+//                             "forked N\n"
+//   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
+//                             no delay), sleep HOLD_MS ms and exit; wait for all of them
+//   ignore-term               ignore SIGTERM;  default-term: SIGTERM back to its default action
+//   ignore-chld               set SIGCHLD to SIG_IGN (the kernel reaps exited children at once)
 //   trap-term CODE            on SIGTERM write "got TERM\n" to stdout and exit CODE
+//   trap-term-late MS FILE    on SIGTERM sleep MS ms, append "<own pid>\n" to FILE, exit 0
+//                             (children forked later inherit the handler)
+//   touch FILE                create FILE (or truncate it)
 //   pidfile                   append own pid to $SBX_PIDFILE (which must be set)
 //   kill-self SIG             reset signal SIG to SIG_DFL, unblock it and raise it
 //   close-out                 close fds 1 and 2
 //
 // With $SBX_PIDFILE set, the parent appends each child pid of children, fork-procs,
-// setsid-child, setpgid-child and the double-fork grandchild pid to it, one per line (one
-// O_APPEND open each). It goes on only once that child has done its setsid/setpgid/redirection.
+// setsid-child, setpgid-child, closed-child, leave-group, fork-tree, alloc-children and the
+// double-fork grandchild pid to it, one per line (one O_APPEND open each). It goes on only once
+// that child has done its setsid/setpgid/redirection. setsid-chain and kill-parents members
+// record themselves.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -175,23 +204,47 @@ void detach_stdio() // child side: fds 0-2 to /dev/null
     if (fd > 2) ::close(fd);
 }
 
-// setsid-child, setpgid-child and double-fork. Once set up, the sleeper sends its pid over a
-// pipe; EOF without a pid means it failed.
-void session_child(const std::string& mode, std::uint64_t ms, bool detach)
+void close_stdio() // child side: fds 0-2 closed
+{
+    for (int target = 0; target <= 2; ++target) ::close(target);
+}
+
+// Writes "tick\n" to stdout every 10 ms for `ms` ms, whatever happens to the pipe.
+void tick_writer(std::uint64_t ms)
+{
+    set_handler(SIGPIPE, SIG_IGN);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+        [[maybe_unused]] ssize_t n = ::write(1, "tick\n", 5);
+        sleep_ms(10);
+    }
+}
+
+// setsid-child, setpgid-child, closed-child and double-fork (and leave-group's group child).
+// Once set up, the sleeper sends its pid over a pipe; EOF without a pid means it failed.
+// Returns the sleeper's pid, already recorded.
+pid_t session_child(const std::string& mode, std::uint64_t ms, std::string_view how)
 {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) die_errno("pipe2");
     pid_t pid = fork_or_die();
     if (pid == 0) {
         ::close(fds[0]);
-        if (mode == "setpgid-child" ? ::setpgid(0, 0) != 0 : ::setsid() < 0) ::_exit(99);
+        const bool set_up = mode == "setpgid-child"  ? ::setpgid(0, 0) == 0
+                            : mode == "closed-child" ? true // stays in the group
+                                                     : ::setsid() >= 0;
+        if (!set_up) ::_exit(99);
         if (mode == "double-fork" && (pid = ::fork()) != 0) // the middle child exits at once
             ::_exit(pid < 0 ? 99 : 0);
-        if (detach) detach_stdio();
+        if (how == "detach") detach_stdio();
+        if (how == "close") close_stdio();
         const pid_t self = ::getpid();
         write_all(fds[1], &self, sizeof self);
         ::close(fds[1]);
-        sleep_ms(ms);
+        if (how == "write")
+            tick_writer(ms);
+        else
+            sleep_ms(ms);
         ::_exit(0);
     }
     ::close(fds[1]);
@@ -201,6 +254,132 @@ void session_child(const std::string& mode, std::uint64_t ms, bool detach)
     ::close(fds[0]);
     if (n != static_cast<ssize_t>(sizeof pid)) die(mode + ": child setup failed");
     record_pid(pid);
+    return pid;
+}
+
+void leave_group(std::uint64_t ms)
+{
+    const pid_t before = ::getpgrp();
+    if (before != ::getpid()) {
+        if (::setpgid(0, 0) != 0) die_errno("leave-group: setpgid(0, 0)");
+    }
+    else {
+        // A group leader cannot make a new group of its own: it joins one made by a child.
+        const pid_t group = session_child("setpgid-child", ms, "hold");
+        if (::setpgid(0, group) != 0) die_errno("leave-group: setpgid(0, child group)");
+    }
+    if (::getpgrp() == before) die("leave-group: still in process group " + std::to_string(before));
+}
+
+void setsid_chain(std::uint64_t depth, std::uint64_t step_ms)
+{
+    if (depth == 0 || fork_or_die() != 0) return; // the caller goes on at once
+    for (std::uint64_t left = depth;; --left) {
+        if (::setsid() < 0) ::_exit(99);
+        detach_stdio();
+        record_pid(::getpid());
+        sleep_ms(step_ms);
+        if (left == 1 || ::fork() != 0) break; // this member stays (fork failure: it stays too)
+    }
+    for (;;) ::pause();
+}
+
+void fork_tree(std::uint64_t depth, std::uint64_t ms)
+{
+    if (depth == 0) return;
+    for (int i = 0; i < 2; ++i) {
+        pid_t pid = fork_or_die();
+        if (pid == 0) {
+            fork_tree(depth - 1, ms);
+            sleep_ms(ms);
+            ::_exit(0);
+        }
+        record_pid(pid);
+    }
+}
+
+// The parent of `pid` from /proc/<pid>/stat; 0 when unknown.
+pid_t parent_of(pid_t pid)
+{
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[1024];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return 0;
+    std::string_view s(buf, static_cast<std::size_t>(n));
+    auto close = s.rfind(')');
+    if (close == std::string_view::npos || close + 4 > s.size()) return 0;
+    s.remove_prefix(close + 4); // ") S "
+    pid_t ppid = 0;
+    std::from_chars(s.data(), s.data() + s.size(), ppid);
+    return ppid;
+}
+
+bool descends_from(pid_t pid, pid_t root)
+{
+    for (int depth = 0; depth < 256 && pid > 1; ++depth, pid = parent_of(pid))
+        if (pid == root) return true;
+    return false;
+}
+
+void kill_parents(pid_t stop, std::uint64_t ms)
+{
+    if (fork_or_die() != 0) return; // the caller goes on (and is killed soon)
+    if (::setsid() < 0) ::_exit(99);
+    detach_stdio();
+    record_pid(::getpid());
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+        const pid_t parent = ::getppid();
+        if (parent > 1 && parent != stop && descends_from(parent, stop)) ::kill(parent, SIGKILL);
+        sleep_ms(1);
+    }
+    ::_exit(0);
+}
+
+// waitpid that accepts a child the kernel already reaped (SIGCHLD ignored).
+void wait_child_or_reaped(pid_t pid)
+{
+    while (::waitpid(pid, nullptr, 0) < 0)
+        if (errno == ECHILD)
+            return;
+        else if (errno != EINTR)
+            die_errno("waitpid");
+}
+
+void spin_cpu_ms(std::uint64_t ms) // own cpu time, not wall time
+{
+    auto cpu_now = [] {
+        timespec ts{};
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+    const auto end = cpu_now() + std::chrono::milliseconds(ms);
+    volatile std::uint64_t sink = 0;
+    while (cpu_now() < end)
+        for (int i = 0; i < 10'000; ++i) sink = sink + 1;
+}
+
+char late_path[PATH_MAX];
+std::uint64_t late_ms = 0;
+
+void on_term_late(int) // async-signal-safe: nanosleep, open, write, close, _exit
+{
+    sleep_ms(late_ms);
+    char line[24];
+    char* end = line + sizeof line;
+    char* p = end;
+    *--p = '\n';
+    for (auto v = static_cast<unsigned long>(::getpid()); p == end - 1 || v > 0; v /= 10)
+        *--p = static_cast<char>('0' + v % 10);
+    int fd = ::open(late_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        [[maybe_unused]] ssize_t n = ::write(fd, p, static_cast<std::size_t>(end - p));
+        ::close(fd);
+    }
+    ::_exit(0);
 }
 
 void spam(std::uint64_t n, bool to_out, bool to_err)
@@ -225,12 +404,11 @@ void spam(std::uint64_t n, bool to_out, bool to_err)
 
 void* alloc_head = nullptr; // allocated blocks are chained through their first bytes
 
-void alloc(std::uint64_t mb, std::uint64_t step_ms)
+void allocate(std::uint64_t mb, std::uint64_t step_ms)
 {
-    out("allocating\n");
     constexpr std::size_t block = 1 << 20;
     for (std::uint64_t i = 0; i < mb; ++i) {
-        if (i > 0) sleep_ms(step_ms);
+        if (i > 0 && step_ms > 0) sleep_ms(step_ms);
         auto* p = static_cast<volatile char*>(std::malloc(block));
         if (p == nullptr) die("alloc: out of memory after " + std::to_string(i) + " MiB");
         for (std::size_t off = 0; off < block; off += 4096) p[off] = 1;
@@ -238,6 +416,12 @@ void alloc(std::uint64_t mb, std::uint64_t step_ms)
         std::memcpy(start, &alloc_head, sizeof alloc_head);
         alloc_head = start;
     }
+}
+
+void alloc(std::uint64_t mb, std::uint64_t step_ms)
+{
+    out("allocating\n");
+    allocate(mb, step_ms);
     out("allocated " + std::to_string(mb) + "\n");
 }
 
@@ -254,7 +438,10 @@ constexpr mode_spec modes[] = {
     {"spin", 1, 1},         {"children", 2, 2},      {"fork-procs", 2, 2},  {"fork-stream", 2, 2},
     {"setsid-child", 1, 2}, {"setpgid-child", 1, 1}, {"double-fork", 1, 1}, {"ignore-term", 0, 0},
     {"trap-term", 1, 1},    {"pidfile", 0, 0},       {"kill-self", 1, 1},   {"close-out", 0, 0},
-    {"print-fds", 0, 0},    {"print-proc", 0, 0},
+    {"print-fds", 0, 0},    {"print-proc", 0, 0},    {"closed-child", 1, 1}, {"leave-group", 1, 1},
+    {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
+    {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},
+    {"alloc-children", 3, 3}, {"trap-term-late", 2, 2},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -380,12 +567,67 @@ action_t prepare(std::string_view name, const args_t& a)
             }
             out("forked " + std::to_string(n) + "\n");
         };
-    if (mode == "setsid-child" || mode == "setpgid-child" || mode == "double-fork")
-        return [mode, t = ms(0),
-                detach = mode == "double-fork" || option("hold", "detach", "hold") == "detach"] {
-            session_child(mode, t, detach);
+    if (mode == "setsid-child" || mode == "setpgid-child" || mode == "double-fork" ||
+        mode == "closed-child") {
+        std::string_view how = mode == "double-fork" ? "detach" : a.size() > 1 ? a[1] : "hold";
+        if (how != "hold" && how != "detach" && how != "close" && how != "write")
+            die(mode + ": bad option '" + std::string(how) + "'");
+        if (mode == "closed-child") how = "close";
+        return [mode, t = ms(0), how = std::string(how)] { session_child(mode, t, how); };
+    }
+    if (mode == "leave-group") return [t = ms(0)] { leave_group(t); };
+    if (mode == "setsid-chain")
+        return [n = procs(0), step = ms(1)] { setsid_chain(n, step); };
+    if (mode == "fork-tree")
+        return [depth = number(a[0], "fork-tree depth", 16), t = ms(1)] { fork_tree(depth, t); };
+    if (mode == "kill-parents")
+        return [stop = static_cast<pid_t>(number(a[0], "kill-parents pid", INT_MAX)), t = ms(1)] {
+            kill_parents(stop, t);
+        };
+    if (mode == "cpu-stream")
+        return [n = procs(0), t = ms(1)] {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    spin_cpu_ms(t);
+                    ::_exit(0);
+                }
+                wait_child_or_reaped(pid);
+            }
+            out("forked " + std::to_string(n) + "\n");
+        };
+    if (mode == "alloc-children")
+        return [n = procs(0), mb = number(a[1], "alloc MiB", 1 << 20), t = ms(2)] {
+            std::vector<pid_t> pids;
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    allocate(mb, 0);
+                    sleep_ms(t);
+                    ::_exit(0);
+                }
+                record_pid(pid);
+                pids.push_back(pid);
+            }
+            for (pid_t pid : pids) wait_child_or_reaped(pid);
         };
     if (mode == "ignore-term") return [] { set_handler(SIGTERM, SIG_IGN); };
+    if (mode == "default-term") return [] { set_handler(SIGTERM, SIG_DFL); };
+    if (mode == "ignore-chld") return [] { set_handler(SIGCHLD, SIG_IGN); };
+    if (mode == "trap-term-late") {
+        if (a[1].empty() || a[1].size() >= sizeof late_path) die("trap-term-late: bad file name");
+        return [t = ms(0), file = std::string(a[1])] {
+            late_ms = t;
+            std::memcpy(late_path, file.c_str(), file.size() + 1);
+            set_handler(SIGTERM, on_term_late);
+        };
+    }
+    if (mode == "touch")
+        return [file = std::string(a[0])] {
+            int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0) die_errno("touch: open " + file);
+            ::close(fd);
+        };
     if (mode == "trap-term")
         return [code = static_cast<int>(number(a[0], "trap-term code", 255))] {
             term_code = code;

@@ -325,7 +325,9 @@ BOOST_AUTO_TEST_CASE(handler_runs_on_its_associated_executor)
 BOOST_AUTO_TEST_CASE(terminal_cancellation_kills_and_keeps_partial_output)
 {
     const auto pidfile = root.path() / "pids";
-    auto req = sbx_test::helper({"pidfile", "--then", "print", "x", "--then", "sleep", "60000"},
+    const auto ready = root.path() / "ready";
+    auto req = sbx_test::helper({"pidfile", "--then", "print", "x", "--then", "touch",
+                                 ready.string(), "--then", "sleep", "60000"},
                                 pid_options(pidfile));
     asio::cancellation_signal sig;
     bool called = false;
@@ -338,8 +340,19 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_kills_and_keeps_partial_output)
                                 got = ec;
                                 res = std::move(r);
                             }));
-    asio::steady_timer t(ioc, 100ms);
-    t.async_wait([&](boost::system::error_code) { sig.emit(asio::cancellation_type::terminal); });
+    // Cancel once "x" is written (the target says so with a marker file).
+    asio::steady_timer t(ioc);
+    std::function<void()> poll = [&] {
+        t.expires_after(5ms);
+        t.async_wait([&](boost::system::error_code ec) {
+            if (ec || called)
+                return;
+            if (std::filesystem::exists(ready))
+                return sig.emit(asio::cancellation_type::terminal);
+            poll();
+        });
+    };
+    poll();
     ioc.run_for(30s);
 
     BOOST_REQUIRE(called);
@@ -356,7 +369,11 @@ BOOST_AUTO_TEST_CASE(partial_cancellation_sends_sigterm_first)
 {
     sandbox::exec_options o;
     o.kill_grace = 2s;
-    auto req = sbx_test::helper({"trap-term", "3", "--then", "sleep", "60000"}, o);
+    // The target marks when its SIGTERM handler is in place; only then do we cancel (a
+    // fixed delay races the handler's installation on a loaded machine).
+    const auto ready = root.path() / "ready";
+    auto req = sbx_test::helper(
+        {"trap-term", "3", "--then", "touch", ready.string(), "--then", "sleep", "60000"}, o);
     asio::cancellation_signal sig;
     bool called = false;
     boost::system::error_code got;
@@ -368,8 +385,18 @@ BOOST_AUTO_TEST_CASE(partial_cancellation_sends_sigterm_first)
                                 got = ec;
                                 res = std::move(r);
                             }));
-    asio::steady_timer t(ioc, 100ms);
-    t.async_wait([&](boost::system::error_code) { sig.emit(asio::cancellation_type::partial); });
+    asio::steady_timer t(ioc);
+    std::function<void()> poll = [&] {
+        t.expires_after(5ms);
+        t.async_wait([&](boost::system::error_code ec) {
+            if (ec || called)
+                return;
+            if (std::filesystem::exists(ready))
+                return sig.emit(asio::cancellation_type::partial);
+            poll();
+        });
+    };
+    poll();
     ioc.run_for(30s);
 
     BOOST_REQUIRE(called);

@@ -1,6 +1,6 @@
 // test/integration/tree_test.cpp: the whole process tree is killed on timeout and on exit,
-// including members that left the process group; the documented escape (a double-forked
-// daemon) is shown honestly; kill grace and foreign signals.
+// including members that left the process group and a double-forked daemon; kill grace and
+// foreign signals. (containment_test.cpp has the adversarial cases.)
 #include <boost/test/unit_test.hpp>
 
 #include "support.hpp"
@@ -119,10 +119,9 @@ BOOST_AUTO_TEST_CASE(setpgid_child_dies_on_timeout)
     BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
 }
 
-// Documented limitation: a daemon that double-forked, detached its stdio and was reparented to
-// init is no longer connected to the tree in any way the local backend can see after a normal
-// exit. It survives; the test says so and cleans it up itself.
-BOOST_AUTO_TEST_CASE(double_forked_daemon_escapes_on_normal_exit)
+// A daemon that double-forked, detached its stdio and was reparented away from the leader is
+// still part of the tree: it must be dead when exec completes after a normal exit.
+BOOST_AUTO_TEST_CASE(double_forked_daemon_is_killed_on_normal_exit)
 {
     const auto pidfile = root.path() / "pids";
     auto req = sbx_test::helper({"double-fork", "60000", "--then", "exit", "0"},
@@ -134,12 +133,12 @@ BOOST_AUTO_TEST_CASE(double_forked_daemon_escapes_on_normal_exit)
     BOOST_TEST(r.exit_code == 0);
     const auto pids = sbx_test::read_pids(pidfile);
     BOOST_TEST(pids.size() == 1u);
-    for (pid_t p : pids)
-        BOOST_TEST(sbx_test::alive(p), "the double-forked daemon " << p << " escaped");
-    for (pid_t p : pids)
-        if (p > 1)
+    // Checked at completion; 200 ms only cover SIGKILL delivery and reaping by a new parent.
+    BOOST_TEST(sbx_test::wait_gone(pids, 200ms), "the double-forked daemon escaped");
+    for (pid_t p : pids) // clean up after a failure; the fixture reports any helper left
+        if (p > 1 && sbx_test::alive(p))
             ::kill(p, SIGKILL);
-    BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
+    sbx_test::wait_gone(pids, 5000ms);
 }
 
 BOOST_AUTO_TEST_CASE(kill_grace_sends_sigterm_first)
@@ -170,7 +169,9 @@ BOOST_AUTO_TEST_CASE(no_kill_grace_means_immediate_sigkill)
 BOOST_AUTO_TEST_CASE(sigterm_ignored_is_followed_by_sigkill_after_grace)
 {
     sandbox::exec_options o;
-    o.timeout = 100ms;
+    // Long enough for the target to ignore SIGTERM before it arrives, even under ASan on a
+    // loaded machine.
+    o.timeout = 1s;
     o.kill_grace = 300ms;
     auto req = sbx_test::helper({"ignore-term", "--then", "sleep", "60000"}, o);
     const auto start = clock_type::now();
