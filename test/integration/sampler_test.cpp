@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include <array>
@@ -19,6 +20,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -292,6 +299,97 @@ BOOST_AUTO_TEST_CASE(two_threads_share_one_sampler)
     BOOST_TEST(ok.load() == 16);
     BOOST_TEST(sandbox::get_sampler_stats(ioc.get_executor()).watched_trees == 0u);
     BOOST_TEST(sbx_test::helper_processes().empty());
+}
+
+
+// ---- cpu accounting: the reported cpu time against the same job run bare -------------------
+
+namespace {
+
+/// Runs `argv` as a plain child of this process and returns its RUSAGE cpu (user + system),
+/// which covers every descendant as long as each was waited for by its parent.
+std::chrono::nanoseconds bare_cpu(const std::vector<std::string>& argv)
+{
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    BOOST_REQUIRE(::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) == 0);
+    int status = 0;
+    struct rusage ru{};
+    BOOST_REQUIRE(::wait4(pid, &status, 0, &ru) == pid);
+    BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    auto tv = [](const timeval& t) {
+        return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+    };
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+/// A 3-level tree with a fixed amount of cpu work (each leaf burns its own cpu clock, so the
+/// amount does not depend on the machine's load): sh → two targets → three children each.
+std::vector<std::string> three_level_job()
+{
+    const std::string t = sbx_test::target;
+    return {"/bin/sh", "-c",
+            t + " cpu-stream 3 120 & " + t + " cpu-stream 3 120; wait"};
+}
+
+void check_close(std::chrono::nanoseconds ours, std::chrono::nanoseconds bare)
+{
+    const double o = std::chrono::duration<double, std::milli>(ours).count();
+    const double b = std::chrono::duration<double, std::milli>(bare).count();
+    BOOST_TEST_MESSAGE("cpu: ours " << o << " ms, bare " << b << " ms");
+    // Within 5 % (and 15 ms for the exec and start-up noise of seven processes).
+    BOOST_TEST(std::abs(o - b) <= 0.05 * b + 15.0, "ours " << o << " ms vs bare " << b << " ms");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(cpu_time_of_a_three_level_tree_matches_a_bare_run)
+{
+    const auto job = three_level_job();
+    const auto bare = bare_cpu(job);
+    BOOST_TEST(bare >= std::chrono::nanoseconds(700ms)); // 6 × 120 ms of work, plus start-up
+
+    for (bool sampled : {false, true})
+    {
+        BOOST_TEST_CONTEXT("sampled " << sampled)
+        {
+            sbx_test::local_fixture f;
+            sandbox::exec_options o;
+            o.timeout = 30s;
+            if (sampled)
+                o.limits.memory_bytes = 1024 * mib; // never trips; turns sampling on
+            sandbox::exec_request req;
+            req.command = job[0];
+            req.args.assign(job.begin() + 1, job.end());
+            req.options = o;
+            auto [ec, r] = f.run(std::move(req));
+            BOOST_TEST(!ec, describe(r));
+            BOOST_TEST(r.exit_code == 0);
+            check_close(r.cpu_time, bare);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cpu_time_of_kernel_reaped_children_is_counted_while_sampled)
+{
+    // The parent ignores SIGCHLD: its children's cpu reaches no rusage. The worker's ledger
+    // finds it from the samples (at most one interval's worth per child can be missed).
+    sbx_test::local_fixture f;
+    sandbox::exec_options o;
+    o.timeout = 30s;
+    o.limits.memory_bytes = 1024 * mib;
+    auto req = sbx_test::helper({"ignore-chld", "--then", "cpu-stream", "4", "250"}, o);
+    auto [ec, r] = f.run(std::move(req));
+    BOOST_TEST_INFO(describe(r));
+    BOOST_TEST(!ec);
+    BOOST_TEST(r.exit_code == 0);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(r.cpu_time).count();
+    // 1000 ms of work; a child's last interval (50 ms) may be missed.
+    BOOST_TEST(ms >= 1000 - 4 * 50);
+    BOOST_TEST(ms <= 1000 * 1.05 + 15);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
