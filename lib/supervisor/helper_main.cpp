@@ -10,6 +10,7 @@
 // worker and every process below them, reaps them all, and exits.
 //
 //   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
+#include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/subtree.hpp"
 #include "supervisor/worker.hpp"
@@ -73,26 +74,11 @@ private:
 
 awaitable helper::read_control()
 {
-    for (;;)
-    {
-        boost::system::error_code ec;
-        co_await control_.async_wait(asio::posix::stream_descriptor::wait_read,
-                                     asio::redirect_error(asio::use_awaitable, ec));
-        if (ec)
-            shut_down();
-        for (;;)
-        {
-            proto::message m;
-            bool eof = false;
-            int rc = proto::receive_message(control_fd, m, eof);
-            if (rc == EAGAIN)
-                break;
-            if (eof || rc != 0)
-                shut_down();
-            if (m.head.type == proto::msg_type::spawn_worker && m.fds.size() == 1)
-                fork_worker(m.fds[0].get());
-        }
-    }
+    co_await sandbox::detail::read_messages(control_, [this](proto::message& m) {
+        if (m.head.type == proto::msg_type::spawn_worker && m.fds.size() == 1)
+            fork_worker(m.fds[0].get());
+    });
+    shut_down(); // the library's side closed: its io_context is gone, or its process died
 }
 
 void helper::fork_worker(int chan)
@@ -112,22 +98,11 @@ void helper::fork_worker(int chan)
 
 awaitable helper::reap_loop()
 {
-    for (;;)
-    {
-        boost::system::error_code ec;
-        co_await sigfd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                                   asio::redirect_error(asio::use_awaitable, ec));
-        if (ec)
-            co_return;
-        signalfd_siginfo si;
-        while (::read(sigfd_.native_handle(), &si, sizeof si) > 0)
-        {
-        }
-        sandbox::detail::reap_exited([this](pid_t p, int, const struct rusage&) {
-            workers_.erase(p);
-        });
+    co_await sandbox::detail::on_each_sigchld(sigfd_, [this] {
+        sandbox::detail::reap_exited(
+            [this](pid_t p, int, const struct rusage&) { workers_.erase(p); });
         sweep_orphans();
-    }
+    });
 }
 
 // A worker that died (its own tree may have killed it) left its subtree to us: anything

@@ -5,6 +5,7 @@
 
 #include "process/spawn.hpp"
 #include "sampler/budget.hpp"
+#include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/subtree.hpp"
 
@@ -153,25 +154,8 @@ private:
 
 awaitable worker::read_channel()
 {
-    for (;;)
-    {
-        boost::system::error_code ec;
-        co_await chan_.async_wait(asio::posix::stream_descriptor::wait_read,
-                                  asio::redirect_error(asio::use_awaitable, ec));
-        if (ec)
-            terminate(end_reason::abandoned);
-        for (;;)
-        {
-            proto::message m;
-            bool eof = false;
-            int rc = proto::receive_message(chan_.native_handle(), m, eof);
-            if (rc == EAGAIN)
-                break;
-            if (eof || rc != 0)
-                terminate(end_reason::abandoned);
-            on_message(m);
-        }
-    }
+    co_await read_messages(chan_, [this](proto::message& m) { on_message(m); });
+    terminate(end_reason::abandoned); // the library let go of this channel, or died
 }
 
 awaitable worker::watch_lifeline()
@@ -185,20 +169,7 @@ awaitable worker::watch_lifeline()
 
 awaitable worker::reap_loop()
 {
-    for (;;)
-    {
-        boost::system::error_code ec;
-        co_await sigfd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                                   asio::redirect_error(asio::use_awaitable, ec));
-        if (ec)
-            co_return;
-        signalfd_siginfo si;
-        while (::read(sigfd_.native_handle(), &si, sizeof si) > 0)
-        {
-        }
-        bool left = reap_exited(reaper());
-        after_reap(left);
-    }
+    co_await on_each_sigchld(sigfd_, [this] { after_reap(reap_exited(reaper())); });
 }
 
 void worker::on_message(proto::message& m)

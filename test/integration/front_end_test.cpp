@@ -177,6 +177,21 @@ void expect_refused(sbx_test::local_fixture& f, const sandbox::exec_request& req
     std::filesystem::remove(pidfile, ignored);
 }
 
+/// Calls `f` once `file` exists (polled every 5 ms with `t`), unless `done` is set first.
+void when_exists(asio::steady_timer& t, std::filesystem::path file, const bool& done,
+                 std::function<void()> f)
+{
+    t.expires_after(5ms);
+    t.async_wait([&t, file = std::move(file), &done, f = std::move(f)](
+                     boost::system::error_code ec) mutable {
+        if (ec || done)
+            return;
+        if (std::filesystem::exists(file))
+            return f();
+        when_exists(t, std::move(file), done, std::move(f));
+    });
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(front_end, sbx_test::local_fixture)
@@ -342,17 +357,7 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_kills_and_keeps_partial_output)
                             }));
     // Cancel once "x" is written (the target says so with a marker file).
     asio::steady_timer t(ioc);
-    std::function<void()> poll = [&] {
-        t.expires_after(5ms);
-        t.async_wait([&](boost::system::error_code ec) {
-            if (ec || called)
-                return;
-            if (std::filesystem::exists(ready))
-                return sig.emit(asio::cancellation_type::terminal);
-            poll();
-        });
-    };
-    poll();
+    when_exists(t, ready, called, [&] { sig.emit(asio::cancellation_type::terminal); });
     ioc.run_for(30s);
 
     BOOST_REQUIRE(called);
@@ -386,17 +391,7 @@ BOOST_AUTO_TEST_CASE(partial_cancellation_sends_sigterm_first)
                                 res = std::move(r);
                             }));
     asio::steady_timer t(ioc);
-    std::function<void()> poll = [&] {
-        t.expires_after(5ms);
-        t.async_wait([&](boost::system::error_code ec) {
-            if (ec || called)
-                return;
-            if (std::filesystem::exists(ready))
-                return sig.emit(asio::cancellation_type::partial);
-            poll();
-        });
-    };
-    poll();
+    when_exists(t, ready, called, [&] { sig.emit(asio::cancellation_type::partial); });
     ioc.run_for(30s);
 
     BOOST_REQUIRE(called);
