@@ -26,7 +26,7 @@ struct resource_limits
     /// Bytes kept per stream (stdout and stderr separately); the rest is drained and
     /// counted, the child is not disturbed. 0: the runner's default.
     std::int64_t max_output_bytes = 0;
-    /// Cap on live processes in the tree (a fork-bomb guard).
+    /// Cap on live processes in the tree (a fork-bomb guard). Threads are not counted.
     std::int64_t max_processes = 0;
 
     bool has_sampled_caps() const noexcept

@@ -11,6 +11,13 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
     peak_rss_ = std::max(peak_rss_, u.rss_bytes);
     peak_procs_ = std::max(peak_procs_, u.processes);
     cpu_ = std::max(cpu_, u.cpu);
+    auto ratio = [](double used, double cap) { return cap > 0 ? used / cap : 0.0; };
+    pressure_ = std::max({ratio(static_cast<double>(u.rss_bytes),
+                                static_cast<double>(limits_.memory_bytes)),
+                          ratio(static_cast<double>(cpu_.count()),
+                                static_cast<double>(limits_.cpu.count())),
+                          ratio(static_cast<double>(u.processes),
+                                static_cast<double>(limits_.max_processes))});
     cap_decision d;
     if (limits_.memory_bytes > 0 && u.rss_bytes >= limits_.memory_bytes)
     {

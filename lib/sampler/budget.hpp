@@ -69,6 +69,9 @@ public:
     std::uint64_t peak_rss_bytes() const noexcept { return peak_rss_; }
     std::chrono::nanoseconds cpu_used() const noexcept { return cpu_; }
     std::uint64_t peak_processes() const noexcept { return peak_procs_; }
+    /// How close the last good sample came to a cap: the largest of usage / cap over the
+    /// caps that are set (0 when none is, or before the first sample).
+    double pressure() const noexcept { return pressure_; }
     int consecutive_failures() const noexcept { return failures_; }
 
 private:
@@ -78,6 +81,7 @@ private:
     std::uint64_t peak_rss_ = 0;
     std::uint64_t peak_procs_ = 0;
     std::chrono::nanoseconds cpu_{0};
+    double pressure_ = 0;
 };
 
 /// \brief Finds cpu time that no rusage will ever show: members reaped by the kernel.

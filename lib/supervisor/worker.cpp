@@ -42,6 +42,14 @@ using awaitable = asio::awaitable<void>;
 
 constexpr nanoseconds first_sample_delay = std::chrono::milliseconds(2);
 
+nanoseconds next_sample_delay(nanoseconds last, nanoseconds interval, double pressure)
+{
+    if (pressure >= 0.8)
+        return std::min(first_sample_delay, interval);
+    const auto ramp = std::min(last * 2, interval);
+    return pressure >= 0.5 ? std::min(ramp, interval / 4) : ramp;
+}
+
 nanoseconds tv_ns(const timeval& tv)
 {
     return std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
@@ -254,7 +262,9 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
                               std::shared_ptr<asio::steady_timer> t)
 {
     // A young tree is sampled often (2, 4, 8, ... ms) so that a fork bomb or a fast
-    // allocator is caught early; then every `interval`.
+    // allocator is caught early; then every `interval`, but again more often once it has used
+    // half of a cap (a quarter of the interval) or 80 % (every 2 ms), which bounds how far a
+    // fast allocator overshoots.
     auto delay = std::min<nanoseconds>(first_sample_delay, interval);
     for (;;)
     {
@@ -264,7 +274,9 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
             co_return;
         sample_once();
-        delay = std::min(delay * 2, interval);
+        if (!cur_ || cur_->id != id)
+            co_return;
+        delay = next_sample_delay(delay, interval, cur_->budget.pressure());
     }
 }
 

@@ -404,7 +404,8 @@ BOOST_AUTO_TEST_CASE(parallel_group_cancels_the_losing_exec)
 {
     const auto pidfile = root.path() / "pids";
     auto req = sbx_test::helper({"pidfile", "--then", "sleep", "60000"}, pid_options(pidfile));
-    asio::steady_timer t(ioc, 100ms);
+    // Long enough for the target to record itself first, even under ASan on a loaded host.
+    asio::steady_timer t(ioc, 1s);
     bool called = false;
     std::array<std::size_t, 2> order{};
     boost::system::error_code exec_ec, timer_ec;

@@ -80,6 +80,19 @@ BOOST_AUTO_TEST_CASE(a_good_sample_resets_the_failure_count)
     BOOST_TEST((b.on_failure().action == cap_action::kill_unenforceable));
 }
 
+BOOST_AUTO_TEST_CASE(pressure_is_the_closest_cap)
+{
+    cap_budget b({1000, 10s, 10});
+    BOOST_TEST(b.pressure() == 0.0);
+    b.on_sample({500, 1s, 2}); // memory at 50 %, cpu at 10 %, processes at 20 %
+    BOOST_TEST(b.pressure() == 0.5);
+    b.on_sample({100, 1s, 9}); // processes at 90 %
+    BOOST_TEST(b.pressure() == 0.9);
+    cap_budget none({0, 0s, 0});
+    none.on_sample({1 << 30, 5s, 100});
+    BOOST_TEST(none.pressure() == 0.0);
+}
+
 namespace {
 constexpr pid_t self = 1; // the sampling subreaper
 using ms = std::chrono::milliseconds;
