@@ -79,12 +79,14 @@ struct exec_result
     budget_kind budget = budget_kind::none;
     /// From spawn to reap.
     std::chrono::nanoseconds wall_time{0};
-    /// Largest resident memory seen: the summed tree RSS when the sampler watched the tree,
-    /// and at least the largest single-process peak the kernel reports for the leader and
-    /// the children it waited for.
+    /// Largest memory footprint seen: when a memory cap was set and sampled, the footprint
+    /// the cap judged (the summed RSS of the tree while under the cap, the summed PSS once
+    /// that sum reached it, so shared pages count once); and at least the leader's own peak
+    /// RSS as the kernel reports it.
     std::uint64_t peak_memory_bytes = 0;
-    /// CPU time (user + system) of the leader and the descendants it reaped, or the sampled
-    /// tree total when larger.
+    /// CPU time (user + system) of the whole tree: every process reaped by its parent or by
+    /// the supervisor counts once; children reaped by the kernel (a parent ignoring SIGCHLD)
+    /// are added from the samples when caps are set.
     std::chrono::nanoseconds cpu_time{0};
     /// Why it ended, when it did not simply exit (set together with the error code).
     diagnostics diag{};

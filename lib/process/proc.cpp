@@ -89,6 +89,64 @@ int open_proc_stat(pid_t pid) noexcept
     return ::open(path, O_RDONLY | O_CLOEXEC);
 }
 
+std::optional<std::uint64_t> parse_pss_bytes(std::string_view text) noexcept
+{
+    // One "Pss:   <n> kB" line, at the start of a line.
+    for (std::size_t at = 0; at < text.size();)
+    {
+        std::size_t end = text.find('\n', at);
+        std::string_view line = text.substr(at, end == text.npos ? text.npos : end - at);
+        if (line.substr(0, 4) == "Pss:")
+        {
+            line.remove_prefix(4);
+            while (!line.empty() && line.front() == ' ')
+                line.remove_prefix(1);
+            std::size_t digits = 0;
+            while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9')
+                ++digits;
+            std::uint64_t kib = 0;
+            if (digits == 0 || !to_num(line.substr(0, digits), kib) ||
+                line.substr(digits) != " kB" || kib > (UINT64_MAX >> 10))
+                return std::nullopt;
+            return kib << 10;
+        }
+        if (end == text.npos)
+            break;
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/smaps_rollup", static_cast<int>(pid));
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+    {
+        err = errno;
+        return std::nullopt;
+    }
+    char buf[1024];
+    ssize_t n;
+    do
+        n = ::read(fd, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    err = n < 0 ? errno : 0;
+    ::close(fd);
+    if (n < 0)
+        return std::nullopt;
+    if (n == 0)
+    {
+        err = ENOENT; // a zombie or a kernel thread maps nothing: treat as gone
+        return std::nullopt;
+    }
+    auto pss = parse_pss_bytes(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!pss)
+        err = EPROTO;
+    return pss;
+}
+
 std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
 {
     char buf[1024];

@@ -77,6 +77,28 @@ bool member_ended(pid_t pid, std::uint64_t starttime)
     return !st || st->starttime != starttime;
 }
 
+// The summed PSS of the live members; nullopt (with `why`) when one could not be read for
+// another reason than having exited.
+std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members,
+                                      std::string& why)
+{
+    std::uint64_t sum = 0;
+    for (const auto& m : members)
+    {
+        if (m.stat.state == 'Z')
+            continue;
+        int err = 0;
+        if (auto pss = read_pss_bytes(m.stat.pid, err))
+            sum += *pss;
+        else if (err != ENOENT && err != ESRCH)
+        {
+            why = std::string("reading smaps_rollup failed: ") + std::strerror(err);
+            return std::nullopt;
+        }
+    }
+    return sum;
+}
+
 // Closes every descriptor but `a` and `b` (and 0-2, which point at /dev/null).
 void close_other_fds(int a, int b)
 {
@@ -109,6 +131,7 @@ struct current_exec
     nanoseconds children_base{0};
     std::uint64_t samples = 0, failed = 0, killed_after = 0;
     std::uint32_t faults_left = 0;
+    bool kernel_reaps = false; // members' children are reaped by the kernel (SIGCHLD ignored)
     std::string last_failure;
     std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
 };
@@ -276,7 +299,8 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         sample_once();
         if (!cur_ || cur_->id != id)
             co_return;
-        delay = next_sample_delay(delay, interval, cur_->budget.pressure());
+        delay = next_sample_delay(delay, interval,
+                                  cur_->kernel_reaps ? 1.0 : cur_->budget.pressure());
     }
 }
 
@@ -319,7 +343,21 @@ void worker::sample_once()
                 u.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
                 u.processes += st.state == 'Z' ? 0 : 1;
             }
+            const auto lost_before = c.ledger.lost();
             u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);
+            // Children reaped by the kernel lose what they used after the last sample: once
+            // the tree is seen doing that, sample it as often as a young one.
+            c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
+            // RSS counts a page shared by N members N times: an upper bound. Only when it
+            // reaches the cap is the real footprint (PSS) read, which walks page tables.
+            const auto cap = c.budget.limits().memory_bytes;
+            if (cap > 0 && u.rss_bytes >= cap)
+            {
+                if (auto pss = tree_pss(members, why))
+                    u.rss_bytes = *pss;
+                else
+                    ok = false;
+            }
         }
     }
     cap_decision d = ok ? c.budget.on_sample(u) : c.budget.on_failure();

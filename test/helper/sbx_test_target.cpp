@@ -54,6 +54,8 @@
 //   cpu-stream N CPU_MS       fork N children one at a time, each burning CPU_MS ms of its own cpu
 //                             time; wait for each (already reaped by the kernel is fine); then
 //                             "forked N\n"
+//   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
+//                             time; join them; then "spun N\n"
 //   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
 //                             no delay), sleep HOLD_MS ms and exit; wait for all of them
 //   ignore-term               ignore SIGTERM;  default-term: SIGTERM back to its default action
@@ -89,6 +91,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -349,17 +352,22 @@ void wait_child_or_reaped(pid_t pid)
             die_errno("waitpid");
 }
 
-void spin_cpu_ms(std::uint64_t ms) // own cpu time, not wall time
+void spin_clock_ms(clockid_t clock, std::uint64_t ms)
 {
-    auto cpu_now = [] {
+    auto cpu_now = [clock] {
         timespec ts{};
-        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        ::clock_gettime(clock, &ts);
         return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
     };
     const auto end = cpu_now() + std::chrono::milliseconds(ms);
     volatile std::uint64_t sink = 0;
     while (cpu_now() < end)
         for (int i = 0; i < 10'000; ++i) sink = sink + 1;
+}
+
+void spin_cpu_ms(std::uint64_t ms) // own cpu time, not wall time
+{
+    spin_clock_ms(CLOCK_PROCESS_CPUTIME_ID, ms);
 }
 
 char late_path[PATH_MAX];
@@ -441,7 +449,7 @@ constexpr mode_spec modes[] = {
     {"print-fds", 0, 0},    {"print-proc", 0, 0},    {"closed-child", 1, 1}, {"leave-group", 1, 1},
     {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
     {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},
-    {"alloc-children", 3, 3}, {"trap-term-late", 2, 2},
+    {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -595,6 +603,14 @@ action_t prepare(std::string_view name, const args_t& a)
                 wait_child_or_reaped(pid);
             }
             out("forked " + std::to_string(n) + "\n");
+        };
+    if (mode == "spin-threads")
+        return [n = procs(0), t = ms(1)] {
+            std::vector<std::thread> threads;
+            for (std::uint64_t i = 0; i < n; ++i)
+                threads.emplace_back([t] { spin_clock_ms(CLOCK_THREAD_CPUTIME_ID, t); });
+            for (auto& th : threads) th.join();
+            out("spun " + std::to_string(n) + "\n");
         };
     if (mode == "alloc-children")
         return [n = procs(0), mb = number(a[1], "alloc MiB", 1 << 20), t = ms(2)] {

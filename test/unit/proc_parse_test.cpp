@@ -60,4 +60,22 @@ BOOST_AUTO_TEST_CASE(pid_lists)
     BOOST_TEST(v == (std::vector<pid_t>{12, 13, 14, 15}), boost::test_tools::per_element());
 }
 
+
+BOOST_AUTO_TEST_CASE(pss_from_smaps_rollup)
+{
+    using sandbox::detail::parse_pss_bytes;
+    const std::string text = "55d1c0000000-7ffd00000000 ---p 00000000 00:00 0   [rollup]\n"
+                             "Rss:                1692 kB\n"
+                             "Pss:                 275 kB\n"
+                             "Pss_Dirty:           112 kB\n";
+    BOOST_TEST(parse_pss_bytes(text).value() == 275u * 1024);
+    // Pss_Dirty is not Pss; a missing, malformed or overflowing value is no value.
+    BOOST_TEST(!parse_pss_bytes("Pss_Dirty: 12 kB\n").has_value());
+    BOOST_TEST(!parse_pss_bytes("Rss: 1 kB\n").has_value());
+    BOOST_TEST(!parse_pss_bytes("Pss: x kB\n").has_value());
+    BOOST_TEST(!parse_pss_bytes("Pss: 12 MB\n").has_value());
+    BOOST_TEST(!parse_pss_bytes("Pss: 99999999999999999999 kB\n").has_value());
+    BOOST_TEST(parse_pss_bytes("Pss: 0 kB").value() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,290 @@
+// bench/caps_bench.cpp: how exact the caps are, against a baseline in the same run.
+//
+// Cases (one JSON line per figure; ratio = value / baseline):
+//   cpu_3level        sh → 2 burners → 3 children each: reported cpu_time vs the bare run's
+//                     RUSAGE_CHILDREN (sampled: a memory cap that never trips)
+//   cpu_compiler      g++ -O2 -c of a small file (driver → cc1plus, as), same comparison
+//   cpu_threads       one process, 4 threads burning 200 ms each, same comparison
+//   cpu_kernel_reaped 4 children of a parent that ignores SIGCHLD (the kernel reaps them):
+//                     reported cpu_time vs the bare run of the same job with SIGCHLD default
+//   mem_overshoot     an allocator at full speed after a quiet start, 128 MiB cap: the
+//                     leader's peak RSS (kernel high-water mark) vs the cap
+//   procs_overshoot   a binary fork tree under max_processes 50: processes counted at the kill
+//                     vs the cap
+//   mem_shared        40 `sleep`s: the footprint judged under a 16 MiB cap (PSS, read once the
+//                     RSS sum reaches the cap) vs the RSS sum seen under a cap that never trips
+//
+// The burners are this program (`--child ...`), so the cpu work is fixed whatever the load.
+// Exit status: 0 when every run was correct (figures are reported, not asserted), 1 when a
+// result was wrong (an exec failed or ended unexpectedly), 64 on a usage error.
+#include <sandbox/exec_request.hpp>
+#include <sandbox/exec_result.hpp>
+#include <sandbox/local_runner.hpp>
+#include <sandbox/runner.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::int64_t mib = 1024 * 1024;
+std::string self_path;
+int wrong = 0;
+
+// ---------------------------------------------------------------- child jobs
+
+void spin(clockid_t clock, long ms)
+{
+    auto now = [clock] {
+        timespec ts{};
+        ::clock_gettime(clock, &ts);
+        return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+    const auto end = now() + std::chrono::milliseconds(ms);
+    volatile unsigned long sink = 0;
+    while (now() < end)
+        for (int i = 0; i < 10000; ++i)
+            sink = sink + 1;
+}
+
+void cpu_stream(long n, long ms)
+{
+    for (long i = 0; i < n; ++i)
+    {
+        pid_t p = ::fork();
+        if (p == 0)
+        {
+            spin(CLOCK_PROCESS_CPUTIME_ID, ms);
+            ::_exit(0);
+        }
+        while (::waitpid(p, nullptr, 0) < 0 && errno == EINTR)
+        {
+        }
+    }
+}
+
+void fork_tree(int depth)
+{
+    for (int d = 0; d < depth; ++d)
+        if (::fork() < 0)
+            break;
+    ::pause();
+}
+
+int child_main(int argc, char** argv)
+{
+    const std::string job = argc > 2 ? argv[2] : "";
+    auto arg = [&](int i) { return argc > i ? std::atol(argv[i]) : 0L; };
+    if (job == "cpu-stream")
+        cpu_stream(arg(3), arg(4));
+    else if (job == "reaped-stream")
+    {
+        ::signal(SIGCHLD, SIG_IGN);
+        cpu_stream(arg(3), arg(4));
+    }
+    else if (job == "threads")
+    {
+        std::vector<std::thread> ts;
+        for (long i = 0; i < arg(3); ++i)
+            ts.emplace_back([ms = arg(4)] { spin(CLOCK_THREAD_CPUTIME_ID, ms); });
+        for (auto& t : ts)
+            t.join();
+    }
+    else if (job == "alloc-after")
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(arg(3)));
+        for (long i = 0; i < arg(4); ++i)
+        {
+            auto* p = static_cast<volatile char*>(std::malloc(mib));
+            for (long off = 0; p && off < mib; off += 4096)
+                p[off] = 1;
+        }
+    }
+    else if (job == "fork-tree")
+        fork_tree(static_cast<int>(arg(3)));
+    else
+        return 64;
+    return 0;
+}
+
+// ---------------------------------------------------------------- running
+
+double ms_of(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double bare_cpu_ms(const std::vector<std::string>& argv)
+{
+    std::vector<char*> a;
+    for (const auto& s : argv)
+        a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    pid_t pid = -1;
+    if (::posix_spawn(&pid, a[0], nullptr, nullptr, a.data(), environ) != 0)
+        return ++wrong, 0.0;
+    int status = 0;
+    struct rusage ru{};
+    ::wait4(pid, &status, 0, &ru);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        ++wrong;
+    auto tv = [](const timeval& t) { return t.tv_sec * 1000.0 + t.tv_usec / 1000.0; };
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+sandbox::exec_result run(const std::vector<std::string>& argv, sandbox::exec_options o,
+                         boost::system::error_code& ec,
+                         std::chrono::nanoseconds interval = sandbox::default_sample_interval)
+{
+    boost::asio::io_context ioc;
+    sandbox::local_runner_options ro;
+    ro.root = "/";
+    ro.sample_interval = interval;
+    sandbox::local_runner runner(ioc.get_executor(), ro);
+    sandbox::exec_request req;
+    req.command = argv[0];
+    req.args.assign(argv.begin() + 1, argv.end());
+    if (o.timeout == 0ns)
+        o.timeout = 60s;
+    req.options = o;
+    sandbox::exec_result res;
+    sandbox::async_exec(runner, std::move(req),
+                        [&](boost::system::error_code e, sandbox::exec_result r) {
+                            ec = e;
+                            res = std::move(r);
+                        });
+    ioc.run();
+    return res;
+}
+
+void print(const char* name, double value, const char* unit, double baseline)
+{
+    std::printf("{\"bench\":\"caps_bench\",\"case\":\"%s\",\"value\":%.1f,\"unit\":\"%s\","
+                "\"baseline\":%.1f,\"ratio\":%.4f}\n",
+                name, value, unit, baseline, baseline != 0 ? value / baseline : 0.0);
+    std::fflush(stdout);
+}
+
+std::vector<std::string> child(std::vector<std::string> args)
+{
+    args.insert(args.begin(), {self_path, "--child"});
+    return args;
+}
+
+void cpu_case(const char* name, const std::vector<std::string>& job,
+              const std::vector<std::string>& bare_job)
+{
+    const double bare = bare_cpu_ms(bare_job);
+    sandbox::exec_options o;
+    o.limits.memory_bytes = 64 * 1024 * mib; // never trips: the worker samples the tree
+    boost::system::error_code ec;
+    auto r = run(job, o, ec);
+    if (ec || r.exit_code != 0)
+        ++wrong;
+    print(name, ms_of(r.cpu_time), "ms", bare);
+}
+
+void cpu_cases()
+{
+    const std::string me = self_path + " --child cpu-stream 3 120";
+    const std::vector<std::string> three{"/bin/sh", "-c", me + " & " + me + "; wait"};
+    cpu_case("cpu_3level", three, three);
+
+    const auto dir = std::filesystem::temp_directory_path() / ("caps_bench." + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "unit.cpp") << "#include <map>\n#include <string>\n"
+                                       "int f(const std::map<std::string,int>& m){return (int)m.size();}\n";
+    const std::vector<std::string> gxx{"/usr/bin/g++", "-O2", "-c", (dir / "unit.cpp").string(),
+                                       "-o", (dir / "unit.o").string()};
+    cpu_case("cpu_compiler", gxx, gxx);
+    std::filesystem::remove_all(dir);
+
+    const auto threads = child({"threads", "4", "200"});
+    cpu_case("cpu_threads", threads, threads);
+    cpu_case("cpu_kernel_reaped", child({"reaped-stream", "4", "250"}),
+             child({"cpu-stream", "4", "250"}));
+}
+
+void overshoot_cases()
+{
+    {
+        sandbox::exec_options o;
+        o.limits.memory_bytes = 128 * mib;
+        boost::system::error_code ec;
+        auto r = run(child({"alloc-after", "300", "4096"}), o, ec);
+        if (r.status != sandbox::exec_status::budget_exceeded)
+            ++wrong;
+        print("mem_overshoot", static_cast<double>(r.peak_memory_bytes) / mib, "MiB", 128);
+    }
+    {
+        sandbox::exec_options o;
+        o.limits.max_processes = 50;
+        boost::system::error_code ec;
+        auto r = run(child({"fork-tree", "11"}), o, ec);
+        if (r.status != sandbox::exec_status::budget_exceeded)
+            ++wrong;
+        print("procs_overshoot", static_cast<double>(r.diag.observed), "processes", 50);
+    }
+    {
+        const std::vector<std::string> sleeps{
+            "/bin/sh", "-c", "i=0; while [ $i -lt 40 ]; do /bin/sleep 1 & i=$((i+1)); done; wait"};
+        sandbox::exec_options o;
+        o.limits.memory_bytes = 64 * 1024 * mib;
+        boost::system::error_code ec;
+        auto rss = run(sleeps, o, ec, 20ms);
+        o.limits.memory_bytes = 16 * mib;
+        auto pss = run(sleeps, o, ec, 20ms);
+        if (ec || pss.status != sandbox::exec_status::exited)
+            ++wrong;
+        print("mem_shared", static_cast<double>(pss.peak_memory_bytes) / mib, "MiB",
+              static_cast<double>(rss.peak_memory_bytes) / mib);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc > 1 && std::strcmp(argv[1], "--child") == 0)
+        return child_main(argc, argv);
+    self_path = std::filesystem::canonical("/proc/self/exe").string();
+    bool cpu = true, overshoot = true;
+    for (int i = 1; i < argc; ++i)
+    {
+        const std::string a = argv[i];
+        if (a == "--case" && i + 1 < argc)
+        {
+            const std::string c = argv[++i];
+            cpu = c == "cpu";
+            overshoot = c == "overshoot";
+        }
+        else
+        {
+            std::fprintf(stderr, "usage: caps_bench [--case cpu|overshoot]\n");
+            return 64;
+        }
+    }
+    if (cpu)
+        cpu_cases();
+    if (overshoot)
+        overshoot_cases();
+    std::fprintf(stderr, "caps_bench: %d wrong result(s)\n", wrong);
+    return wrong ? 1 : 0;
+}
