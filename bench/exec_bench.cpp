@@ -15,6 +15,7 @@
 // Exit status: 0 when every run was correct (targets missed are reported, not fatal),
 // 1 when a result was wrong (lost bytes, a failed exec, a sampler that did not sample, a
 // leftover child), 2 on a floor syscall failure, 64 on a usage error.
+#include "machine.hpp"
 #include "raw_floor.hpp"
 
 #include <sandbox/exec_request.hpp>
@@ -181,24 +182,6 @@ void print_block(const std::string& title, const std::string& base_name,
 
 // ---------------------------------------------------------------- machine facts
 
-void print_machine()
-{
-    utsname u{};
-    ::uname(&u);
-    std::string model = "unknown";
-    std::ifstream cpu("/proc/cpuinfo");
-    for (std::string line; std::getline(cpu, line);)
-        if (line.rfind("model name", 0) == 0)
-        {
-            auto p = line.find(':');
-            if (p != std::string::npos)
-                model = line.substr(line.find_first_not_of(" \t", p + 1));
-            break;
-        }
-    std::printf("machine: nproc=%ld kernel=\"%s %s %s\" cpu=\"%s\"\n",
-                ::sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine,
-                model.c_str());
-}
 
 // ---------------------------------------------------------------- our library
 
@@ -845,7 +828,7 @@ int main(int argc, char** argv)
         usage("--n and --rounds must be positive");
 
     auto t0 = clock_type::now();
-    print_machine();
+    bench::print_machine(stdout);
     std::printf("config: n=%d rounds=%d out_bytes=%" PRIu64 " sampler_window_s=%g%s\n", cfg.n,
                 cfg.rounds, cfg.out_bytes, cfg.window_s, cfg.quick ? " (quick)" : "");
     std::fflush(stdout);

@@ -26,6 +26,7 @@
 // a result was wrong (an exec ended unexpectedly, an exec did not complete, a leftover
 // process, an idle child that died early); 64 on a usage error; 128+N when interrupted by
 // signal N (after the cleanup).
+#include "machine.hpp"
 #include <sandbox/error.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
@@ -366,23 +367,6 @@ void report(const std::string& title, const std::string& value_name, const std::
     std::fflush(stderr);
 }
 
-void print_machine()
-{
-    utsname u{};
-    ::uname(&u);
-    std::string model = "unknown";
-    std::ifstream cpu("/proc/cpuinfo");
-    for (std::string line; std::getline(cpu, line);)
-        if (line.rfind("model name", 0) == 0)
-        {
-            auto p = line.find(':');
-            if (p != std::string::npos)
-                model = line.substr(line.find_first_not_of(" \t", p + 1));
-            break;
-        }
-    std::fprintf(stderr, "machine: nproc=%ld kernel=\"%s %s %s\" cpu=\"%s\"\n",
-                 ::sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine, model.c_str());
-}
 
 // ---------------------------------------------------------------- /proc checks
 
@@ -973,7 +957,7 @@ void on_terminate()
 int run_cases(const config& cfg)
 {
     const auto t0 = clock_type::now();
-    print_machine();
+    bench::print_machine(stderr);
     std::fprintf(stderr,
                  "config: idle=%d idle_phase=%lld ms busy_phase=%lld ms inflight=%d "
                  "cli_n=%d%s\n",

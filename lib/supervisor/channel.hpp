@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
+#include <csignal>
 
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -43,6 +44,17 @@ boost::asio::awaitable<void> read_messages(boost::asio::posix::stream_descriptor
             on_message(m);
         }
     }
+}
+
+/// Blocks SIGCHLD in the calling thread and returns a non-blocking, close-on-exec signalfd
+/// for it (-1 on failure). Children spawned later get an empty mask from posix_spawn.
+inline int open_sigchld_fd() noexcept
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    return ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
 /// Calls `on_sigchld()` each time SIGCHLD arrives on `sigfd` (a non-blocking signalfd; the

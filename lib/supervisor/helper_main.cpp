@@ -168,11 +168,7 @@ int main(int argc, char** argv)
     int lifeline[2];
     if (::pipe2(lifeline, O_CLOEXEC) != 0)
         return 1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &set, nullptr);
-    int sigfd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    int sigfd = sandbox::detail::open_sigchld_fd();
     if (sigfd < 0)
         return 1;
     ::fcntl(control_fd, F_SETFL, ::fcntl(control_fd, F_GETFL) | O_NONBLOCK);

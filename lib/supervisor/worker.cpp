@@ -493,11 +493,7 @@ void run_worker(int chan, int lifeline, const rlimit& command_nofile)
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ::prctl(PR_SET_NAME, "sbx-worker");
     prepare_subtree_access();
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &set, nullptr);
-    int sigfd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    int sigfd = open_sigchld_fd();
     if (sigfd < 0)
         ::_exit(1); // the library sees the channel close and reports the supervisor lost
     {
