@@ -15,7 +15,7 @@
 // Exit status: 0 when every run was correct (targets missed are reported, not fatal),
 // 1 when a result was wrong (lost bytes, a failed exec, a sampler that did not sample, a
 // leftover child), 2 on a floor syscall failure, 64 on a usage error.
-#include "machine.hpp"
+#include "common.hpp"
 #include "raw_floor.hpp"
 
 #include <sandbox/exec_request.hpp>
@@ -83,15 +83,7 @@ const char* const all_cases[] = {"seq_true",     "conc64_true",        "out512_d
 
 // ---------------------------------------------------------------- statistics
 
-double percentile(std::vector<double> v, double p)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-    rank = std::clamp<std::size_t>(rank, 1, v.size());
-    return v[rank - 1];
-}
+using bench::percentile;
 
 double median(const std::vector<double>& v)
 {

@@ -26,7 +26,7 @@
 // a result was wrong (an exec ended unexpectedly, an exec did not complete, a leftover
 // process, an idle child that died early); 64 on a usage error; 128+N when interrupted by
 // signal N (after the cleanup).
-#include "machine.hpp"
+#include "common.hpp"
 #include <sandbox/error.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
@@ -265,15 +265,7 @@ private:
 
 // ---------------------------------------------------------------- statistics
 
-double percentile(std::vector<double> v, double p)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-    rank = std::clamp<std::size_t>(rank, 1, v.size());
-    return v[rank - 1];
-}
+using bench::percentile;
 
 double max_of(const std::vector<double>& v)
 {

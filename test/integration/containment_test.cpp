@@ -91,36 +91,37 @@ std::string fmt(const std::vector<pid_t>& pids) // the first 20, then the count
     return s + "]";
 }
 
-/// "pid(comm)" for each pid, for messages about processes that are not ours by name.
-std::string fmt_named(const std::vector<pid_t>& pids)
+/// "[pid(note) ...]", the note read from /proc/<pid>/`file` by `pick`.
+std::string fmt_with(const std::vector<pid_t>& pids, const char* file,
+                     std::string (*pick)(const std::string& line))
 {
     std::string s = "[";
     for (std::size_t i = 0; i < pids.size(); ++i)
     {
-        std::ifstream f("/proc/" + std::to_string(pids[i]) + "/comm");
-        std::string comm;
-        std::getline(f, comm);
-        s += (i ? " " : "") + std::to_string(pids[i]) + "(" + comm + ")";
+        std::ifstream f("/proc/" + std::to_string(pids[i]) + "/" + file);
+        std::string line;
+        std::getline(f, line);
+        s += (i ? " " : "") + std::to_string(pids[i]) + "(" + pick(line) + ")";
     }
     return s + "]";
+}
+
+/// "pid(comm)" for each pid, for messages about processes that are not ours by name.
+std::string fmt_named(const std::vector<pid_t>& pids)
+{
+    return fmt_with(pids, "comm", [](const std::string& comm) { return comm; });
 }
 
 /// "pid(ppid N)" for each pid: where a survivor ended up.
 std::string fmt_parents(const std::vector<pid_t>& pids)
 {
-    std::string s = "[";
-    for (std::size_t i = 0; i < pids.size(); ++i)
-    {
-        std::ifstream f("/proc/" + std::to_string(pids[i]) + "/stat");
-        std::string stat;
-        std::getline(f, stat);
+    return fmt_with(pids, "stat", [](const std::string& stat) {
         auto close = stat.rfind(')');
         std::string ppid = "?";
         if (close != std::string::npos && close + 4 < stat.size())
             ppid = stat.substr(close + 4, stat.find(' ', close + 4) - (close + 4));
-        s += (i ? " " : "") + std::to_string(pids[i]) + "(ppid " + ppid + ")";
-    }
-    return s + "]";
+        return "ppid " + ppid;
+    });
 }
 
 std::vector<pid_t> still_alive(const std::vector<pid_t>& pids)

@@ -1,10 +1,14 @@
-// bench/machine.hpp: the machine line every benchmark prints before its figures.
-#ifndef SANDBOX_BENCH_MACHINE_HPP
-#define SANDBOX_BENCH_MACHINE_HPP
+// bench/common.hpp: what every benchmark shares: the machine line printed before its
+// figures, and percentiles.
+#ifndef SANDBOX_BENCH_COMMON_HPP
+#define SANDBOX_BENCH_COMMON_HPP
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -30,6 +34,17 @@ inline void print_machine(std::FILE* out)
                  ::sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine, model.c_str());
 }
 
+/// The p-th percentile of `v` (nearest rank; 0 when empty).
+inline double percentile(std::vector<double> v, double p)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    rank = std::clamp<std::size_t>(rank, 1, v.size());
+    return v[rank - 1];
+}
+
 } // namespace bench
 
-#endif // SANDBOX_BENCH_MACHINE_HPP
+#endif // SANDBOX_BENCH_COMMON_HPP
