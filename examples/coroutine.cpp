@@ -23,9 +23,11 @@ asio::awaitable<void> demo(sandbox::runner& runner)
         sandbox::exec_result r = co_await sandbox::async_exec(runner, req);
         std::cout << "exit " << r.exit_code << ": " << r.out.data;
     }
-    catch (const boost::system::system_error& e) // timeouts, caps, policy refusals
+    catch (const sandbox::error& e) // timeouts, caps, policy refusals
     {
         std::cout << "failed: " << e.code() << " " << e.what() << "\n";
+        if (const sandbox::exec_result* partial = e.partial_result()) // null if nothing ran
+            std::cout << "output before it stopped: " << partial->out.data;
     }
 }
 

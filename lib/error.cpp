@@ -3,6 +3,7 @@
 #include <sandbox/exec_result.hpp>
 #include <sandbox/failure.hpp>
 
+#include <cerrno>
 #include <ostream>
 #include <string>
 
@@ -106,6 +107,31 @@ const char* to_string(condition c) noexcept
     case condition::unavailable: return "unavailable";
     }
     return "unknown";
+}
+
+errc errc_from_errno(int err) noexcept
+{
+    switch (err)
+    {
+    case ENOENT:
+    case ENOTDIR: return errc::not_found;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case ENOEXEC: return errc::forbidden;
+    case EINVAL:
+    case E2BIG:
+    case ENAMETOOLONG:
+    case ELOOP:
+    case EISDIR:
+    case ENXIO: return errc::validation;
+    case ETXTBSY:
+    case EBUSY:
+    case EEXIST: return errc::conflict;
+    case ENOSYS:
+    case EOPNOTSUPP: return errc::not_available;
+    default: return errc::internal;
+    }
 }
 
 std::ostream& operator<<(std::ostream& os, errc e) { return os << "sandbox:" << to_string(e); }

@@ -43,10 +43,14 @@ std::chrono::nanoseconds cpu_budget(const exec_options& o) noexcept
     using namespace std::chrono_literals;
     if (o.limits.cpu_millicores <= 0 || o.timeout <= 0ns)
         return 0ns;
-    long double ns = static_cast<long double>(o.timeout.count()) *
-                     static_cast<long double>(o.limits.cpu_millicores) / 1000.0L;
+    // Exact, rounded up: a positive share of a positive timeout is never "no budget".
+    __extension__ typedef unsigned __int128 wide;
+    const wide ns = (static_cast<wide>(o.timeout.count()) *
+                         static_cast<wide>(o.limits.cpu_millicores) +
+                     999) /
+                    1000;
     constexpr auto max = std::numeric_limits<std::chrono::nanoseconds::rep>::max();
-    if (ns >= static_cast<long double>(max))
+    if (ns >= static_cast<wide>(max))
         return std::chrono::nanoseconds(max);
     return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
 }

@@ -3,6 +3,8 @@
 
 #include <sandbox/backend/environment.hpp>
 
+#include <cerrno>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,10 +41,11 @@ std::string default_path()
     return s;
 }
 
-failure lookup_failure(errc code, const std::string& message, const std::string& command)
+failure lookup_failure(int err, const std::string& message, const std::string& command)
 {
-    auto f = make_failure(code, message, "command");
+    auto f = make_failure(errc_from_errno(err), message, "command");
     f.diag.path = command;
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
     return f;
 }
 
@@ -75,11 +78,11 @@ outcome<std::string> find_command(const std::string& command, const std::vector<
         start = end + 1;
     }
     if (saw_not_executable)
-        return lookup_failure(errc::forbidden,
+        return lookup_failure(EACCES,
                               "\"" + command + "\" was found on the child's PATH but is not "
                                                "executable",
                               command);
-    return lookup_failure(errc::not_found,
+    return lookup_failure(ENOENT,
                           "command \"" + command + "\" not found on the child's PATH (" + path +
                               ")",
                           command);

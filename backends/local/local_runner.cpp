@@ -2,6 +2,7 @@
 #include <sandbox/local_runner.hpp>
 
 #include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/request.hpp>
 #include <sandbox/backend/supervise.hpp>
 
 #include "command_lookup.hpp"
@@ -10,35 +11,18 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <limits>
-
-#include <unistd.h>
-
 namespace sandbox {
 
 namespace asio = boost::asio;
 
 namespace {
 
-bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
-
-outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner_options& opts,
+outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_options& opts,
                                      int root_fd)
 {
     const exec_options& o = req.options;
-    if (req.command.empty())
-        return make_failure(errc::validation, "empty command", "command");
-    if (has_nul(req.command))
-        return make_failure(errc::validation, "command holds a NUL byte", "command");
-    for (std::size_t i = 0; i < req.args.size(); ++i)
-        if (has_nul(req.args[i]))
-            return make_failure(errc::validation,
-                                "argument " + std::to_string(i) + " holds a NUL byte", "args");
-    if (auto r = backend::validate_env_policy(o.env); !r)
-        return r.error();
-    if (auto r = o.net.validate(); !r)
-        return r.error();
-    if (auto r = validate_exec_policy(o, !o.limits.has_sampled_caps() || sampler_usable()); !r)
+    const bool sampler_ok = !o.limits.has_sampled_caps() || sampler_usable();
+    if (auto r = backend::check_request(req, sampler_ok); !r)
         return r.error();
     if (o.net.mode != net_mode::inherit)
         return make_failure(errc::not_available,
@@ -68,15 +52,11 @@ outcome<backend::spawn_plan> prepare(const exec_request& req, const local_runner
     plan.argv.push_back(req.command);
     plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
     plan.input = o.input;
-    std::int64_t cap = o.limits.max_output_bytes > 0 ? o.limits.max_output_bytes
-                                                     : opts.default_max_output_bytes;
-    plan.max_output_bytes = cap > 0 ? static_cast<std::uint64_t>(cap)
-                                    : std::numeric_limits<std::uint64_t>::max();
+    plan.stdin_fd = std::move(req.stdin_fd);
+    plan.max_output_bytes = backend::output_cap(o, opts.default_max_output_bytes);
     plan.timeout = o.timeout;
     plan.kill_grace = o.kill_grace;
-    plan.memory_bytes = static_cast<std::uint64_t>(o.limits.memory_bytes);
-    plan.cpu_budget = cpu_budget(o);
-    plan.max_processes = static_cast<std::uint64_t>(o.limits.max_processes);
+    plan.caps = backend::caps_of(o);
     plan.sample_interval = opts.sample_interval;
     plan.backend_name = "local";
     return plan;
@@ -89,14 +69,10 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
 {
     opts_.root = local::canonical_root(opts_.root);
     if (auto fd = local::open_work_dir(opts_.root, {}))
-        root_fd_ = fd->release();
+        root_fd_ = std::move(*fd);
 }
 
-local_runner::~local_runner()
-{
-    if (root_fd_ >= 0)
-        ::close(root_fd_);
-}
+local_runner::~local_runner() = default;
 
 enforcement_report local_runner::enforcement() const
 {
@@ -112,7 +88,7 @@ enforcement_report local_runner::enforcement() const
 
 asio::awaitable<exec_result> local_runner::exec(exec_request req)
 {
-    auto plan = prepare(req, opts_, root_fd_);
+    auto plan = prepare(req, opts_, root_fd_.get());
     if (!plan)
     {
         diagnostics d = plan.error().diag;

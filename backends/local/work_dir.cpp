@@ -47,6 +47,8 @@ outcome<backend::unique_fd> open_work_dir(const std::string& root, const std::st
 {
     if (work_dir.find('\0') != std::string::npos)
         return make_failure(errc::validation, "work dir holds a NUL byte", "work_dir");
+    if (root.find('\0') != std::string::npos)
+        return make_failure(errc::validation, "root holds a NUL byte", "root");
     const std::string shown = work_dir.empty() ? root : work_dir;
     fs::path target = work_dir.empty()       ? fs::path(root)
                       : work_dir[0] == '/' ? fs::path(work_dir)
@@ -64,14 +66,14 @@ outcome<backend::unique_fd> open_work_dir(const std::string& root, const std::st
     if (!fd)
     {
         int e = errno;
-        errc code = e == ENOENT                    ? errc::not_found
-                    : e == ENOTDIR                 ? errc::validation
-                    : (e == EACCES || e == EPERM) ? errc::forbidden
-                                                   : errc::internal;
+        errc code = errc_from_errno(e);
         std::string why = e == ENOENT    ? "does not exist"
                           : e == ENOTDIR ? "is not a directory"
                                          : std::strerror(e);
-        auto f = make_failure(code, "work dir \"" + shown + "\" " + why, "work_dir");
+        const char* field = work_dir.empty() ? "root" : "work_dir";
+        auto f = make_failure(code, std::string(work_dir.empty() ? "root" : "work dir") + " \"" +
+                                        shown + "\" " + why,
+                              field);
         f.diag.path = shown;
         f.diag.cause = boost::system::error_code(e, boost::system::system_category());
         return f;

@@ -2,7 +2,7 @@
 #ifndef SANDBOX_BACKENDS_LOCAL_WORK_DIR_HPP
 #define SANDBOX_BACKENDS_LOCAL_WORK_DIR_HPP
 
-#include <sandbox/backend/unique_fd.hpp>
+#include <sandbox/unique_fd.hpp>
 #include <sandbox/failure.hpp>
 
 #include <string>

@@ -67,6 +67,23 @@ inline boost::system::error_condition make_error_condition(condition c) noexcept
     return {static_cast<int>(c), condition_category()};
 }
 
+/// \brief The one mapping from an OS error number to `errc`, used wherever the library
+/// classifies what the OS refused (spawn, work dir, input files, sandbox-run).
+///
+/// | errno                                          | errc            |
+/// |------------------------------------------------|-----------------|
+/// | ENOENT, ENOTDIR                                | `not_found`     |
+/// | EACCES, EPERM, EROFS, ENOEXEC                  | `forbidden`     |
+/// | EINVAL, E2BIG, ENAMETOOLONG, ELOOP, EISDIR, ENXIO | `validation` |
+/// | ETXTBSY, EBUSY, EEXIST                         | `conflict`      |
+/// | ENOSYS, ENOTSUP/EOPNOTSUPP                     | `not_available` |
+/// | anything else (EMFILE, ENOMEM, EAGAIN, EIO...) | `internal`      |
+///
+/// ENOTDIR is a path component that is not a directory, so the thing named does not exist
+/// (as a directory); ENOEXEC is a file the kernel refuses to execute (no `#!` line, no ELF
+/// header): it exists and cannot run, like a file without execute permission.
+SANDBOX_DECL errc errc_from_errno(int err) noexcept;
+
 /// The enumerator's name ("not_available", ...); "unknown" for other values.
 SANDBOX_DECL const char* to_string(errc e) noexcept;
 SANDBOX_DECL const char* to_string(condition c) noexcept;

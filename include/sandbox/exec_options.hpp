@@ -42,7 +42,8 @@ struct exec_options
 SANDBOX_DECL outcome<> validate_exec_policy(const exec_options& opts, bool sampler_usable);
 
 /// The cpu-time budget implied by `limits.cpu_millicores` and `timeout` (zero: none).
-/// Saturates instead of overflowing.
+/// Rounded up to whole nanoseconds, so a positive share of a positive timeout is at least
+/// 1 ns, never "no budget"; saturates instead of overflowing.
 SANDBOX_DECL std::chrono::nanoseconds cpu_budget(const exec_options& opts) noexcept;
 
 } // namespace sandbox

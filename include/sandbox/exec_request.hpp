@@ -4,7 +4,9 @@
 
 #include <sandbox/config.hpp>
 #include <sandbox/exec_options.hpp>
+#include <sandbox/unique_fd.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,15 @@ struct exec_request
     std::string command{};
     std::vector<std::string> args{};
     exec_options options{};
+    /// \brief A readable descriptor the command gets as its stdin, instead of
+    /// `options.input`: an open file, a pipe, a FIFO or a device.
+    ///
+    /// The command reads it itself, so nothing is copied or buffered whatever its size,
+    /// and a FIFO nobody writes to blocks the command, under its timeout, not the caller.
+    /// Shared so that requests stay copyable: the descriptor is closed when the last copy
+    /// of the request goes. The command shares its file offset. Setting both this and
+    /// `options.input` is `errc::validation`.
+    std::shared_ptr<const unique_fd> stdin_fd{};
 };
 
 } // namespace sandbox

@@ -7,6 +7,7 @@
 #include <sandbox/error.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/with_diagnostics.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -78,6 +79,13 @@ SANDBOX_DECL void async_exec_impl(runner& r, exec_request req, exec_handler hand
 /// `void(boost::system::error_code, exec_result)`. On failure the result is the partial
 /// result (status `not_started` when nothing ran) and `result.diag` says why.
 ///
+/// \par Default token
+/// `with_diagnostics(boost::asio::deferred)`: `co_await async_exec(r, req)` returns the
+/// result or throws `sandbox::error` whose `partial_result()` and `diag()` keep the output
+/// captured before a timeout, budget kill or cancellation, as `runner::exec` does. With a
+/// token of your own, `(ec, result)` arrive as they are (`as_tuple(use_awaitable)`, a
+/// callback); wrap it in `with_diagnostics(...)` to get the exception instead.
+///
 /// \par Errors
 /// `errc::validation`, `errc::not_available`, `errc::forbidden`, `errc::not_found`
 /// (nothing ran); `errc::timeout`, `errc::budget_exceeded`, `errc::not_available` with
@@ -95,7 +103,7 @@ SANDBOX_DECL void async_exec_impl(runner& r, exec_request req, exec_handler hand
 ///
 /// \par Object lifetimes
 /// The runner must outlive the operation. The request is moved into the operation.
-template <class CompletionToken = boost::asio::deferred_t>
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
 [[nodiscard]] auto async_exec(runner& r, exec_request req, CompletionToken&& token = {})
 {
     return boost::asio::async_initiate<CompletionToken,

@@ -1,6 +1,8 @@
 // lib/process/proc.cpp: /proc readers. Every read is one open + read + close of a small file.
 #include "process/proc.hpp"
 
+#include <sandbox/unique_fd.hpp>
+
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -121,8 +123,8 @@ std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
 {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/smaps_rollup", static_cast<int>(pid));
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    if (!fd)
     {
         err = errno;
         return std::nullopt;
@@ -130,10 +132,10 @@ std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
     char buf[1024];
     ssize_t n;
     do
-        n = ::read(fd, buf, sizeof buf);
+        n = ::read(fd.get(), buf, sizeof buf);
     while (n < 0 && errno == EINTR);
     err = n < 0 ? errno : 0;
-    ::close(fd);
+    fd.reset();
     if (n < 0)
         return std::nullopt;
     if (n == 0)
@@ -167,15 +169,13 @@ std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
 
 std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
 {
-    int fd = open_proc_stat(pid);
-    if (fd < 0)
+    unique_fd fd(open_proc_stat(pid));
+    if (!fd)
     {
         err = errno;
         return std::nullopt;
     }
-    auto st = read_proc_stat_at(fd, err);
-    ::close(fd);
-    return st;
+    return read_proc_stat_at(fd.get(), err);
 }
 
 bool read_children_at(int fd, std::vector<pid_t>& out)

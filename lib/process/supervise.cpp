@@ -81,19 +81,10 @@ std::string millis(std::chrono::nanoseconds d)
 // The reasons a command cannot start, from the worker's posix_spawn errno.
 failure spawn_failure(int err, const std::string& executable)
 {
-    errc code;
-    switch (err)
-    {
-    case ENOENT:
-    case ENOTDIR: code = errc::not_found; break; // a path component is missing
-    case EACCES:
-    case EPERM: code = errc::forbidden; break;
-    case E2BIG:
-    case ENAMETOOLONG:
-    case ELOOP: code = errc::validation; break; // the request itself cannot work
-    default: code = errc::internal; break;      // ENOEXEC, ETXTBSY, EMFILE, ...
-    }
-    failure f = make_failure(code, "cannot execute " + executable + ": " + std::strerror(err));
+    std::string why = err == ENOEXEC ? "not an executable format (no #! line, no ELF header)"
+                                     : std::strerror(err);
+    failure f = make_failure(errc_from_errno(err), "cannot execute " + executable + ": " + why,
+                             "command");
     f.diag.path = executable;
     f.diag.cause = boost::system::error_code(err, boost::system::system_category());
     return f;
@@ -154,7 +145,7 @@ private:
 
     bool capped() const
     {
-        return plan_.memory_bytes > 0 || plan_.cpu_budget > 0ns || plan_.max_processes > 0;
+        return plan_.caps.any();
     }
     outcome<void> send_first(unique_fd channel);
     void send_rest();
@@ -249,19 +240,24 @@ void supervision::start()
 outcome<void> supervision::send_first(unique_fd channel)
 {
     pipe_pair out, err, in;
+    if (plan_.stdin_fd)
+        plan_.input.reset(); // the backend refused both; the descriptor wins if a plan has both
     if (!out.open() || !err.open() || (plan_.input && !in.open()))
         return os_failure("cannot create the command's pipes", errno);
     proto::plan p;
-    p.fixed.memory_bytes = plan_.memory_bytes;
-    p.fixed.cpu_budget_ns = plan_.cpu_budget.count();
-    p.fixed.max_processes = plan_.max_processes;
+    p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
     p.fixed.sample_faults = plan_.test_sample_faults;
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
     std::vector<int> fds{out.write.get(), err.write.get()};
-    if (plan_.input)
+    if (plan_.stdin_fd)
+    {
+        p.fixed.fds |= proto::fd_stdin;
+        fds.push_back(plan_.stdin_fd->get());
+    }
+    else if (plan_.input)
     {
         p.fixed.fds |= proto::fd_stdin;
         fds.push_back(in.read.get());
@@ -284,6 +280,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     if (last)
         std::string().swap(encoded_);
     plan_.work_dir.reset();
+    plan_.stdin_fd.reset(); // ours closes now; the worker holds its own copy
     channel_.assign(channel.release());
     out_.d.assign(out.read.release());
     err_.d.assign(err.read.release());

@@ -2,6 +2,7 @@
 #ifndef SANDBOX_LIB_SAMPLER_BUDGET_HPP
 #define SANDBOX_LIB_SAMPLER_BUDGET_HPP
 
+#include <sandbox/backend/caps.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/sampler.hpp>
 
@@ -15,15 +16,7 @@
 
 namespace sandbox::detail {
 
-/// Caps of one tree. Zero: no cap.
-struct cap_limits
-{
-    std::uint64_t memory_bytes = 0;
-    std::chrono::nanoseconds cpu{0};
-    std::uint64_t max_processes = 0;
-
-    bool any() const noexcept { return memory_bytes > 0 || cpu.count() > 0 || max_processes > 0; }
-};
+using backend::cap_limits;
 
 /// One sample of a tree.
 struct tree_usage

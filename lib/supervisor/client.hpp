@@ -6,7 +6,7 @@
 
 #include "supervisor/protocol.hpp"
 
-#include <sandbox/backend/unique_fd.hpp>
+#include <sandbox/unique_fd.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/sampler.hpp>
 

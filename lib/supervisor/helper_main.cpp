@@ -67,7 +67,7 @@ private:
 
     asio::io_context& ctx_;
     asio::posix::stream_descriptor control_, sigfd_;
-    int lifeline_r_, lifeline_w_;
+    sandbox::unique_fd lifeline_r_, lifeline_w_;
     rlimit command_nofile_;
     std::unordered_set<pid_t> workers_;
 };
@@ -85,7 +85,7 @@ void helper::fork_worker(int chan)
 {
     pid_t pid = ::fork();
     if (pid == 0)
-        sandbox::detail::run_worker(chan, lifeline_r_, command_nofile_); // never returns
+        sandbox::detail::run_worker(chan, lifeline_r_.get(), command_nofile_); // never returns
     if (pid > 0)
     {
         workers_.insert(pid);
@@ -120,7 +120,7 @@ void helper::sweep_orphans()
 void helper::shut_down()
 {
     // Every worker and every process below them: killed and reaped before we go.
-    ::close(lifeline_w_);
+    lifeline_w_.reset();
     sandbox::detail::kill_subtree(nullptr);
     ::_exit(0);
 }

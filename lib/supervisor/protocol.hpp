@@ -7,7 +7,8 @@
 #ifndef SANDBOX_LIB_SUPERVISOR_PROTOCOL_HPP
 #define SANDBOX_LIB_SUPERVISOR_PROTOCOL_HPP
 
-#include <sandbox/backend/unique_fd.hpp>
+#include <sandbox/backend/caps.hpp>
+#include <sandbox/unique_fd.hpp>
 
 #include <array>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace sandbox::detail::proto {
@@ -77,11 +79,11 @@ struct plan_fixed
     std::uint32_t argc = 0;
     std::uint32_t envc = 0;
     std::uint32_t sample_faults = 0; // test seam: fail this many samples (0xffffffff: all)
-    std::uint64_t memory_bytes = 0;
-    std::int64_t cpu_budget_ns = 0;
-    std::uint64_t max_processes = 0;
+    backend::cap_limits caps{};
     std::int64_t sample_interval_ns = 0;
 };
+
+static_assert(std::is_trivially_copyable_v<plan_fixed>, "plan_fixed goes over the wire as is");
 
 /// What a worker runs: the decoded plan.
 struct plan

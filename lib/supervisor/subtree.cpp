@@ -1,6 +1,8 @@
 // lib/supervisor/subtree.cpp: listing, signalling and killing the caller's subtree.
 #include "supervisor/subtree.hpp"
 
+#include <sandbox/unique_fd.hpp>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -24,13 +26,10 @@ bool gone(int err) noexcept { return err == ENOENT || err == ESRCH; }
 // Children of one task, appended to `out`; 0 or errno.
 int read_task_children(const char* path, std::vector<pid_t>& out)
 {
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    if (!fd)
         return errno;
-    bool ok = read_children_at(fd, out);
-    int err = ok ? 0 : errno;
-    ::close(fd);
-    return err;
+    return read_children_at(fd.get(), out) ? 0 : errno;
 }
 
 // Children of every thread of `pid`; 0 or errno.
@@ -80,8 +79,8 @@ bool send_checked(pid_t pid, pid_t parent, int sig)
 {
     if (parent == ::getpid())
         return ::kill(pid, sig) == 0; // our unreaped child: its pid cannot be recycled
-    int pfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pfd < 0)
+    unique_fd pfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pfd)
     {
         if (errno == ESRCH)
             return false;
@@ -92,8 +91,7 @@ bool send_checked(pid_t pid, pid_t parent, int sig)
     auto st = read_proc_stat(pid, err);
     // Its parent may have died since the listing, handing it to us: still a member.
     bool ok = st && (st->ppid == parent || st->ppid == ::getpid()) &&
-              ::syscall(SYS_pidfd_send_signal, pfd, sig, nullptr, 0) == 0;
-    ::close(pfd);
+              ::syscall(SYS_pidfd_send_signal, pfd.get(), sig, nullptr, 0) == 0;
     return ok;
 }
 

@@ -267,7 +267,7 @@ void worker::start_exec(const proto::plan& p)
     if (rc != 0)
         return spawn_failed(rc);
 
-    cap_limits limits{f.memory_bytes, nanoseconds(f.cpu_budget_ns), f.max_processes};
+    cap_limits limits = f.caps;
     cur_.emplace(limits);
     cur_->id = next_id_++;
     cur_->pid = pid;

@@ -9,6 +9,7 @@
 #include <sandbox/error.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
+#include <sandbox/with_diagnostics.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -16,6 +17,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -30,6 +32,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <future>
 #include <optional>
 #include <string>
@@ -114,10 +117,55 @@ asio::awaitable<void> deferred_case(sandbox::runner& runner, deferred_record& ou
         sandbox::exec_result never = co_await sandbox::async_exec(runner, std::move(slow));
         (void)never;
     }
-    catch (const boost::system::system_error& e)
+    catch (const sandbox::error& e)
     {
         out.threw = true;
         out.code = e.code();
+    }
+}
+
+// --- one timed-out command through every front end ---
+
+/// What one front end delivered for a command that printed, then timed out.
+struct partial_record
+{
+    bool completed = false;
+    bool sandbox_error = false; // delivered as a sandbox::error exception
+    boost::system::error_code code;
+    sandbox::exec_result r;     // the partial result, however it arrived
+};
+
+void record_exception(std::exception_ptr ep, partial_record& out)
+{
+    out.completed = true;
+    try
+    {
+        std::rethrow_exception(ep);
+    }
+    catch (const sandbox::error& e)
+    {
+        out.sandbox_error = true;
+        out.code = e.code();
+        if (e.partial_result())
+            out.r = *e.partial_result();
+    }
+    catch (const boost::system::system_error& e)
+    {
+        out.code = e.code(); // a plain system_error: the partial result is lost
+    }
+}
+
+template <class Await>
+asio::awaitable<void> catching(Await make, partial_record& out)
+{
+    try
+    {
+        out.r = co_await make();
+        out.completed = true;
+    }
+    catch (...)
+    {
+        record_exception(std::current_exception(), out);
     }
 }
 
@@ -262,6 +310,82 @@ BOOST_AUTO_TEST_CASE(default_deferred_token_in_a_coroutine)
     BOOST_TEST(rec.ok->out.data == "deferred");
     BOOST_TEST(rec.threw);
     BOOST_TEST(rec.code == sandbox::errc::timeout);
+}
+
+BOOST_AUTO_TEST_CASE(partial_output_after_a_timeout_through_every_front_end)
+{
+    auto request = [] {
+        sandbox::exec_options o;
+        o.timeout = 1s;
+        return sbx_test::helper({"print", "so-far", "--then", "sleep", "60000"}, o);
+    };
+    std::map<std::string, partial_record> got;
+    auto& rn = runner;
+
+    // Coroutines: runner::exec, the default token, with_diagnostics(use_awaitable), as_tuple.
+    auto spawn = [&](asio::awaitable<void> a) { asio::co_spawn(ioc, std::move(a), asio::detached); };
+    spawn(catching([&rn, req = request()]() mutable { return rn.exec(std::move(req)); },
+                   got["runner.exec"]));
+    spawn(catching([&rn, req = request()]() mutable {
+                       return sandbox::async_exec(rn, std::move(req));
+                   },
+                   got["default token"]));
+    spawn(catching(
+        [&rn, req = request()]() mutable {
+            return sandbox::async_exec(rn, std::move(req),
+                                       sandbox::with_diagnostics(asio::use_awaitable));
+        },
+        got["with_diagnostics(use_awaitable)"]));
+    spawn([](sandbox::runner& rn, sandbox::exec_request req,
+             partial_record& out) -> asio::awaitable<void> {
+        auto [ec, r] =
+            co_await sandbox::async_exec(rn, std::move(req), asio::as_tuple(asio::use_awaitable));
+        out = {true, false, ec, std::move(r)};
+    }(rn, request(), got["as_tuple(use_awaitable)"]));
+
+    // Callbacks: plain, through deferred, and the default token's deferred operation.
+    sandbox::async_exec(rn, request(),
+                        [&out = got["callback"]](boost::system::error_code ec,
+                                                 sandbox::exec_result r) {
+                            out = {true, false, ec, std::move(r)};
+                        });
+    sandbox::async_exec(rn, request(), asio::deferred)(
+        [&out = got["deferred"]](boost::system::error_code ec, sandbox::exec_result r) {
+            out = {true, false, ec, std::move(r)};
+        });
+    sandbox::async_exec(rn, request())(
+        [&out = got["default token, callback"]](std::exception_ptr ep, sandbox::exec_result r) {
+            record_exception(ep, out);
+            BOOST_TEST(r.out.data == "so-far"); // the handler gets the result as well
+        });
+
+    // Futures: with_diagnostics keeps the partial result in the exception.
+    auto fut = sandbox::async_exec(rn, request(), sandbox::with_diagnostics(asio::use_future));
+    ioc.run_for(30s);
+    try
+    {
+        fut.get();
+    }
+    catch (...)
+    {
+        record_exception(std::current_exception(), got["with_diagnostics(use_future)"]);
+    }
+
+    BOOST_TEST(got.size() == 8u);
+    for (const auto& [name, rec] : got)
+    {
+        BOOST_TEST_CONTEXT(name)
+        {
+            BOOST_TEST(rec.completed);
+            BOOST_TEST(rec.code == sandbox::errc::timeout);
+            BOOST_TEST(rec.r.status == sandbox::exec_status::timed_out);
+            BOOST_TEST(rec.r.out.data == "so-far");
+            BOOST_TEST(rec.r.diag.limit == "timeout");
+            const bool throws = name != "as_tuple(use_awaitable)" && name != "callback" &&
+                                name != "deferred";
+            BOOST_TEST(rec.sandbox_error == throws);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(runner_exec_throws_sandbox_error_with_partial_result)
@@ -410,7 +534,8 @@ BOOST_AUTO_TEST_CASE(parallel_group_cancels_the_losing_exec)
     std::array<std::size_t, 2> order{};
     boost::system::error_code exec_ec, timer_ec;
     sandbox::exec_result res;
-    asio::experimental::make_parallel_group(sandbox::async_exec(runner, std::move(req)),
+    asio::experimental::make_parallel_group(sandbox::async_exec(runner, std::move(req),
+                                                                asio::deferred),
                                             t.async_wait(asio::deferred))
         .async_wait(asio::experimental::wait_for_one(),
                     [&](std::array<std::size_t, 2> o, boost::system::error_code e1,

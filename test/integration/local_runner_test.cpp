@@ -142,7 +142,10 @@ BOOST_AUTO_TEST_CASE(work_dir_missing_or_not_a_directory)
     BOOST_TEST(r.diag.path == "missing");
     write_file(root.path() / "file", "x", 0644);
     o.work_dir = "file";
-    BOOST_TEST(run(helper({"exit", "0"}, o)).ec == errc::validation);
+    auto [ec2, r2] = run(helper({"exit", "0"}, o));
+    BOOST_TEST(ec2 == errc::not_found); // ENOTDIR: no such directory (errc_from_errno)
+    BOOST_TEST(r2.diag.limit == "work_dir");
+    BOOST_TEST(r2.diag.cause == boost::system::error_code(ENOTDIR, boost::system::system_category()));
 }
 
 BOOST_AUTO_TEST_CASE(output_cap_per_call_and_runner_default)
@@ -257,9 +260,13 @@ BOOST_AUTO_TEST_CASE(start_errors_are_classified)
     write_file(root.path() / "noexec", "#!/bin/sh\necho hi\n", 0644);
     auto [ec, r] = run(cmd((root.path() / "noexec").string(), {}));
     BOOST_TEST(ec == errc::forbidden);
+    BOOST_TEST(r.diag.limit == "command");
+    BOOST_TEST(r.diag.cause == boost::system::error_code(EACCES, boost::system::system_category()));
+    // Exists, may be executed, but the kernel refuses its format: forbidden, like the above.
     write_file(root.path() / "garbage", "\x7f" "ELF this is not a program", 0755);
     auto [ec2, r2] = run(cmd((root.path() / "garbage").string(), {}));
-    BOOST_TEST(ec2 == errc::internal);
+    BOOST_TEST(ec2 == errc::forbidden);
+    BOOST_TEST(r2.diag.limit == "command");
     BOOST_TEST(r2.diag.cause == boost::system::error_code(ENOEXEC, boost::system::system_category()));
     BOOST_TEST(run(cmd(root.str(), {})).ec == errc::forbidden); // a directory
 }

@@ -68,7 +68,7 @@ sandbox::backend::spawn_plan faulty_plan(std::vector<std::string> args, std::uin
     p.executable = sbx_test::target;
     p.argv.push_back(sbx_test::target);
     p.argv.insert(p.argv.end(), args.begin(), args.end());
-    p.memory_bytes = static_cast<std::uint64_t>(1024 * mib);
+    p.caps.memory_bytes = static_cast<std::uint64_t>(1024 * mib);
     p.timeout = 30s;
     p.test_sample_faults = faults;
     p.backend_name = "local";

@@ -9,7 +9,9 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -158,6 +160,10 @@ BOOST_FIXTURE_TEST_CASE(json_output_has_the_fields, cli_fixture)
     BOOST_TEST(o.at("signal").to_number<int>() == 0);
     BOOST_TEST(!o.contains("budget"));
     BOOST_TEST(o.at("duration_ms").as_double() > 0.0);
+    // Plain numbers: "duration_ms":1003.2, never 1.0032E3.
+    const auto at = r.out.data.find("\"duration_ms\":") + 14;
+    const auto raw = r.out.data.substr(at, r.out.data.find(',', at) - at);
+    BOOST_TEST(raw.find_first_not_of("0123456789.") == std::string::npos, raw);
     BOOST_TEST(o.contains("peak_memory_bytes"));
     BOOST_TEST(o.contains("cpu_time_ms"));
     BOOST_TEST(!o.contains("error"));
@@ -203,6 +209,45 @@ BOOST_FIXTURE_TEST_CASE(non_executable_file_exits_126, cli_fixture)
     BOOST_TEST(starts_with(r.err.data, "sandbox-run: forbidden: "), r.err.data);
 }
 
+BOOST_FIXTURE_TEST_CASE(an_unrunnable_format_exits_126, cli_fixture)
+{
+    // Executable bit set, but no #! line and no ELF header: the kernel says ENOEXEC.
+    auto path = write_file("plain-text", "just some words\n", 0755);
+    auto r = run_cli({path});
+    BOOST_TEST(r.exit_code == 126);
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: forbidden: "), r.err.data);
+    BOOST_TEST(r.err.data.find("not an executable format") != std::string::npos, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(work_dir_and_root_refusals_exit_125, cli_fixture)
+{
+    // 126 and 127 belong to the command; the sandbox refusing before anything ran is 125,
+    // and the JSON code still says why.
+    write_file("a-file", "x");
+    struct row
+    {
+        std::vector<std::string> flags;
+        const char* code;
+    };
+    for (const auto& [flags, code] :
+         {row{{"--workdir", "/etc"}, "forbidden"}, row{{"--workdir", "missing"}, "not_found"},
+          row{{"--workdir", "a-file"}, "not_found"},
+          row{{"--root", (root.path() / "no-such-root").string()}, "not_found"}})
+    {
+        BOOST_TEST_CONTEXT(flags[0] << " " << flags[1])
+        {
+            std::vector<std::string> args{"--json"};
+            args.insert(args.end(), flags.begin(), flags.end());
+            args.insert(args.end(), {sbx_test::target, "exit", "0"});
+            auto r = run_cli(args);
+            BOOST_TEST(r.exit_code == 125);
+            auto o = parse_json(r.out.data);
+            BOOST_TEST(o.at("status").as_string() == "not_started");
+            BOOST_TEST(o.at("error").as_object().at("code").as_string() == code);
+        }
+    }
+}
+
 BOOST_FIXTURE_TEST_CASE(usage_errors_exit_125, cli_fixture)
 {
     auto bad = run_cli({"--bogus-flag", sbx_test::target, "exit", "0"});
@@ -210,11 +255,16 @@ BOOST_FIXTURE_TEST_CASE(usage_errors_exit_125, cli_fixture)
     BOOST_TEST(bad.out.data.empty());
     BOOST_TEST(starts_with(first_line(bad.err.data), "sandbox-run: "), bad.err.data);
     BOOST_TEST(first_line(bad.err.data).find("--bogus-flag") != std::string::npos);
-    BOOST_TEST(bad.err.data.find("Usage: sandbox-run") != std::string::npos);
+    // One line and a pointer to --help, not the whole usage text.
+    BOOST_TEST(bad.err.data == first_line(bad.err.data) + "\nTry 'sandbox-run --help'.\n",
+               bad.err.data);
 
-    auto bad_value = run_cli({"--timeout", "soon", sbx_test::target, "exit", "0"});
+    auto bad_value = run_cli({"--memory", "x", sbx_test::target, "exit", "0"});
     BOOST_TEST(bad_value.exit_code == 125);
-    BOOST_TEST(first_line(bad_value.err.data).find("--timeout") != std::string::npos);
+    BOOST_TEST(starts_with(bad_value.err.data, "sandbox-run: --memory: invalid size \"x\""),
+               bad_value.err.data);
+    BOOST_TEST(bad_value.err.data.find("Usage:") == std::string::npos);
+    BOOST_TEST(std::count(bad_value.err.data.begin(), bad_value.err.data.end(), '\n') == 2);
 
     auto missing = run_cli({"--json"});
     BOOST_TEST(missing.exit_code == 125);
@@ -307,6 +357,69 @@ BOOST_FIXTURE_TEST_CASE(stdin_file_feeds_the_command, cli_fixture)
     BOOST_TEST(first_line(missing.err.data).find("no-such-input") != std::string::npos);
 }
 
+BOOST_FIXTURE_TEST_CASE(stdin_file_is_streamed_not_loaded, cli_fixture)
+{
+    // A 512 MiB (sparse) file: once read into memory (twice), now the command's own stdin.
+    const auto path = root.path() / "big.bin";
+    constexpr std::uintmax_t size = 512u << 20;
+    { std::ofstream(path).put('x'); }
+    std::filesystem::resize_file(path, size);
+    auto r = run_cli({"--stdin-file", path.string(), "wc", "-c"});
+    BOOST_TEST(r.exit_code == 0, r.err.data);
+    BOOST_TEST(r.out.data == std::to_string(size) + "\n");
+    // The peak of sandbox-run and everything it waited for, as the kernel counted it.
+    BOOST_TEST(r.peak_memory_bytes > 0u);
+    BOOST_TEST(r.peak_memory_bytes < (128u << 20), r.peak_memory_bytes);
+}
+
+BOOST_FIXTURE_TEST_CASE(endless_stdin_is_bounded_by_the_timeout, cli_fixture)
+{
+    // /dev/zero never ends: once read until bad_alloc (exit 134); now the timeout ends it.
+    auto r = run_cli({"--json", "--timeout", "1s", "--stdin-file", "/dev/zero", "wc", "-c"});
+    BOOST_TEST(r.exit_code == 124, r.err.data);
+    BOOST_TEST(parse_json(r.out.data).at("status").as_string() == "timed_out");
+    BOOST_TEST(r.peak_memory_bytes < (128u << 20), r.peak_memory_bytes);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_fifo_nobody_writes_is_covered_by_the_timeout, cli_fixture)
+{
+    const auto fifo = root.path() / "in.fifo";
+    BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto r = run_cli({"--json", "--timeout", "1s", "--stdin-file", fifo.string(),
+                      sbx_test::target, "cat"});
+    BOOST_TEST(r.exit_code == 124, r.err.data);
+    auto o = parse_json(r.out.data);
+    BOOST_TEST(o.at("error").as_object().at("code").as_string() == "timeout");
+    BOOST_TEST(o.at("status").as_string() == "not_started");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_fifo_is_read_once_a_writer_comes, cli_fixture)
+{
+    // sandbox-run waits for the writer (as `< fifo` would), then the command reads it all.
+    const auto fifo = root.path() / "in.fifo";
+    BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    sandbox::exec_request cli;
+    cli.command = SBX_SANDBOX_RUN;
+    cli.args = {"--timeout", "20s", "--stdin-file", fifo.string(), sbx_test::target, "cat"};
+    cli.options.timeout = 25s;
+    sandbox::exec_request writer;
+    writer.command = "/bin/sh";
+    writer.args = {"-c", "sleep 0.3; printf 'fed through a fifo' > \"$0\"", fifo.string()};
+    writer.options.timeout = 25s;
+
+    std::optional<sandbox::exec_result> got, wrote;
+    sandbox::async_exec(runner, std::move(cli), [&](boost::system::error_code, sandbox::exec_result r) {
+        got = std::move(r);
+    });
+    sandbox::async_exec(runner, std::move(writer),
+                        [&](boost::system::error_code, sandbox::exec_result r) { wrote = std::move(r); });
+    ioc.run_for(30s);
+    BOOST_REQUIRE(got && wrote);
+    BOOST_TEST(wrote->exit_code == 0);
+    BOOST_TEST(got->exit_code == 0, got->err.data);
+    BOOST_TEST(got->out.data == "fed through a fifo");
+}
+
 BOOST_FIXTURE_TEST_CASE(max_output_truncates, cli_fixture)
 {
     auto r = run_cli({"--json", "--max-output", "10", sbx_test::target, "spam", "100"});
@@ -319,6 +432,10 @@ BOOST_FIXTURE_TEST_CASE(max_output_truncates, cli_fixture)
 
     auto plain = run_cli({"--max-output", "10", sbx_test::target, "spam", "100"});
     BOOST_TEST(plain.out.data == "0123456789");
+    // Passed-through output is never cut silently.
+    BOOST_TEST(plain.exit_code == 0);
+    BOOST_TEST(plain.err.data == "sandbox-run: stdout truncated: kept the first 10 bytes, "
+                                 "dropped 90 (raise --max-output, or 0 to keep everything)\n");
 }
 
 BOOST_FIXTURE_TEST_CASE(option_like_arguments_reach_the_command, cli_fixture)

@@ -11,13 +11,17 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -102,7 +106,7 @@ BOOST_AUTO_TEST_CASE(duration_units)
                    row{"250us", 250us}, row{"7ns", 7ns}, row{"3", 3s}, row{"0", 0ns},
                    row{"0s", 0ns}, row{"1.5s", 1500ms}, row{"0.5", 500ms},
                    row{"1.25ms", 1250us}, row{"2.5m", 150s}, row{"1.5h", 90min},
-                   row{"0.000000001s", 1ns}, row{"0.0000000009", 0ns}, row{"0.0015us", 1ns},
+                   row{"0.000000001s", 1ns}, row{"0.0015us", 2ns},
                    row{"007s", 7s}, row{"9223372036854775807ns", std::chrono::nanoseconds::max()}})
     {
         auto v = sbx_cli::parse_duration(r.text);
@@ -112,6 +116,31 @@ BOOST_AUTO_TEST_CASE(duration_units)
             BOOST_TEST(v->count() == r.want.count());
         }
     }
+}
+
+BOOST_AUTO_TEST_CASE(duration_fractions_round_up_never_to_zero)
+{
+    // A positive duration must not become 0, which means "disabled".
+    struct row
+    {
+        const char* text;
+        std::chrono::nanoseconds want;
+    };
+    for (auto r : {row{"0.4ns", 1ns}, row{"0.0000000009", 1ns}, row{"0.0000000001s", 1ns},
+                   row{"0.000000000000000001h", 1ns}, row{"1.0000000001s", 1'000'000'001ns},
+                   row{"1.5ns", 2ns}, row{"0.0ns", 0ns}, row{"0.000", 0ns}})
+    {
+        auto v = sbx_cli::parse_duration(r.text);
+        BOOST_TEST_CONTEXT(r.text)
+        {
+            BOOST_REQUIRE(v.has_value());
+            BOOST_TEST(v->count() == r.want.count());
+        }
+    }
+    // Rounding up past the largest duration is "too large", not a wrap.
+    auto v = sbx_cli::parse_duration("9223372036.8547758071s");
+    BOOST_REQUIRE(!v.has_value());
+    BOOST_TEST(v.error().diag.message.find("too large") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(duration_rejects_bad_text)
@@ -331,17 +360,34 @@ BOOST_AUTO_TEST_CASE(env_flags)
 
 BOOST_AUTO_TEST_CASE(stdin_file)
 {
-    temp_file f(std::string("line 1\nbinary \0\xff end", 20));
+    // The file is opened, not read: the command gets the descriptor (blocking) as stdin.
+    const std::string content("line 1\nbinary \0\xff end", 20);
+    temp_file f(content);
     auto r = parse({"--stdin-file", f.path(), "cat"});
     BOOST_REQUIRE(r.has_value());
-    BOOST_REQUIRE(r->request.options.input.has_value());
-    BOOST_TEST(*r->request.options.input == std::string("line 1\nbinary \0\xff end", 20));
+    BOOST_TEST(!r->request.options.input.has_value());
+    BOOST_REQUIRE(r->request.stdin_fd);
+    const int fd = r->request.stdin_fd->get();
+    BOOST_TEST((::fcntl(fd, F_GETFL) & O_NONBLOCK) == 0);
+    BOOST_TEST((::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0); // only the command's copy is stdin
+    struct stat by_fd, by_path;
+    BOOST_REQUIRE(::fstat(fd, &by_fd) == 0);
+    BOOST_REQUIRE(::stat(f.path().c_str(), &by_path) == 0);
+    BOOST_TEST(by_fd.st_ino == by_path.st_ino);
+    std::string back(64, '\0');
+    back.resize(static_cast<std::size_t>(::pread(fd, back.data(), back.size(), 0)));
+    BOOST_TEST(back == content);
+    BOOST_TEST(!r->stdin_fifo);
 
-    temp_file empty("");
-    auto e = parse({"--stdin-file", empty.path(), "cat"});
-    BOOST_REQUIRE(e.has_value());
-    BOOST_REQUIRE(e->request.options.input.has_value()); // set but empty: EOF at once
-    BOOST_TEST(e->request.options.input->empty());
+    // A FIFO nobody writes: opening it does not wait for a writer.
+    const std::string fifo = f.path() + ".fifo";
+    BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto p = parse({"--stdin-file", fifo, "cat"});
+    ::unlink(fifo.c_str());
+    BOOST_REQUIRE(p.has_value());
+    BOOST_TEST(p->stdin_fifo);
+    BOOST_REQUIRE(p->request.stdin_fd);
+    BOOST_TEST((::fcntl(p->request.stdin_fd->get(), F_GETFL) & O_NONBLOCK) == 0);
 
     auto missing = parse({"--stdin-file", "/nonexistent/sbx-cli-test", "cat"});
     BOOST_REQUIRE(!missing);
@@ -352,6 +398,7 @@ BOOST_AUTO_TEST_CASE(stdin_file)
 
     auto dir = parse({"--stdin-file", "/", "cat"});
     BOOST_REQUIRE(!dir);
+    BOOST_TEST(dir.error().code == errc::validation);
     BOOST_TEST(dir.error().diag.path == "/");
 
     if (::geteuid() != 0) // root reads anything
@@ -485,10 +532,8 @@ BOOST_AUTO_TEST_CASE(exit_status_rows)
     BOOST_TEST(sbx_cli::exit_status_for(boost::asio::error::operation_aborted, not_started) == 130);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::timeout), not_started) == 124);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::budget_exceeded), not_started) == 137);
-    BOOST_TEST(sbx_cli::exit_status_for(code(errc::not_found), not_started) == 127);
-    BOOST_TEST(sbx_cli::exit_status_for(code(errc::forbidden), not_started) == 126);
     for (errc e : {errc::validation, errc::policy_denied, errc::not_available, errc::internal,
-                   errc::conflict})
+                   errc::conflict, errc::not_found, errc::forbidden})
         BOOST_TEST(sbx_cli::exit_status_for(code(e), not_started) == 125, e);
     boost::system::error_code os(EIO, boost::system::system_category());
     BOOST_TEST(sbx_cli::exit_status_for(os, not_started) == 125);
@@ -497,6 +542,36 @@ BOOST_AUTO_TEST_CASE(exit_status_rows)
                                         result_with(exec_status::exited, 0)) == 125);
     // A success that ran nothing cannot be passed on as an exit code.
     BOOST_TEST(sbx_cli::exit_status_for(ok, not_started) == 125);
+}
+
+BOOST_AUTO_TEST_CASE(exit_126_and_127_belong_to_the_command)
+{
+    auto refused = [](const char* field, int err) {
+        exec_result r = result_with(exec_status::not_started);
+        r.diag.limit = field;
+        if (err != 0)
+            r.diag.cause = boost::system::error_code(err, boost::system::system_category());
+        return r;
+    };
+    auto status = [&](int err, const char* field) {
+        return sbx_cli::exit_status_for(code(sandbox::errc_from_errno(err)), refused(field, err));
+    };
+    // The OS refused the command: 127 not found, 126 found but not executable.
+    BOOST_TEST(status(ENOENT, "command") == 127);
+    BOOST_TEST(status(ENOTDIR, "command") == 127);
+    BOOST_TEST(status(EACCES, "command") == 126);
+    BOOST_TEST(status(ENOEXEC, "command") == 126);
+    BOOST_TEST(status(E2BIG, "command") == 126);
+    BOOST_TEST(status(ETXTBSY, "command") == 126);
+    // The sandbox refused before anything ran: the work dir or the root is missing, not a
+    // directory, or outside the root.
+    for (const char* field : {"work_dir", "root"})
+        for (int err : {ENOENT, ENOTDIR, EACCES})
+            BOOST_TEST(status(err, field) == 125, field << " errno " << err);
+    BOOST_TEST(sbx_cli::exit_status_for(code(errc::forbidden), refused("work_dir", 0)) == 125);
+    // A malformed command (empty, NUL byte) is a usage error, not the OS refusing it.
+    BOOST_TEST(sbx_cli::exit_status_for(code(errc::validation), refused("command", 0)) == 125);
+    BOOST_TEST(sbx_cli::exit_status_for(code(errc::not_found), refused("command", 0)) == 125);
 }
 
 // ---- sanitize_utf8 -------------------------------------------------------------------------
@@ -598,6 +673,62 @@ BOOST_AUTO_TEST_CASE(json_of_a_failure)
     BOOST_TEST(we.at("message").as_string() ==
                boost::system::error_code(boost::asio::error::operation_aborted).message());
     BOOST_TEST(w.as_object().at("status").as_string() == "not_started");
+}
+
+BOOST_AUTO_TEST_CASE(json_numbers_are_plain)
+{
+    exec_result r = result_with(exec_status::exited, 0);
+    struct row
+    {
+        std::chrono::nanoseconds d;
+        const char* text;
+    };
+    for (auto [d, text] : {row{1003200us, "1003.2"}, row{1000ms, "1000.0"}, row{0ns, "0.0"},
+                           row{1ns, "0.000001"}, row{123456789ns, "123.456789"},
+                           row{std::chrono::nanoseconds::max(), "9223372036854.775807"}})
+    {
+        r.wall_time = d;
+        r.cpu_time = d;
+        r.peak_memory_bytes = std::numeric_limits<std::uint64_t>::max();
+        const std::string json = sbx_cli::result_to_json({}, r);
+        BOOST_TEST_CONTEXT(json)
+        {
+            BOOST_TEST(json.find(std::string("\"duration_ms\":") + text + ",") !=
+                       std::string::npos);
+            BOOST_TEST(json.find(std::string("\"cpu_time_ms\":") + text + "}") !=
+                       std::string::npos);
+            BOOST_TEST(json.find("\"peak_memory_bytes\":18446744073709551615,") !=
+                       std::string::npos);
+            auto v = boost::json::parse(json);
+            for (const auto& [key, value] : v.as_object())
+            {
+                if (!value.is_number())
+                    continue;
+                // The raw text of every number: digits, a sign, a point; no exponent.
+                const auto at = json.find("\"" + std::string(key) + "\":") + key.size() + 3;
+                const auto raw = json.substr(at, json.find_first_of(",}", at) - at);
+                BOOST_TEST(raw.find_first_not_of("-0123456789.") == std::string::npos, raw);
+            }
+            BOOST_TEST(v.as_object().at("duration_ms").is_double()); // one JSON type always
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(truncation_is_announced)
+{
+    exec_result r = result_with(exec_status::exited, 0);
+    BOOST_TEST(sbx_cli::truncation_notice(r).empty());
+    r.out.data = std::string(10, 'x');
+    r.out.truncated = true;
+    r.out.dropped_bytes = 20;
+    BOOST_TEST(sbx_cli::truncation_notice(r) ==
+               "sandbox-run: stdout truncated: kept the first 10 bytes, dropped 20 (raise "
+               "--max-output, or 0 to keep everything)\n");
+    r.err.truncated = true;
+    r.err.dropped_bytes = 1;
+    const auto both = sbx_cli::truncation_notice(r);
+    BOOST_TEST(both.find("stdout truncated") < both.find("stderr truncated: kept the first 0 "
+                                                         "bytes, dropped 1"));
 }
 
 BOOST_AUTO_TEST_CASE(json_is_valid_utf8_for_any_output)

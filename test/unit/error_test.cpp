@@ -6,12 +6,38 @@
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <cerrno>
 #include <sstream>
 
 using sandbox::condition;
 using sandbox::errc;
 
 BOOST_AUTO_TEST_SUITE(error_model)
+
+BOOST_AUTO_TEST_CASE(one_errno_table)
+{
+    struct row
+    {
+        int err;
+        errc code;
+    };
+    const row table[] = {
+        {ENOENT, errc::not_found},        {ENOTDIR, errc::not_found},
+        {EACCES, errc::forbidden},        {EPERM, errc::forbidden},
+        {EROFS, errc::forbidden},         {ENOEXEC, errc::forbidden},
+        {EINVAL, errc::validation},       {E2BIG, errc::validation},
+        {ENAMETOOLONG, errc::validation}, {ELOOP, errc::validation},
+        {EISDIR, errc::validation},       {ENXIO, errc::validation},
+        {ETXTBSY, errc::conflict},        {EBUSY, errc::conflict},
+        {EEXIST, errc::conflict},         {ENOSYS, errc::not_available},
+        {ENOTSUP, errc::not_available},   {EOPNOTSUPP, errc::not_available},
+        {EMFILE, errc::internal},         {ENFILE, errc::internal},
+        {ENOMEM, errc::internal},         {EAGAIN, errc::internal},
+        {EIO, errc::internal},            {0, errc::internal},
+    };
+    for (const row& r : table)
+        BOOST_TEST(sandbox::errc_from_errno(r.err) == r.code, "errno " << r.err);
+}
 
 BOOST_AUTO_TEST_CASE(every_code_has_a_name_and_message)
 {

@@ -1,8 +1,14 @@
 // test/unit/policy_test.cpp: exec policy checks, cpu budget, environment construction.
 #include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/request.hpp>
 #include <sandbox/exec_options.hpp>
 
 #include <boost/test/unit_test.hpp>
+
+#include <limits>
+#include <memory>
+
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using sandbox::errc;
@@ -80,6 +86,99 @@ BOOST_AUTO_TEST_CASE(cpu_budget_is_timeout_share)
     BOOST_TEST(sandbox::cpu_budget(o).count() == std::chrono::nanoseconds::max().count());
     o.timeout = 0s;
     BOOST_TEST(sandbox::cpu_budget(o).count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_budget_never_rounds_a_positive_share_to_none)
+{
+    sandbox::exec_options o;
+    o.timeout = 1ns;
+    o.limits.cpu_millicores = 1; // 0.001 ns
+    BOOST_TEST(sandbox::cpu_budget(o).count() == 1);
+    o.timeout = 1001ns; // 1.001 ns
+    BOOST_TEST(sandbox::cpu_budget(o).count() == 2);
+    o.timeout = 3ns;
+    o.limits.cpu_millicores = 333; // 0.999 ns
+    BOOST_TEST(sandbox::cpu_budget(o).count() == 1);
+    o.timeout = 2s;
+    o.limits.cpu_millicores = 1500; // exact: no rounding
+    BOOST_TEST(sandbox::cpu_budget(o).count() == std::chrono::nanoseconds(3s).count());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(request_checks)
+
+using sandbox::backend::check_request;
+
+sandbox::exec_request valid_request()
+{
+    sandbox::exec_request r;
+    r.command = "true";
+    return r;
+}
+
+BOOST_AUTO_TEST_CASE(a_plain_request_passes)
+{
+    BOOST_TEST(!check_request(valid_request(), false).has_error());
+}
+
+BOOST_AUTO_TEST_CASE(each_bad_field_is_named)
+{
+    auto check = [](auto mutate, errc code, const char* field) {
+        auto req = valid_request();
+        mutate(req);
+        auto r = check_request(req, true);
+        BOOST_TEST_REQUIRE(r.has_error());
+        BOOST_TEST(r.error().code == code);
+        BOOST_TEST(r.error().diag.limit == field);
+    };
+    using req_t = sandbox::exec_request;
+    check([](req_t& r) { r.command.clear(); }, errc::validation, "command");
+    check([](req_t& r) { r.command = std::string("a\0b", 3); }, errc::validation, "command");
+    check([](req_t& r) { r.args = {"ok", std::string("x\0", 2)}; }, errc::validation, "args");
+    check([](req_t& r) { r.options.work_dir = std::string("d\0", 2); }, errc::validation,
+          "work_dir");
+    check(
+        [](req_t& r) {
+            r.options.input = "bytes";
+            r.stdin_fd = std::make_shared<const sandbox::unique_fd>(::dup(0));
+        },
+        errc::validation, "input");
+    check([](req_t& r) { r.stdin_fd = std::make_shared<const sandbox::unique_fd>(); },
+          errc::validation, "input");
+    check([](req_t& r) { r.options.env.inject["A=B"] = "x"; }, errc::validation, "env.inject");
+    check([](req_t& r) { r.options.limits.memory_bytes = -1; }, errc::validation, "memory");
+    check([](req_t& r) { r.options.limits.disk_bytes = 1; }, errc::not_available, "disk");
+}
+
+BOOST_AUTO_TEST_CASE(sampled_caps_need_the_sampler)
+{
+    auto req = valid_request();
+    req.options.limits.max_processes = 4;
+    BOOST_TEST(check_request(req, false).error().code == errc::not_available);
+    BOOST_TEST(!check_request(req, true).has_error());
+}
+
+BOOST_AUTO_TEST_CASE(caps_and_output_cap_come_from_the_options)
+{
+    sandbox::exec_options o;
+    o.timeout = 10s;
+    o.limits.cpu_millicores = 500;
+    o.limits.memory_bytes = 1 << 20;
+    o.limits.max_processes = 7;
+    auto c = sandbox::backend::caps_of(o);
+    BOOST_TEST(c.memory_bytes == 1u << 20);
+    BOOST_TEST(c.cpu.count() == std::chrono::nanoseconds(5s).count());
+    BOOST_TEST(c.max_processes == 7u);
+    BOOST_TEST(c.any());
+    BOOST_TEST(!sandbox::backend::caps_of({}).any());
+
+    using sandbox::backend::output_cap;
+    BOOST_TEST(output_cap(o, 100) == 100u); // the runner default when the request sets none
+    o.limits.max_output_bytes = 5;
+    BOOST_TEST(output_cap(o, 100) == 5u);
+    o.limits.max_output_bytes = 0;
+    BOOST_TEST(output_cap(o, 0) == std::numeric_limits<std::uint64_t>::max());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,21 +4,26 @@
 #include <sandbox/error.hpp>
 
 #include <boost/asio/error.hpp>
-#include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/string_view.hpp>
 #include <boost/program_options/errors.hpp>
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 #include <boost/program_options/variables_map.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sandbox::cli {
@@ -116,11 +121,12 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
         return bad("too large");
     std::uint64_t total = n * unit;
 
-    // floor(0.fraction * unit), exactly: Horner's rule from the last digit; each step keeps
-    // the value below 2 * unit, and flooring at every step equals flooring once at the end.
+    // ceil(0.fraction * unit), exactly: Horner's rule from the last digit; each step keeps
+    // the value below 2 * unit, and rounding up at every step equals rounding up once at the
+    // end. Rounding up keeps a positive duration positive ("0.4ns" is 1 ns, not "none").
     std::uint64_t part = 0;
     for (auto it = fraction.rbegin(); it != fraction.rend(); ++it)
-        part = (static_cast<std::uint64_t>(*it - '0') * unit + part) / 10;
+        part = (static_cast<std::uint64_t>(*it - '0') * unit + part + 9) / 10;
     if (part > max - total)
         return bad("too large");
     total += part;
@@ -252,40 +258,38 @@ split_point find_command(int argc, const char* const* argv, const po::options_de
     return {argc, false};
 }
 
-outcome<std::string> read_input_file(const std::string& path)
+struct stdin_file
 {
-    auto fail = [&](int e) {
-        errc code = (e == ENOENT || e == ENOTDIR) ? errc::not_found
-                    : (e == EACCES || e == EPERM) ? errc::forbidden
-                    : e == EISDIR                 ? errc::validation
-                                                  : errc::internal;
-        auto f = make_failure(code,
-                              "--stdin-file " + quoted(path) + ": " + std::strerror(e), "input");
+    std::shared_ptr<const unique_fd> fd;
+    bool fifo = false;
+};
+
+outcome<stdin_file> open_input_file(const std::string& path)
+{
+    auto fail = [&](int e, const std::string& why) {
+        auto f = make_failure(errc_from_errno(e), "--stdin-file " + quoted(path) + ": " + why,
+                              "input");
         f.diag.path = path;
         f.diag.cause = boost::system::error_code(e, boost::system::system_category());
         return f;
     };
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fail(errno);
-    std::string data;
-    char buf[65536];
-    for (;;)
-    {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n > 0)
-        {
-            data.append(buf, static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        int e = n < 0 ? errno : 0;
-        ::close(fd);
-        if (e != 0)
-            return fail(e);
-        return data;
-    }
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before the timeout even starts
+    // (main waits for one under the timeout); the child gets a blocking descriptor.
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd)
+        return fail(errno, std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0)
+        return fail(errno, std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return fail(EISDIR, "is a directory");
+    int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+        return fail(errno, std::strerror(errno));
+    stdin_file f;
+    f.fd = std::make_shared<const unique_fd>(std::move(fd));
+    f.fifo = S_ISFIFO(st.st_mode);
+    return f;
 }
 
 failure option_failure(const char* option, const failure& inner, const char* field)
@@ -434,10 +438,11 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
 
     if (has("stdin-file"))
     {
-        auto data = read_input_file(text("stdin-file"));
-        if (!data)
-            return data.error();
-        o.input = std::move(*data);
+        auto file = open_input_file(text("stdin-file"));
+        if (!file)
+            return file.error();
+        cfg.request.stdin_fd = std::move(file->fd);
+        cfg.stdin_fifo = file->fifo;
     }
 
     if (split.command < argc)
@@ -453,6 +458,12 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
 // ---------------------------------------------------------------------------------------
 // Outcome reporting
 // ---------------------------------------------------------------------------------------
+
+bool command_refused(const sandbox::exec_result& r)
+{
+    return r.status == exec_status::not_started && r.diag.limit == "command" &&
+           static_cast<bool>(r.diag.cause);
+}
 
 int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r)
 {
@@ -476,10 +487,8 @@ int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_res
         return exit_timeout;
     if (ec == errc::budget_exceeded)
         return exit_budget;
-    if (ec == errc::not_found)
-        return exit_not_found;
-    if (ec == errc::forbidden && r.status == exec_status::not_started)
-        return exit_not_executable;
+    if (command_refused(r))
+        return ec == errc::not_found ? exit_not_found : exit_not_executable;
     return exit_sandbox_failure;
 }
 
@@ -541,35 +550,112 @@ std::string sanitize_utf8(std::string_view s)
     return out;
 }
 
+namespace {
+
+/// One flat JSON object, written by hand so that numbers stay plain: Boost.JSON prints a
+/// double such as 1003.2 as 1.0032E3. Strings are escaped by Boost.JSON.
+class json_writer
+{
+public:
+    json_writer& field(std::string_view key, std::string_view text)
+    {
+        name(key);
+        out_ += boost::json::serialize(boost::json::string_view(text.data(), text.size()));
+        return *this;
+    }
+    json_writer& field(std::string_view key, bool b)
+    {
+        name(key);
+        out_ += b ? "true" : "false";
+        return *this;
+    }
+    template <class Int>
+        requires std::is_integral_v<Int>
+    json_writer& field(std::string_view key, Int v)
+    {
+        name(key);
+        out_ += std::to_string(v);
+        return *this;
+    }
+    /// Milliseconds as a plain decimal with one to six places (whole nanoseconds), never
+    /// an exponent, and always a fraction so that the JSON type does not vary: "1003.2",
+    /// "1000.0".
+    json_writer& millis(std::string_view key, std::chrono::nanoseconds d)
+    {
+        name(key);
+        const std::int64_t ns = d.count();
+        out_ += std::to_string(ns / 1'000'000);
+        std::int64_t frac = ns % 1'000'000;
+        if (frac < 0)
+            frac = -frac;
+        std::string digits = std::to_string(frac);
+        digits.insert(0, 6 - digits.size(), '0');
+        digits.erase(std::max<std::size_t>(1, digits.find_last_not_of('0') + 1));
+        out_ += '.';
+        out_ += digits;
+        return *this;
+    }
+    json_writer& object(std::string_view key, const json_writer& inner)
+    {
+        name(key);
+        out_ += inner.str();
+        return *this;
+    }
+    std::string str() const { return out_ + "}"; }
+
+private:
+    void name(std::string_view key)
+    {
+        if (out_.size() > 1)
+            out_ += ',';
+        out_ += boost::json::serialize(boost::json::string_view(key.data(), key.size()));
+        out_ += ':';
+    }
+
+    std::string out_ = "{";
+};
+
+} // namespace
+
 std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r)
 {
-    auto ms = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; };
-    boost::json::object o;
-    o["exit_code"] = r.exit_code;
-    o["stdout"] = sanitize_utf8(r.out.data);
-    o["stderr"] = sanitize_utf8(r.err.data);
-    o["stdout_truncated"] = r.out.truncated;
-    o["stderr_truncated"] = r.err.truncated;
-    o["stdout_dropped_bytes"] = r.out.dropped_bytes;
-    o["stderr_dropped_bytes"] = r.err.dropped_bytes;
-    o["status"] = to_string(r.status);
-    o["signal"] = r.signal;
+    json_writer o;
+    o.field("exit_code", r.exit_code)
+        .field("stdout", sanitize_utf8(r.out.data))
+        .field("stderr", sanitize_utf8(r.err.data))
+        .field("stdout_truncated", r.out.truncated)
+        .field("stderr_truncated", r.err.truncated)
+        .field("stdout_dropped_bytes", r.out.dropped_bytes)
+        .field("stderr_dropped_bytes", r.err.dropped_bytes)
+        .field("status", std::string_view(to_string(r.status)))
+        .field("signal", r.signal);
     if (r.budget != budget_kind::none)
-        o["budget"] = to_string(r.budget);
-    o["duration_ms"] = ms(r.wall_time);
-    o["peak_memory_bytes"] = r.peak_memory_bytes;
-    o["cpu_time_ms"] = ms(r.cpu_time);
+        o.field("budget", std::string_view(to_string(r.budget)));
+    o.millis("duration_ms", r.wall_time)
+        .field("peak_memory_bytes", r.peak_memory_bytes)
+        .millis("cpu_time_ms", r.cpu_time);
     if (ec)
     {
         std::string message = to_string(r.diag);
         if (message.empty())
             message = ec.message();
-        boost::json::object e;
-        e["code"] = error_name(ec);
-        e["message"] = sanitize_utf8(message);
-        o["error"] = std::move(e);
+        json_writer e;
+        e.field("code", error_name(ec)).field("message", sanitize_utf8(message));
+        o.object("error", e);
     }
-    return boost::json::serialize(o);
+    return o.str();
+}
+
+std::string truncation_notice(const sandbox::exec_result& r)
+{
+    std::string text;
+    for (auto [name, s] : {std::pair{"stdout", &r.out}, std::pair{"stderr", &r.err}})
+        if (s->truncated)
+            text += std::string("sandbox-run: ") + name + " truncated: kept the first " +
+                    std::to_string(s->data.size()) + " bytes, dropped " +
+                    std::to_string(s->dropped_bytes) +
+                    " (raise --max-output, or 0 to keep everything)\n";
+    return text;
 }
 
 std::string usage()
@@ -602,16 +688,20 @@ std::string usage()
            "                      list)\n"
            "  --env-clear         pass no host variable at all\n"
            "  --env NAME=VALUE    set NAME in the child's environment (repeatable)\n"
-           "  --stdin-file FILE   feed the contents of FILE to stdin (default: /dev/null)\n"
+           "  --stdin-file FILE   FILE is the command's stdin, read by the command itself\n"
+           "                      (any size; a FIFO is waited for under the timeout)\n"
+           "                      (default: /dev/null)\n"
            "  --json              print one JSON object with the outcome and the captured\n"
-           "                      output, instead of passing the output through\n"
+           "                      output, instead of passing the output through (which\n"
+           "                      ends with a line on stderr if --max-output dropped some)\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
            "  --backend NAME      the backend; only \"local\" exists (default: local)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"
-           "example 500ms, 1.5s or 2m. SIZE is an integer with an optional unit K, M, G, T or\n"
-           "KiB, MiB, GiB, TiB, all powers of 1024 (default: bytes), for example 64M.\n"
+           "example 500ms, 1.5s or 2m; fractions round up to whole nanoseconds. SIZE is an\n"
+           "integer with an optional unit K, M, G, T or KiB, MiB, GiB, TiB, all powers of\n"
+           "1024 (default: bytes), for example 64M.\n"
            "\n"
            "Default policy (each option replaces only its own part):\n"
            "  environment     only " +
@@ -627,8 +717,9 @@ std::string usage()
            "  N               COMMAND exited with status N\n"
            "  128+N           COMMAND was killed by signal N\n"
            "  124             the timeout elapsed and the tree was killed\n"
-           "  125             sandbox-run failed: bad usage, refused or unenforceable policy,\n"
-           "                  internal error\n"
+           "  125             sandbox-run failed before COMMAND ran: bad usage, a work dir or\n"
+           "                  root that is missing, not a directory or outside the root,\n"
+           "                  refused or unenforceable policy, internal error\n"
            "  126             COMMAND exists but cannot be executed\n"
            "  127             COMMAND was not found\n"
            "  130             interrupted by SIGINT or SIGTERM; the tree was killed\n"

@@ -34,7 +34,8 @@ inline constexpr int exit_cancelled = 130;
 /// \brief Parses a duration: a non-negative decimal number and an optional unit.
 ///
 /// Units: `ns`, `us`, `ms`, `s`, `m` (minutes), `h`; no unit means seconds. A fraction is
-/// allowed (`1.5s`, `0.25`) and truncated to whole nanoseconds. Empty text, signs, spaces,
+/// allowed (`1.5s`, `0.25`) and rounded up to whole nanoseconds, so a positive duration
+/// never becomes 0 ("disabled"): `0.4ns` is 1 ns. Empty text, signs, spaces,
 /// unknown units and values beyond the range of `std::chrono::nanoseconds` are refused with
 /// `errc::validation`.
 outcome<std::chrono::nanoseconds> parse_duration(std::string_view text);
@@ -54,6 +55,9 @@ struct run_config
     sandbox::exec_request request{};
     /// Options of the local runner (root, output cap default).
     sandbox::local_runner_options runner{};
+    /// `--stdin-file` names a FIFO: wait (under the timeout) until a writer has written or
+    /// closed before the command starts, as a shell's `< fifo` would.
+    bool stdin_fifo = false;
     /// Print one JSON object instead of passing the output through.
     bool json = false;
     /// Print the enforcement report and exit.
@@ -77,16 +81,23 @@ sandbox::exec_options default_policy();
 /// one; everything from there on belongs to the command, including arguments that look like
 /// options. Usage errors (unknown or malformed options, a missing command, conflicting
 /// flags) are `errc::validation`; an unknown `--backend` is `errc::not_available`; a
-/// `--stdin-file` that cannot be read is `errc::not_found` or `errc::forbidden` (with the
-/// path in the diagnostics).
+/// `--stdin-file` that cannot be opened is classified by `errc_from_errno` (a directory is
+/// `errc::validation`), with the path in the diagnostics. The file is opened, not read: the
+/// command reads it as its stdin (`exec_request::stdin_fd`), so its size costs no memory.
 outcome<run_config> parse_command_line(int argc, const char* const* argv);
+
+/// True when the OS refused the command itself: nothing ran, the diagnostics name the
+/// "command" and carry the OS error (not found on the PATH, no such file, not executable,
+/// not an executable format, argument list too long).
+bool command_refused(const sandbox::exec_result& r);
 
 /// \brief The exit status of sandbox-run for a finished run.
 ///
 /// The child's exit code when it exited; 128+N when a signal it did not get from us killed
-/// it; 124 on timeout; 137 when a cap killed it; 130 when cancelled; 127 when the command
-/// does not exist; 126 when it exists but was refused before running; 125 for every other
-/// failure (usage, policy, unavailable enforcement, internal errors).
+/// it; 124 on timeout; 137 when a cap killed it; 130 when cancelled. 126 and 127 belong to
+/// the command (`command_refused`): 127 it was not found, 126 it exists but cannot be
+/// executed. 125 for every other failure: usage, policy, a work dir or root that is
+/// missing, outside the root or not a directory, unavailable enforcement, internal errors.
 int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r);
 
 /// \brief Replaces each ill-formed UTF-8 subsequence of `bytes` with U+FFFD.
@@ -102,8 +113,13 @@ std::string sanitize_utf8(std::string_view bytes);
 /// see `sanitize_utf8`), `stdout_truncated`, `stderr_truncated`, `stdout_dropped_bytes`,
 /// `stderr_dropped_bytes`, `status`, `signal`, `budget` (only when a cap fired),
 /// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, and on failure
-/// `error: {code, message}`.
+/// `error: {code, message}`. Numbers are plain: integers, and milliseconds as a decimal
+/// with one to six places (`"duration_ms":1003.2`, `1000.0`), never an exponent.
 std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r);
+
+/// Lines for stderr saying what the output cap dropped from each stream ("" when nothing
+/// was dropped), for runs that pass the output through.
+std::string truncation_notice(const sandbox::exec_result& r);
 
 /// The usage text, ending with a newline.
 std::string usage();

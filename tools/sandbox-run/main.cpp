@@ -9,9 +9,13 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <exception>
 #include <string>
@@ -61,6 +65,88 @@ void watch_signals(asio::signal_set& signals, asio::cancellation_signal& cancel,
     });
 }
 
+// The outcome of waiting for a FIFO's writer: ready, or a result that ends the run.
+struct fifo_wait
+{
+    bool ready = false;
+    boost::system::error_code ec;
+    sandbox::exec_result result;
+};
+
+// Waits until the --stdin-file FIFO has data or a writer that came and went, as a shell's
+// `< fifo` waits for a writer, but under the timeout and SIGINT/SIGTERM; the time spent is
+// taken from the timeout, which covers the whole run.
+fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
+{
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    asio::posix::stream_descriptor fifo(ioc, ::dup(req.stdin_fd->get()));
+    asio::steady_timer timer(ioc);
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    fifo_wait w;
+    auto finish = [&] {
+        boost::system::error_code ignored;
+        fifo.cancel(ignored);
+        timer.cancel();
+        signals.cancel(ignored);
+    };
+    fifo.async_wait(asio::posix::stream_descriptor::wait_read, [&](boost::system::error_code e) {
+        if (!e)
+            w.ready = true;
+        finish();
+    });
+    if (req.options.timeout > std::chrono::nanoseconds::zero())
+    {
+        timer.expires_after(req.options.timeout);
+        timer.async_wait([&](boost::system::error_code e) {
+            if (e || w.ready)
+                return;
+            w.ec = sandbox::errc::timeout;
+            w.result.diag.message = "timed out waiting for a writer on the --stdin-file FIFO";
+            w.result.diag.limit = "timeout";
+            finish();
+        });
+    }
+    signals.async_wait([&](boost::system::error_code e, int) {
+        if (e || w.ready)
+            return;
+        w.ec = asio::error::operation_aborted;
+        w.result.diag.message = "interrupted while waiting for a writer on the --stdin-file FIFO";
+        finish();
+    });
+    ioc.run();
+    ioc.restart();
+    if (w.ready && req.options.timeout > std::chrono::nanoseconds::zero())
+    {
+        auto left = req.options.timeout - (clock::now() - start);
+        req.options.timeout = std::max<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(1));
+    }
+    return w;
+}
+
+// Prints the outcome (JSON, or the output passed through plus a line on failure and on
+// truncation) and returns the exit status.
+int report(const cli::run_config& cfg, const boost::system::error_code& ec,
+           const sandbox::exec_result& result)
+{
+    if (cfg.json)
+    {
+        write_all(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
+        return cli::exit_status_for(ec, result);
+    }
+    write_all(STDOUT_FILENO, result.out.data);
+    write_all(STDERR_FILENO, result.err.data);
+    write_all(STDERR_FILENO, cli::truncation_notice(result));
+    if (ec)
+    {
+        std::string why = sandbox::to_string(result.diag);
+        if (why.empty())
+            why = ec.message();
+        print_error(sandbox::error_name(ec) + ": " + why);
+    }
+    return cli::exit_status_for(ec, result);
+}
+
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
@@ -72,11 +158,18 @@ int run(cli::run_config& cfg)
         return 0;
     }
 
+    boost::system::error_code result_ec;
+    sandbox::exec_result result;
+    if (cfg.stdin_fifo)
+    {
+        auto w = wait_for_writer(ioc, cfg.request);
+        if (!w.ready)
+            return report(cfg, w.ec, w.result);
+    }
+
     asio::cancellation_signal cancel;
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     bool done = false;
-    boost::system::error_code result_ec;
-    sandbox::exec_result result;
 
     watch_signals(signals, cancel, done);
     sandbox::async_exec(runner, std::move(cfg.request),
@@ -90,56 +183,47 @@ int run(cli::run_config& cfg)
                                 signals.cancel(ignored);
                             }));
     ioc.run();
+    return report(cfg, result_ec, result);
+}
 
-    if (cfg.json)
+// Bad usage: one line and a pointer to --help, as command-line tools do.
+int usage_error(const sandbox::failure& f)
+{
+    const sandbox::diagnostics& d = f.diag;
+    print_error(d.message.empty() ? f.code.message() : d.message);
+    if (f.code == sandbox::errc::validation)
+        write_all(STDERR_FILENO, "Try 'sandbox-run --help'.\n");
+    return cli::exit_sandbox_failure;
+}
+
+int main_checked(int argc, char** argv)
+{
+    auto cfg = cli::parse_command_line(argc, argv);
+    if (!cfg)
+        return usage_error(cfg.error());
+    if (cfg->help)
     {
-        write_all(STDOUT_FILENO, cli::result_to_json(result_ec, result) + "\n");
+        write_all(STDOUT_FILENO, cli::usage());
+        return 0;
     }
-    else
-    {
-        write_all(STDOUT_FILENO, result.out.data);
-        write_all(STDERR_FILENO, result.err.data);
-        if (result_ec)
-        {
-            std::string why = sandbox::to_string(result.diag);
-            if (why.empty())
-                why = result_ec.message();
-            print_error(sandbox::error_name(result_ec) + ": " + why);
-        }
-    }
-    return cli::exit_status_for(result_ec, result);
+    return run(*cfg);
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    auto cfg = cli::parse_command_line(argc, argv);
-    if (!cfg)
-    {
-        const sandbox::diagnostics& d = cfg.error().diag;
-        print_error(d.message.empty() ? cfg.error().code.message() : d.message);
-        if (cfg.error().code == sandbox::errc::validation)
-        {
-            // (appended, not `"\n" + usage()`: GCC 12 at -O3 reports a false -Wrestrict)
-            std::string text(1, '\n');
-            text += cli::usage();
-            write_all(STDERR_FILENO, text);
-        }
-        return cli::exit_sandbox_failure;
-    }
-    if (cfg->help)
-    {
-        write_all(STDOUT_FILENO, cli::usage());
-        return 0;
-    }
     try
     {
-        return run(*cfg);
+        return main_checked(argc, argv);
     }
     catch (const std::exception& e)
     {
         print_error(std::string("internal: ") + e.what());
-        return cli::exit_sandbox_failure;
     }
+    catch (...)
+    {
+        print_error("internal: unknown exception");
+    }
+    return cli::exit_sandbox_failure;
 }

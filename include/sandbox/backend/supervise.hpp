@@ -5,7 +5,8 @@
 #ifndef SANDBOX_BACKEND_SUPERVISE_HPP
 #define SANDBOX_BACKEND_SUPERVISE_HPP
 
-#include <sandbox/backend/unique_fd.hpp>
+#include <sandbox/backend/caps.hpp>
+#include <sandbox/unique_fd.hpp>
 #include <sandbox/config.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/sampler.hpp>
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,15 +40,16 @@ struct spawn_plan
     /// Used instead when `work_dir` is empty: a descriptor the backend keeps open (for
     /// example its root), not closed by the supervisor. -1: the child keeps our directory.
     int borrowed_work_dir_fd = -1;
+    /// Bytes fed to stdin through a pipe. Unset, and no `stdin_fd`: /dev/null.
     std::optional<std::string> input{};
+    /// A descriptor the command reads as its stdin (instead of `input`); handed over as is.
+    std::shared_ptr<const unique_fd> stdin_fd{};
     /// Bytes kept per stream.
     std::uint64_t max_output_bytes = std::numeric_limits<std::uint64_t>::max();
     std::chrono::nanoseconds timeout{0};
     std::chrono::nanoseconds kill_grace{0};
     /// Caps enforced by the sampler (zero: none).
-    std::uint64_t memory_bytes = 0;
-    std::chrono::nanoseconds cpu_budget{0};
-    std::uint64_t max_processes = 0;
+    cap_limits caps{};
     std::chrono::nanoseconds sample_interval = default_sample_interval;
     /// Test seam: the worker fails this many cap samples first (0xffffffff: every one).
     std::uint32_t test_sample_faults = 0;

@@ -5,6 +5,7 @@
 #include <sandbox/config.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
+#include <sandbox/unique_fd.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -47,8 +48,8 @@ private:
     executor_type ex_;
     local_runner_options opts_;
     // The root, opened once (O_PATH): requests without a work dir run there without
-    // re-resolving it. -1 when the root could not be opened (each call then reports why).
-    int root_fd_ = -1;
+    // re-resolving it. Empty when the root could not be opened (each call then reports why).
+    unique_fd root_fd_;
 };
 
 } // namespace sandbox

@@ -1,12 +1,12 @@
-// sandbox/backend/unique_fd.hpp: an owning file descriptor.
-#ifndef SANDBOX_BACKEND_UNIQUE_FD_HPP
-#define SANDBOX_BACKEND_UNIQUE_FD_HPP
+// sandbox/unique_fd.hpp: an owning file descriptor.
+#ifndef SANDBOX_UNIQUE_FD_HPP
+#define SANDBOX_UNIQUE_FD_HPP
 
 #include <utility>
 
 #include <unistd.h>
 
-namespace sandbox::backend {
+namespace sandbox {
 
 /// \brief Owns one file descriptor and closes it on destruction. Move-only.
 class unique_fd
@@ -39,6 +39,10 @@ private:
     int fd_ = -1;
 };
 
-} // namespace sandbox::backend
+namespace backend {
+using sandbox::unique_fd; // the name backends have used so far
+} // namespace backend
 
-#endif // SANDBOX_BACKEND_UNIQUE_FD_HPP
+} // namespace sandbox
+
+#endif // SANDBOX_UNIQUE_FD_HPP

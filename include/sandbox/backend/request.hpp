@@ -1,0 +1,31 @@
+// sandbox/backend/request.hpp: what every backend does with a request before it builds a
+// spawn plan: the shared checks, and the caps and output limit the request implies.
+#ifndef SANDBOX_BACKEND_REQUEST_HPP
+#define SANDBOX_BACKEND_REQUEST_HPP
+
+#include <sandbox/backend/caps.hpp>
+#include <sandbox/config.hpp>
+#include <sandbox/exec_request.hpp>
+#include <sandbox/failure.hpp>
+
+#include <cstdint>
+
+namespace sandbox::backend {
+
+/// \brief The backend-independent checks, in order: the command (non-empty, no NUL byte),
+/// the arguments and the work dir (no NUL byte), `stdin_fd` together with `options.input`,
+/// the environment policy, the net policy (`net_policy::validate`) and the exec policy
+/// (`validate_exec_policy`). Fails with the first problem found; nothing is touched.
+SANDBOX_DECL outcome<> check_request(const exec_request& req, bool sampler_usable);
+
+/// The caps `opts` asks for (negative values must have been refused already).
+SANDBOX_DECL cap_limits caps_of(const exec_options& opts) noexcept;
+
+/// Bytes kept per stream: the request's cap, else the runner's default; no cap when both
+/// are zero or negative.
+SANDBOX_DECL std::uint64_t output_cap(const exec_options& opts,
+                                      std::int64_t runner_default) noexcept;
+
+} // namespace sandbox::backend
+
+#endif // SANDBOX_BACKEND_REQUEST_HPP

@@ -1,0 +1,210 @@
+// sandbox/with_diagnostics.hpp: a completion-token adapter that turns an error code into a
+// `sandbox::error` exception carrying the diagnostics and the partial result.
+#ifndef SANDBOX_WITH_DIAGNOSTICS_HPP
+#define SANDBOX_WITH_DIAGNOSTICS_HPP
+
+#include <sandbox/error.hpp>
+#include <sandbox/exec_result.hpp>
+
+#include <boost/asio/associator.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/version.hpp>
+
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+namespace sandbox {
+
+/// \brief Adapts a completion token so that a failed operation completes with an exception
+/// instead of an error code: `void(error_code, Args...)` becomes
+/// `void(std::exception_ptr, Args...)`.
+///
+/// The exception is a `sandbox::error`. When the operation delivers an `exec_result`, the
+/// error carries its `diag` and the whole result as `partial_result()` (the output captured
+/// before a timeout, a budget kill or a cancellation), and the handler still receives the
+/// result as its second argument. This is the default token of `async_exec`, wrapped around
+/// `boost::asio::deferred`; wrap any other token the same way
+/// (`with_diagnostics(boost::asio::use_awaitable)`, `with_diagnostics(use_future)`).
+/// Modelled on Boost.MySQL's `with_diagnostics`. Associated executor, allocator and
+/// cancellation slot are those of the wrapped handler.
+template <class CompletionToken>
+class with_diagnostics_t
+{
+public:
+    constexpr with_diagnostics_t() = default;
+
+    template <class T>
+        requires(!std::is_same_v<std::decay_t<T>, with_diagnostics_t>)
+    constexpr explicit with_diagnostics_t(T&& token) : token_(std::forward<T>(token))
+    {
+    }
+
+    CompletionToken token_{};
+};
+
+/// \brief Makes a `with_diagnostics_t` from a token: `with_diagnostics(use_awaitable)`.
+struct with_diagnostics_fn
+{
+    template <class CompletionToken>
+    constexpr auto operator()(CompletionToken&& token) const
+    {
+        return with_diagnostics_t<std::decay_t<CompletionToken>>(
+            std::forward<CompletionToken>(token));
+    }
+};
+inline constexpr with_diagnostics_fn with_diagnostics{};
+
+namespace detail {
+
+/// The exception for a failed completion: with the diagnostics and partial result of an
+/// `exec_result` argument when there is one.
+inline std::exception_ptr make_diagnostic_error(const boost::system::error_code& ec,
+                                                const exec_result& r)
+{
+    return std::make_exception_ptr(error(ec, r.diag, r));
+}
+
+template <class... Args>
+std::exception_ptr make_diagnostic_error(const boost::system::error_code& ec, const Args&...)
+{
+    diagnostics d;
+    d.message = ec.message();
+    return std::make_exception_ptr(error(ec, std::move(d)));
+}
+
+template <class Handler>
+class with_diagnostics_handler
+{
+public:
+    template <class H>
+    explicit with_diagnostics_handler(H&& h) : handler_(std::forward<H>(h))
+    {
+    }
+
+    template <class... Args>
+    void operator()(boost::system::error_code ec, Args&&... args)
+    {
+        std::exception_ptr ep;
+        if (ec)
+            ep = make_diagnostic_error(ec, args...);
+        std::move(handler_)(std::move(ep), std::forward<Args>(args)...);
+    }
+
+    Handler handler_;
+};
+
+template <class Signature>
+struct with_diagnostics_signature
+{
+    using type = Signature; // not an error-code signature: left as it is
+};
+
+template <class R, class... Args>
+struct with_diagnostics_signature<R(boost::system::error_code, Args...)>
+{
+    using type = R(std::exception_ptr, Args...);
+};
+
+} // namespace detail
+} // namespace sandbox
+
+template <class CompletionToken, class Signature>
+struct boost::asio::async_result<sandbox::with_diagnostics_t<CompletionToken>, Signature>
+    : boost::asio::async_result<
+          CompletionToken, typename sandbox::detail::with_diagnostics_signature<Signature>::type>
+{
+    using base = boost::asio::async_result<
+        CompletionToken, typename sandbox::detail::with_diagnostics_signature<Signature>::type>;
+
+    template <class Initiation>
+    struct init_wrapper
+    {
+        Initiation initiation_;
+
+        template <class Handler, class... Args>
+        void operator()(Handler&& handler, Args&&... args)
+        {
+            std::move(initiation_)(sandbox::detail::with_diagnostics_handler<
+                                       std::decay_t<Handler>>(std::forward<Handler>(handler)),
+                                   std::forward<Args>(args)...);
+        }
+    };
+
+    template <class Initiation, class RawCompletionToken, class... Args>
+    static auto initiate(Initiation&& initiation, RawCompletionToken&& token, Args&&... args)
+    {
+        // async_initiate, not base::initiate: some tokens (use_future) have only the older
+        // handler-type interface.
+        return boost::asio::async_initiate<
+            CompletionToken, typename sandbox::detail::with_diagnostics_signature<Signature>::type>(
+            init_wrapper<std::decay_t<Initiation>>{std::forward<Initiation>(initiation)},
+            token.token_, std::forward<Args>(args)...);
+    }
+};
+
+template <template <class, class> class Associator, class Handler, class DefaultCandidate>
+struct boost::asio::associator<Associator, sandbox::detail::with_diagnostics_handler<Handler>,
+                               DefaultCandidate> : Associator<Handler, DefaultCandidate>
+{
+    static typename Associator<Handler, DefaultCandidate>::type
+    get(const sandbox::detail::with_diagnostics_handler<Handler>& h) noexcept
+    {
+        return Associator<Handler, DefaultCandidate>::get(h.handler_);
+    }
+
+    static auto get(const sandbox::detail::with_diagnostics_handler<Handler>& h,
+                    const DefaultCandidate& c) noexcept
+        -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler_, c))
+    {
+        return Associator<Handler, DefaultCandidate>::get(h.handler_, c);
+    }
+};
+
+#if BOOST_VERSION <= 108100
+// Boost 1.81 cannot resume a coroutine from an operation whose signature is
+// `void(std::exception_ptr, T)`: its handler tests `*result` where it means `*result.ex_`,
+// which does not compile. This specialization for our result type resumes correctly
+// (rethrows the exception, else returns the value), so `co_await async_exec(...)` works with
+// the default token.
+template <class Executor>
+class boost::asio::detail::awaitable_async_op_handler<
+    void(std::exception_ptr, sandbox::exec_result), Executor>
+    : public boost::asio::detail::awaitable_thread<Executor>
+{
+public:
+    struct result_type
+    {
+        std::exception_ptr* ex_ = nullptr;
+        sandbox::exec_result* value_ = nullptr;
+    };
+
+    awaitable_async_op_handler(awaitable_thread<Executor>* h, result_type& result)
+        : awaitable_thread<Executor>(std::move(*h)), result_(result)
+    {
+    }
+
+    void operator()(std::exception_ptr ex, sandbox::exec_result value)
+    {
+        result_.ex_ = &ex;
+        result_.value_ = &value;
+        this->entry_point()->top_of_stack_->attach_thread(this);
+        this->entry_point()->top_of_stack_->clear_cancellation_slot();
+        this->pump();
+    }
+
+    static sandbox::exec_result resume(result_type& result)
+    {
+        if (*result.ex_)
+            std::rethrow_exception(std::exchange(*result.ex_, nullptr));
+        return std::move(*result.value_);
+    }
+
+private:
+    result_type& result_;
+};
+#endif
+
+#endif // SANDBOX_WITH_DIAGNOSTICS_HPP

@@ -1,0 +1,59 @@
+// lib/request.cpp: the checks and derived limits every backend applies to a request.
+#include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/request.hpp>
+
+#include <limits>
+#include <string>
+
+namespace sandbox::backend {
+
+namespace {
+
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+} // namespace
+
+outcome<> check_request(const exec_request& req, bool sampler_usable)
+{
+    const exec_options& o = req.options;
+    if (req.command.empty())
+        return make_failure(errc::validation, "empty command", "command");
+    if (has_nul(req.command))
+        return make_failure(errc::validation, "command holds a NUL byte", "command");
+    for (std::size_t i = 0; i < req.args.size(); ++i)
+        if (has_nul(req.args[i]))
+            return make_failure(errc::validation,
+                                "argument " + std::to_string(i) + " holds a NUL byte", "args");
+    if (has_nul(o.work_dir))
+        return make_failure(errc::validation, "work dir holds a NUL byte", "work_dir");
+    if (req.stdin_fd && o.input)
+        return make_failure(errc::validation,
+                            "stdin is given twice: as a descriptor and as input bytes", "input");
+    if (req.stdin_fd && !*req.stdin_fd)
+        return make_failure(errc::validation, "the stdin descriptor is closed", "input");
+    if (auto r = validate_env_policy(o.env); !r)
+        return r.error();
+    if (auto r = o.net.validate(); !r)
+        return r.error();
+    return validate_exec_policy(o, sampler_usable);
+}
+
+cap_limits caps_of(const exec_options& o) noexcept
+{
+    cap_limits c;
+    c.memory_bytes = o.limits.memory_bytes > 0 ? static_cast<std::uint64_t>(o.limits.memory_bytes)
+                                               : 0;
+    c.cpu = cpu_budget(o);
+    c.max_processes = o.limits.max_processes > 0
+                          ? static_cast<std::uint64_t>(o.limits.max_processes)
+                          : 0;
+    return c;
+}
+
+std::uint64_t output_cap(const exec_options& o, std::int64_t runner_default) noexcept
+{
+    std::int64_t cap = o.limits.max_output_bytes > 0 ? o.limits.max_output_bytes : runner_default;
+    return cap > 0 ? static_cast<std::uint64_t>(cap) : std::numeric_limits<std::uint64_t>::max();
+}
+
+} // namespace sandbox::backend
