@@ -72,10 +72,15 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
     return n;
 }
 
+// "2000 ms"; below a millisecond in the unit that shows it ("400 us", "1 ns"), never "0 ms".
 std::string millis(std::chrono::nanoseconds d)
 {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) +
-           " ms";
+    using namespace std::chrono;
+    if (d >= 1ms || d == 0ns)
+        return std::to_string(duration_cast<milliseconds>(d).count()) + " ms";
+    if (d >= 1us)
+        return std::to_string(duration_cast<microseconds>(d).count()) + " us";
+    return std::to_string(d.count()) + " ns";
 }
 
 // The reasons a command cannot start, from the worker's posix_spawn errno.

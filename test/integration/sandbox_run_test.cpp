@@ -404,7 +404,10 @@ BOOST_FIXTURE_TEST_CASE(a_fifo_is_read_once_a_writer_comes, cli_fixture)
     cli.options.timeout = 25s;
     sandbox::exec_request writer;
     writer.command = "/bin/sh";
-    writer.args = {"-c", "sleep 0.3; printf 'fed through a fifo' > \"$0\"", fifo.string()};
+    // Two writes with a pause between: the command must block for the second one (a
+    // non-blocking stdin would read EAGAIN in the pause and fail).
+    writer.args = {"-c", "sleep 0.3; { printf 'fed through '; sleep 0.5; printf 'a fifo'; } > \"$0\"",
+                   fifo.string()};
     writer.options.timeout = 25s;
 
     std::optional<sandbox::exec_result> got, wrote;

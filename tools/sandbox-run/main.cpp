@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace {
@@ -93,6 +94,8 @@ fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
     fifo.async_wait(asio::posix::stream_descriptor::wait_read, [&](boost::system::error_code e) {
         if (!e)
             w.ready = true;
+        else if (e != asio::error::operation_aborted)
+            w.ec = e;
         finish();
     });
     if (req.options.timeout > std::chrono::nanoseconds::zero())
@@ -116,6 +119,18 @@ fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
     });
     ioc.run();
     ioc.restart();
+    // Asio made the descriptor non-blocking to wait on it, and the dup shares that flag with
+    // the command's stdin: make it blocking again, or the command would read EAGAIN.
+    boost::system::error_code ignored;
+    fifo.close(ignored);
+    const int fd = req.stdin_fd->get();
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    {
+        w.ready = false;
+        w.ec = boost::system::error_code(errno, boost::system::system_category());
+        w.result.diag.message = "cannot make the --stdin-file FIFO blocking again";
+    }
     if (w.ready && req.options.timeout > std::chrono::nanoseconds::zero())
     {
         auto left = req.options.timeout - (clock::now() - start);
