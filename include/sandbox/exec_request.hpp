@@ -6,11 +6,24 @@
 #include <sandbox/exec_options.hpp>
 #include <sandbox/unique_fd.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sandbox {
+
+/// The command's output streams.
+enum class output_stream : int
+{
+    out = 1, ///< stdout
+    err = 2, ///< stderr
+};
+
+/// \brief Receives output as it is read; returns false to stop the run. See
+/// `exec_request::on_output`.
+using output_handler = std::function<bool(output_stream, std::string_view)>;
 
 /// \brief A command, its arguments and its options.
 ///
@@ -32,6 +45,16 @@ struct exec_request
     /// of the request goes. The command shares its file offset. Setting both this and
     /// `options.input` is `errc::validation`.
     std::shared_ptr<const unique_fd> stdin_fd{};
+    /// \brief Streams the output as it is read, instead of capturing it.
+    ///
+    /// Called on the runner's executor with each chunk (at most 64 KiB) in the order read,
+    /// from the first byte on; `exec_result::out` and `err` stay empty and
+    /// `max_output_bytes` does not apply. It should not block the loop for long: the library
+    /// does not read that stream again until it returns, so a slow handler slows the command
+    /// (its pipe fills), never loses data. Return false (or throw) to stop the run: the tree
+    /// is killed and the exec completes with `operation_aborted`, status `cancelled`,
+    /// `diag.limit == "output"`; later output is read and discarded. Unset: capture.
+    output_handler on_output{};
 };
 
 } // namespace sandbox

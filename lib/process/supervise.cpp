@@ -163,6 +163,7 @@ private:
     void drain(stream& s);
     void end_stream(stream& s);
     void on_read(stream& s, boost::system::error_code ec, std::size_t n);
+    void deliver(stream& s, std::size_t n);
     void abandon_pipes();
     void write_input();
     void on_timeout();
@@ -193,6 +194,8 @@ private:
     bool completed_ = false;
     bool pipes_abandoned_ = false;
     bool cancel_requested_ = false;
+    bool output_stopped_ = false; // the on_output handler asked to stop
+    std::string output_stop_text_;
     unique_fd devnull_;
     asio::any_completion_executor handler_work_;
 };
@@ -415,8 +418,47 @@ void supervision::read(stream& s)
                             self->on_read(s, ec, n);
                         });
 }
+// Streaming: hand the chunk to the caller's handler; once it says stop, kill the tree and
+// discard what is still read.
+void supervision::deliver(stream& s, std::size_t n)
+{
+    if (output_stopped_)
+    {
+        s.cap.dropped_bytes += n;
+        return;
+    }
+    bool keep = false;
+    try
+    {
+        keep = plan_.on_output(&s == &out_ ? output_stream::out : output_stream::err,
+                               std::string_view(s.buf.get(), n));
+        if (!keep)
+            output_stop_text_ = "the output handler stopped the run";
+    }
+    catch (const std::exception& e)
+    {
+        output_stop_text_ = std::string("the output handler threw: ") + e.what();
+    }
+    catch (...)
+    {
+        output_stop_text_ = "the output handler threw";
+    }
+    if (keep)
+        return;
+    output_stopped_ = true;
+    on_cancel(asio::cancellation_type::terminal);
+}
+
 void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n)
 {
+    if (plan_.on_output)
+    {
+        if (n > 0)
+            deliver(s, n);
+        if (ec || completed_)
+            return end_stream(s);
+        return read(s);
+    }
     if (n > 0)
     {
         std::size_t room = plan_.max_output_bytes > s.cap.data.size()
@@ -670,6 +712,11 @@ exec_result supervision::result_from_report(boost::system::error_code& ec)
             r.exit_code = WEXITSTATUS(rep.wait_status);
         }
         break;
+    }
+    if (output_stopped_ && r.status == exec_status::cancelled)
+    {
+        r.diag.message = output_stop_text_ + "; process tree killed";
+        r.diag.limit = "output";
     }
     if (pipes_abandoned_ && !cancel_requested_ && rep.reason == end_reason::natural)
         r.diag.message = "output pipes were still held open by a process outside the tree "

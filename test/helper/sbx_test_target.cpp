@@ -64,6 +64,7 @@
 //   trap-term-late MS FILE    on SIGTERM sleep MS ms, append "<own pid>\n" to FILE, exit 0
 //                             (children forked later inherit the handler)
 //   touch FILE                create FILE (or truncate it)
+//   wait-file FILE            wait until FILE exists (polled every ms); exit 3 after 20 s
 //   pidfile                   append own pid to $SBX_PIDFILE (which must be set)
 //   kill-self SIG             reset signal SIG to SIG_DFL, unblock it and raise it
 //   close-out                 close fds 1 and 2
@@ -448,7 +449,7 @@ constexpr mode_spec modes[] = {
     {"trap-term", 1, 1},    {"pidfile", 0, 0},       {"kill-self", 1, 1},   {"close-out", 0, 0},
     {"print-fds", 0, 0},    {"print-proc", 0, 0},    {"closed-child", 1, 1}, {"leave-group", 1, 1},
     {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
-    {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},
+    {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},       {"wait-file", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
 };
 
@@ -643,6 +644,17 @@ action_t prepare(std::string_view name, const args_t& a)
             int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd < 0) die_errno("touch: open " + file);
             ::close(fd);
+        };
+    if (mode == "wait-file") // until FILE exists; exit 3 after 20 s (the test never made it)
+        return [file = std::string(a[0])] {
+            for (int i = 0; i < 20000; ++i)
+            {
+                if (::access(file.c_str(), F_OK) == 0)
+                    return;
+                sleep_ms(1);
+            }
+            std::fprintf(stderr, "wait-file: %s never appeared\n", file.c_str());
+            std::exit(3);
         };
     if (mode == "trap-term")
         return [code = static_cast<int>(number(a[0], "trap-term code", 255))] {

@@ -31,10 +31,12 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <future>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -677,6 +679,60 @@ BOOST_AUTO_TEST_CASE(refusals_before_anything_runs)
 }
 
 // --- noop runner and enforcement reports ---
+
+// --- streamed output ---
+
+BOOST_AUTO_TEST_CASE(on_output_streams_as_the_command_writes)
+{
+    // The command prints, then waits for a file that only the output handler creates: it
+    // can finish only if the first line arrives while it runs.
+    const auto marker = root.path() / "seen-first";
+    auto req = sbx_test::helper({"println", "first", "--then", "wait-file", marker.string(),
+                                 "--then", "println", "second", "--then", "eprint", "on err"});
+    req.options.timeout = 25s;
+    sbx_test::streamed got;
+    req.on_output = got.handler(marker, "first\n");
+    auto res = run(std::move(req));
+    BOOST_TEST(!res.ec, res.result.diag);
+    BOOST_TEST(res.result.exit_code == 0, got.err);
+    BOOST_TEST(got.out == "first\nsecond\n");
+    BOOST_TEST(got.err == "on err");
+    // Streamed, not captured.
+    BOOST_TEST(res.result.out.data.empty());
+    BOOST_TEST(res.result.err.data.empty());
+}
+
+BOOST_AUTO_TEST_CASE(on_output_can_stop_the_run)
+{
+    for (bool throws : {false, true})
+    {
+        BOOST_TEST_CONTEXT((throws ? "throwing" : "returning false"))
+        {
+            const auto pidfile = root.path() / (throws ? "pids-throw" : "pids-false");
+            auto req = sbx_test::helper({"pidfile", "--then", "println", "hello", "--then",
+                                         "sleep", "60000"},
+                                        pid_options(pidfile));
+            req.options.timeout = 25s;
+            int calls = 0;
+            req.on_output = [&](sandbox::output_stream, std::string_view) -> bool {
+                ++calls;
+                if (throws)
+                    throw std::runtime_error("consumer broke");
+                return false;
+            };
+            auto res = run(std::move(req));
+            BOOST_TEST(res.ec == asio::error::operation_aborted);
+            BOOST_TEST(res.result.status == sandbox::exec_status::cancelled);
+            BOOST_TEST(res.result.diag.limit == "output");
+            BOOST_TEST(contains(res.result.diag.message, throws ? "consumer broke" : "stopped"),
+                       res.result.diag.message);
+            BOOST_TEST(calls == 1);
+            const auto pids = sbx_test::read_pids(pidfile);
+            BOOST_TEST(pids.size() == 1u);
+            BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
+        }
+    }
+}
 
 BOOST_AUTO_TEST_CASE(noop_runner_runs_nothing)
 {

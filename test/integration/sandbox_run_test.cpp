@@ -52,6 +52,19 @@ struct cli_fixture : sbx_test::local_fixture
         return std::move(out.result);
     }
 
+    // Runs `program ARGS...` (which runs sandbox-run itself) the same way.
+    sandbox::exec_result run_cli_via(std::string program, std::vector<std::string> args)
+    {
+        sandbox::exec_request req;
+        req.command = std::move(program);
+        req.args = std::move(args);
+        req.options.timeout = 25s;
+        auto out = run(std::move(req), 30s);
+        BOOST_REQUIRE_MESSAGE(!out.ec, "the command did not run: " << out.ec.message() << " "
+                                                                   << out.result.diag);
+        return std::move(out.result);
+    }
+
     // Writes `text` to a file in the root with `mode`; returns its path.
     std::string write_file(const std::string& name, const std::string& text, mode_t mode = 0644)
     {
@@ -433,12 +446,44 @@ BOOST_FIXTURE_TEST_CASE(max_output_truncates, cli_fixture)
     BOOST_TEST(o.at("stdout_dropped_bytes").to_number<int>() == 90);
     BOOST_TEST(!o.at("stderr_truncated").as_bool());
 
+    // Streamed output has no cap to hit: nothing is cut.
     auto plain = run_cli({"--max-output", "10", sbx_test::target, "spam", "100"});
-    BOOST_TEST(plain.out.data == "0123456789");
-    // Passed-through output is never cut silently.
     BOOST_TEST(plain.exit_code == 0);
-    BOOST_TEST(plain.err.data == "sandbox-run: stdout truncated: kept the first 10 bytes, "
-                                 "dropped 90 (raise --max-output, or 0 to keep everything)\n");
+    BOOST_TEST(plain.out.data.size() == 100u);
+    BOOST_TEST(plain.err.data.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(plain_runs_stream_their_output, cli_fixture)
+{
+    // The first line must reach sandbox-run's stdout while the command still runs: the
+    // command waits for a file that only our output handler creates once it saw that line.
+    const auto marker = root.path() / "seen-first";
+    sandbox::exec_request req;
+    req.command = SBX_SANDBOX_RUN;
+    req.args = {sbx_test::target, "println",   "first",  "--then",  "wait-file",
+                marker.string(),  "--then",    "println", "second", "--then",
+                "eprint",         "on stderr"};
+    req.options.timeout = 25s;
+    sbx_test::streamed got;
+    req.on_output = got.handler(marker, "first\n");
+    auto res = run(std::move(req), 30s);
+    BOOST_TEST(!res.ec, res.result.diag);
+    BOOST_TEST(res.result.exit_code == 0, got.err);
+    BOOST_TEST(got.out == "first\nsecond\n");
+    BOOST_TEST(got.err == "on stderr");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reader_that_goes_away_ends_the_run, cli_fixture)
+{
+    // `yes` never stops by itself; once `head` has its 4 KiB and exits, sandbox-run's next
+    // write fails with EPIPE: it kills the tree and exits 141, well before its 10-minute
+    // default timeout (the outer timeout here is 25 s).
+    const std::string script = "'" + std::string(SBX_SANDBOX_RUN) + "' -- yes | head -c 4096 | wc -c; "
+                               "echo \"${PIPESTATUS[0]}\"";
+    auto r = run_cli_via("/bin/bash", {"-c", script});
+    BOOST_TEST(r.out.data == "4096\n141\n", r.err.data);
+    BOOST_TEST(r.err.data.find("reader of the output went away") != std::string::npos,
+               r.err.data);
 }
 
 BOOST_FIXTURE_TEST_CASE(option_like_arguments_reach_the_command, cli_fixture)

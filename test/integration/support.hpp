@@ -57,6 +57,14 @@ std::vector<pid_t> read_pids(const std::filesystem::path& file);
 bool wait_gone(const std::vector<pid_t>& pids,
                std::chrono::milliseconds limit = std::chrono::milliseconds(2000));
 
+/// Streamed output, collected per stream; `marker` is created once stdout is exactly
+/// `first` (a command waiting for that file proves the line arrived while it ran).
+struct streamed
+{
+    std::string out, err;
+    sandbox::output_handler handler(std::filesystem::path marker, std::string first);
+};
+
 /// Live processes running the helper binary (any that survived a test is a leak).
 std::vector<pid_t> helper_processes();
 

@@ -714,23 +714,6 @@ BOOST_AUTO_TEST_CASE(json_numbers_are_plain)
     }
 }
 
-BOOST_AUTO_TEST_CASE(truncation_is_announced)
-{
-    exec_result r = result_with(exec_status::exited, 0);
-    BOOST_TEST(sbx_cli::truncation_notice(r).empty());
-    r.out.data = std::string(10, 'x');
-    r.out.truncated = true;
-    r.out.dropped_bytes = 20;
-    BOOST_TEST(sbx_cli::truncation_notice(r) ==
-               "sandbox-run: stdout truncated: kept the first 10 bytes, dropped 20 (raise "
-               "--max-output, or 0 to keep everything)\n");
-    r.err.truncated = true;
-    r.err.dropped_bytes = 1;
-    const auto both = sbx_cli::truncation_notice(r);
-    BOOST_TEST(both.find("stdout truncated") < both.find("stderr truncated: kept the first 0 "
-                                                         "bytes, dropped 1"));
-}
-
 BOOST_AUTO_TEST_CASE(json_is_valid_utf8_for_any_output)
 {
     exec_result r = result_with(exec_status::exited, 0);

@@ -646,18 +646,6 @@ std::string result_to_json(const boost::system::error_code& ec, const sandbox::e
     return o.str();
 }
 
-std::string truncation_notice(const sandbox::exec_result& r)
-{
-    std::string text;
-    for (auto [name, s] : {std::pair{"stdout", &r.out}, std::pair{"stderr", &r.err}})
-        if (s->truncated)
-            text += std::string("sandbox-run: ") + name + " truncated: kept the first " +
-                    std::to_string(s->data.size()) + " bytes, dropped " +
-                    std::to_string(s->dropped_bytes) +
-                    " (raise --max-output, or 0 to keep everything)\n";
-    return text;
-}
-
 std::string usage()
 {
     std::string env_list;
@@ -682,8 +670,8 @@ std::string usage()
            "  --cpu MILLICORES    cpu-time budget as a share of the timeout (1000 = one core\n"
            "                      for the whole timeout); needs a timeout; 0 disables it\n"
            "  --max-processes N   cap on live processes in the tree; 0 disables it\n"
-           "  --max-output SIZE   bytes kept per stream, the rest is counted and dropped;\n"
-           "                      0 keeps everything\n"
+           "  --max-output SIZE   with --json, bytes kept per stream, the rest is counted\n"
+           "                      and dropped; 0 keeps everything\n"
            "  --env-allow NAME    pass host variable NAME (repeatable; replaces the default\n"
            "                      list)\n"
            "  --env-clear         pass no host variable at all\n"
@@ -692,8 +680,8 @@ std::string usage()
            "                      (any size; a FIFO is waited for under the timeout)\n"
            "                      (default: /dev/null)\n"
            "  --json              print one JSON object with the outcome and the captured\n"
-           "                      output, instead of passing the output through (which\n"
-           "                      ends with a line on stderr if --max-output dropped some)\n"
+           "                      output, instead of streaming the output through as it\n"
+           "                      is produced\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
            "  --backend NAME      the backend; only \"local\" exists (default: local)\n"
            "  -h, --help          print this text and exit\n"
@@ -708,7 +696,7 @@ std::string usage()
            env_list +
            "\n"
            "  timeout         10m\n"
-           "  output          10 MiB kept per stream (stdout and stderr)\n"
+           "  output          streamed; with --json 10 MiB kept per stream\n"
            "  processes       1024\n"
            "  memory, cpu     no cap\n"
            "  kill grace      0 (SIGKILL at once)\n"
@@ -723,6 +711,8 @@ std::string usage()
            "  126             COMMAND exists but cannot be executed\n"
            "  127             COMMAND was not found\n"
            "  130             interrupted by SIGINT or SIGTERM; the tree was killed\n"
+           "  141             the reader of the streamed output went away; the tree was\n"
+           "                  killed\n"
            "  137             a memory, cpu or process cap was exceeded; the tree was killed\n";
 }
 

@@ -30,6 +30,9 @@ inline constexpr int exit_timeout = 124;
 inline constexpr int exit_budget = 137;
 /// Exit status when sandbox-run was interrupted (SIGINT/SIGTERM) and killed the command.
 inline constexpr int exit_cancelled = 130;
+/// Exit status when the reader of the streamed output went away (EPIPE) and the tree was
+/// killed: 128 + SIGPIPE, what a shell pipeline member that died of it reports.
+inline constexpr int exit_output_closed = 141;
 
 /// \brief Parses a duration: a non-negative decimal number and an optional unit.
 ///
@@ -117,9 +120,6 @@ std::string sanitize_utf8(std::string_view bytes);
 /// with one to six places (`"duration_ms":1003.2`, `1000.0`), never an exponent.
 std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r);
 
-/// Lines for stderr saying what the output cap dropped from each stream ("" when nothing
-/// was dropped), for runs that pass the output through.
-std::string truncation_notice(const sandbox::exec_result& r);
 
 /// The usage text, ending with a newline.
 std::string usage();

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 namespace {
@@ -29,7 +30,8 @@ namespace {
 namespace asio = boost::asio;
 namespace cli = sandbox::cli;
 
-// Writes all of `data` to `fd` (binary-safe); false on an error other than EINTR.
+// Writes all of `data` to `fd` (binary-safe), waiting when the descriptor is non-blocking
+// and full; false (errno set) on another error, EPIPE included (SIGPIPE is ignored).
 bool write_all(int fd, std::string_view data)
 {
     while (!data.empty())
@@ -39,6 +41,12 @@ bool write_all(int fd, std::string_view data)
         {
             if (errno == EINTR)
                 continue;
+            if (errno == EAGAIN)
+            {
+                pollfd p{fd, POLLOUT, 0};
+                ::poll(&p, 1, -1);
+                continue;
+            }
             return false;
         }
         data.remove_prefix(static_cast<std::size_t>(n));
@@ -149,9 +157,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
         write_all(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
         return cli::exit_status_for(ec, result);
     }
-    write_all(STDOUT_FILENO, result.out.data);
-    write_all(STDERR_FILENO, result.err.data);
-    write_all(STDERR_FILENO, cli::truncation_notice(result));
+    // The output was streamed as it came (on_output); nothing captured is left to print.
     if (ec)
     {
         std::string why = sandbox::to_string(result.diag);
@@ -185,6 +191,16 @@ int run(cli::run_config& cfg)
     asio::cancellation_signal cancel;
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     bool done = false;
+    bool reader_gone = false;
+    if (!cfg.json)
+        cfg.request.on_output = [&reader_gone](sandbox::output_stream s, std::string_view data) {
+            // Blocking writes: a slow reader slows the command (its pipe fills), as in a shell
+            // pipeline. A reader that went away ends the run.
+            if (write_all(s == sandbox::output_stream::out ? STDOUT_FILENO : STDERR_FILENO, data))
+                return true;
+            reader_gone = reader_gone || errno == EPIPE;
+            return false;
+        };
 
     watch_signals(signals, cancel, done);
     sandbox::async_exec(runner, std::move(cfg.request),
@@ -198,6 +214,11 @@ int run(cli::run_config& cfg)
                                 signals.cancel(ignored);
                             }));
     ioc.run();
+    if (reader_gone)
+    {
+        print_error("the reader of the output went away; process tree killed");
+        return cli::exit_output_closed;
+    }
     return report(cfg, result_ec, result);
 }
 
@@ -228,6 +249,9 @@ int main_checked(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
+    // A closed stdout or stderr must end the run (EPIPE), not kill us: the helper would then
+    // kill the tree without a word. Commands start with default dispositions regardless.
+    ::signal(SIGPIPE, SIG_IGN);
     try
     {
         return main_checked(argc, argv);

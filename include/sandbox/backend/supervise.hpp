@@ -8,6 +8,7 @@
 #include <sandbox/backend/caps.hpp>
 #include <sandbox/unique_fd.hpp>
 #include <sandbox/config.hpp>
+#include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/sampler.hpp>
 
@@ -44,6 +45,8 @@ struct spawn_plan
     std::optional<std::string> input{};
     /// A descriptor the command reads as its stdin (instead of `input`); handed over as is.
     std::shared_ptr<const unique_fd> stdin_fd{};
+    /// Streams output instead of capturing it (`exec_request::on_output`).
+    output_handler on_output{};
     /// Bytes kept per stream.
     std::uint64_t max_output_bytes = std::numeric_limits<std::uint64_t>::max();
     std::chrono::nanoseconds timeout{0};
