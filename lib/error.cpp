@@ -28,6 +28,7 @@ public:
         case errc::budget_exceeded: return "resource budget exceeded";
         case errc::timeout: return "timed out";
         case errc::internal: return "internal error";
+        case errc::sequence_gap: return "output at that offset was already dropped";
         }
         return "unknown sandbox error";
     }
@@ -93,6 +94,7 @@ const char* to_string(errc e) noexcept
     case errc::budget_exceeded: return "budget_exceeded";
     case errc::timeout: return "timeout";
     case errc::internal: return "internal";
+    case errc::sequence_gap: return "sequence_gap";
     }
     return "unknown";
 }

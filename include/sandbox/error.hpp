@@ -39,6 +39,9 @@ enum class errc : int
     timeout,
     /// An unexpected failure; the attached OS error or message says more.
     internal,
+    /// Output at the requested offset was already dropped by the bounded log; `diag.observed`
+    /// is the oldest offset still held, where reading can resume.
+    sequence_gap,
 };
 
 /// \brief Groups of `errc` values, for `ec == sandbox::condition::x` tests.

@@ -137,9 +137,13 @@ struct boost::asio::async_result<sandbox::with_diagnostics_t<CompletionToken>, S
     static auto initiate(Initiation&& initiation, RawCompletionToken&& token, Args&&... args)
     {
         // async_initiate, not base::initiate: some tokens (use_future) have only the older
-        // handler-type interface.
+        // handler-type interface. The inner token keeps the outer one's value category: a
+        // const or reused lvalue token is copied from, never moved from.
+        using inner_ref = decltype((std::forward<RawCompletionToken>(token).token_));
+        using inner = std::conditional_t<std::is_rvalue_reference_v<inner_ref>,
+                                         std::remove_reference_t<inner_ref>, inner_ref>;
         return boost::asio::async_initiate<
-            CompletionToken, typename sandbox::detail::with_diagnostics_signature<Signature>::type>(
+            inner, typename sandbox::detail::with_diagnostics_signature<Signature>::type>(
             init_wrapper<std::decay_t<Initiation>>{std::forward<Initiation>(initiation)},
             token.token_, std::forward<Args>(args)...);
     }

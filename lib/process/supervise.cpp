@@ -7,6 +7,7 @@
 #include <sandbox/backend/supervise.hpp>
 #include <sandbox/error.hpp>
 
+#include "process/exit_classification.hpp"
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
 
@@ -72,24 +73,15 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
     return n;
 }
 
-// "2000 ms"; below a millisecond in the unit that shows it ("400 us", "1 ns"), never "0 ms".
-std::string millis(std::chrono::nanoseconds d)
-{
-    using namespace std::chrono;
-    if (d >= 1ms || d == 0ns)
-        return std::to_string(duration_cast<milliseconds>(d).count()) + " ms";
-    if (d >= 1us)
-        return std::to_string(duration_cast<microseconds>(d).count()) + " us";
-    return std::to_string(d.count()) + " ns";
-}
-
 // The reasons a command cannot start, from the worker's posix_spawn errno.
 failure spawn_failure(int err, const std::string& executable)
 {
     std::string why = err == ENOEXEC ? "not an executable format (no #! line, no ELF header)"
                                      : std::strerror(err);
-    failure f = make_failure(errc_from_errno(err), "cannot execute " + executable + ": " + why,
-                             "command");
+    // Only what concerns the command names it: EMFILE or a protocol error is ours.
+    const errc code = errc_from_errno(err);
+    failure f = make_failure(code, "cannot execute " + executable + ": " + why,
+                             code == errc::internal ? "" : "command");
     f.diag.path = executable;
     f.diag.cause = boost::system::error_code(err, boost::system::system_category());
     return f;
@@ -425,6 +417,7 @@ void supervision::deliver(stream& s, std::size_t n)
     if (output_stopped_)
     {
         s.cap.dropped_bytes += n;
+        s.cap.truncated = true;
         return;
     }
     bool keep = false;
@@ -643,85 +636,25 @@ void supervision::finish()
 exec_result supervision::result_from_report(boost::system::error_code& ec)
 {
     const auto& rep = *report_;
-    exec_result r;
-    r.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
-    r.peak_memory_bytes = rep.peak_memory_bytes;
-    const bool killed_by_signal = WIFSIGNALED(rep.wait_status);
-    if (killed_by_signal)
-        r.signal = WTERMSIG(rep.wait_status);
-    switch (rep.reason)
-    {
-    case end_reason::timed_out:
-        r.status = exec_status::timed_out;
-        ec = make_error_code(errc::timeout);
-        r.diag.message = "timed out after " + millis(plan_.timeout) + "; process tree killed";
-        r.diag.limit = "timeout";
-        r.diag.configured = plan_.timeout.count();
-        r.diag.observed = (clock::now() - started_).count();
-        break;
-    case end_reason::cancelled:
-        r.status = exec_status::cancelled;
-        ec = asio::error::operation_aborted;
-        r.diag.message = "cancelled by the caller; process tree killed";
-        break;
-    case end_reason::budget:
-    {
-        const auto which = static_cast<budget_kind>(rep.budget_which);
-        r.status = exec_status::budget_exceeded;
-        r.budget = which;
-        ec = make_error_code(errc::budget_exceeded);
-        r.diag.limit = to_string(which);
-        r.diag.observed = rep.observed;
-        r.diag.configured = rep.configured;
-        const bool procs = which == budget_kind::processes; // trips above, not at
-        const char* unit = which == budget_kind::memory ? " bytes"
-                           : procs                     ? " processes"
-                                                       : " ns of cpu";
-        r.diag.message = std::string(to_string(which)) + " cap exceeded (" +
-                         std::to_string(rep.observed) + (procs ? " > " : " >= ") +
-                         std::to_string(rep.configured) + unit + "); process tree killed";
-        break;
-    }
-    case end_reason::unenforceable:
-        r.status = exec_status::unenforceable;
-        ec = make_error_code(errc::not_available);
-        r.diag.message = "resource caps became unenforceable: sampling failed " +
-                         std::to_string(max_consecutive_sample_failures) + " times in a row (" +
-                         failure_text_ + "); process tree killed";
-        r.diag.limit = "sampler";
-        break;
-    case end_reason::supervisor_lost:
-        r.status = exec_status::unenforceable;
-        ec = make_error_code(errc::internal);
-        r.diag.message = "the supervisor helper died; the execution's worker killed the "
-                         "process tree";
-        r.diag.limit = "supervisor";
-        break;
-    default:
-        if (cancel_requested_)
-        {
-            r.status = exec_status::cancelled;
-            ec = asio::error::operation_aborted;
-            r.diag.message = "cancelled by the caller; process tree killed";
-        }
-        else if (killed_by_signal)
-            r.status = exec_status::signaled;
-        else
-        {
-            r.status = exec_status::exited;
-            r.exit_code = WEXITSTATUS(rep.wait_status);
-        }
-        break;
-    }
-    if (output_stopped_ && r.status == exec_status::cancelled)
-    {
-        r.diag.message = output_stop_text_ + "; process tree killed";
-        r.diag.limit = "output";
-    }
-    if (pipes_abandoned_ && !cancel_requested_ && rep.reason == end_reason::natural)
-        r.diag.message = "output pipes were still held open by a process outside the tree "
-                         "after it ended; stopped reading them";
-    return r;
+    detail::exit_facts f;
+    f.reason = rep.reason;
+    f.wait_status = rep.wait_status;
+    f.budget = static_cast<budget_kind>(rep.budget_which);
+    f.observed = rep.observed;
+    f.configured = rep.configured;
+    f.cancel_requested = cancel_requested_;
+    if (output_stopped_)
+        f.output_stop_text = output_stop_text_;
+    f.pipes_abandoned = pipes_abandoned_;
+    f.timeout = plan_.timeout;
+    f.elapsed = clock::now() - started_;
+    f.sample_failure_limit = max_consecutive_sample_failures;
+    f.sample_failure_text = failure_text_;
+    auto o = detail::classify_exit(f);
+    ec = o.ec;
+    o.r.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
+    o.r.peak_memory_bytes = rep.peak_memory_bytes;
+    return std::move(o.r);
 }
 
 void supervision::fail(failure f)

@@ -338,6 +338,12 @@ BOOST_AUTO_TEST_CASE(partial_output_after_a_timeout_through_every_front_end)
                                        sandbox::with_diagnostics(asio::use_awaitable));
         },
         got["with_diagnostics(use_awaitable)"]));
+    // A const lvalue token is copied from (Asio's idiom of a token kept in a constant).
+    static constexpr auto diag_awaitable = sandbox::with_diagnostics(asio::use_awaitable);
+    spawn(catching([&rn, req = request()]() mutable {
+                       return sandbox::async_exec(rn, std::move(req), diag_awaitable);
+                   },
+                   got["const with_diagnostics(use_awaitable) lvalue"]));
     spawn([](sandbox::runner& rn, sandbox::exec_request req,
              partial_record& out) -> asio::awaitable<void> {
         auto [ec, r] =
@@ -373,7 +379,7 @@ BOOST_AUTO_TEST_CASE(partial_output_after_a_timeout_through_every_front_end)
         record_exception(std::current_exception(), got["with_diagnostics(use_future)"]);
     }
 
-    BOOST_TEST(got.size() == 8u);
+    BOOST_TEST(got.size() == 9u);
     for (const auto& [name, rec] : got)
     {
         BOOST_TEST_CONTEXT(name)

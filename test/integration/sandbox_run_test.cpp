@@ -486,6 +486,24 @@ BOOST_FIXTURE_TEST_CASE(a_reader_that_goes_away_ends_the_run, cli_fixture)
                r.err.data);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_stalled_reader_cannot_outlast_the_timeout_or_a_signal, cli_fixture)
+{
+    // The reader (`sleep`) never reads. Before, sandbox-run blocked in write() and saw neither
+    // its timeout nor SIGTERM until the reader exited (then EPIPE: 141).
+    const std::string cli = "'" + std::string(SBX_SANDBOX_RUN) + "'";
+    auto timed = run_cli_via("/bin/bash",
+                             {"-c", "{ " + cli + " --timeout 1s -- yes; echo \"rc=$?\" >&2; } "
+                                    "| sleep 6"});
+    BOOST_TEST(timed.err.data.find("rc=124") != std::string::npos, timed.err.data);
+    BOOST_TEST(timed.err.data.find("reader of the output was stalled") != std::string::npos,
+               timed.err.data);
+
+    auto term = run_cli_via(
+        "/bin/bash", {"-c", "{ " + cli + " -- yes & p=$!; sleep 1; kill -TERM $p; wait $p; "
+                            "echo \"rc=$?\" >&2; } | sleep 6"});
+    BOOST_TEST(term.err.data.find("rc=130") != std::string::npos, term.err.data);
+}
+
 BOOST_FIXTURE_TEST_CASE(option_like_arguments_reach_the_command, cli_fixture)
 {
     auto r = run_cli({sbx_test::target, "print-args", "--json", "--timeout", "1s", "--", "-h"});

@@ -569,9 +569,36 @@ BOOST_AUTO_TEST_CASE(exit_126_and_127_belong_to_the_command)
         for (int err : {ENOENT, ENOTDIR, EACCES})
             BOOST_TEST(status(err, field) == 125, field << " errno " << err);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::forbidden), refused("work_dir", 0)) == 125);
+    // Our machinery failing at spawn (descriptors, memory, the worker's protocol) is 125.
+    for (int err : {EMFILE, ENOMEM, EAGAIN, EPROTO})
+        BOOST_TEST(status(err, "command") == 125, "errno " << err);
     // A malformed command (empty, NUL byte) is a usage error, not the OS refusing it.
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::validation), refused("command", 0)) == 125);
     BOOST_TEST(sbx_cli::exit_status_for(code(errc::not_found), refused("command", 0)) == 125);
+}
+
+BOOST_AUTO_TEST_CASE(shrinking_the_timeout_keeps_the_cpu_budget)
+{
+    sandbox::exec_options o;
+    o.timeout = 10s;
+    o.limits.cpu_millicores = 1000; // 10 s of cpu
+    sbx_cli::shrink_timeout(o, 100ms);
+    BOOST_TEST(o.timeout.count() == std::chrono::nanoseconds(100ms).count());
+    BOOST_TEST(sandbox::cpu_budget(o).count() >= std::chrono::nanoseconds(10s).count());
+    BOOST_TEST(sandbox::cpu_budget(o).count() < std::chrono::nanoseconds(10s).count() + 100);
+
+    sandbox::exec_options odd;
+    odd.timeout = 3s;
+    odd.limits.cpu_millicores = 333; // 0.999 s
+    sbx_cli::shrink_timeout(odd, 7ms);
+    BOOST_TEST(sandbox::cpu_budget(odd).count() >= std::chrono::nanoseconds(999ms).count());
+
+    // Nothing left: 1 ns, never 0 ("no timeout").
+    sandbox::exec_options none;
+    none.timeout = 1s;
+    sbx_cli::shrink_timeout(none, -5ms);
+    BOOST_TEST(none.timeout.count() == 1);
+    BOOST_TEST(none.limits.cpu_millicores == 0); // no cpu cap stays no cpu cap
 }
 
 // ---- sanitize_utf8 -------------------------------------------------------------------------

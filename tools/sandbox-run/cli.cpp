@@ -461,8 +461,27 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
 
 bool command_refused(const sandbox::exec_result& r)
 {
-    return r.status == exec_status::not_started && r.diag.limit == "command" &&
-           static_cast<bool>(r.diag.cause);
+    if (r.status != exec_status::not_started || r.diag.limit != "command" || !r.diag.cause)
+        return false;
+    // The OS said no to the command itself, not to our machinery (EMFILE, EPROTO, ...).
+    const errc e = errc_from_errno(r.diag.cause.value());
+    return e == errc::not_found || e == errc::forbidden || e == errc::validation ||
+           e == errc::conflict;
+}
+
+void shrink_timeout(sandbox::exec_options& o, std::chrono::nanoseconds left)
+{
+    left = std::max<std::chrono::nanoseconds>(left, 1ns);
+    const auto budget = sandbox::cpu_budget(o);
+    o.timeout = left;
+    if (budget <= 0ns)
+        return;
+    __extension__ typedef unsigned __int128 wide;
+    const wide mc = (static_cast<wide>(budget.count()) * 1000 +
+                     static_cast<wide>(left.count()) - 1) /
+                    static_cast<wide>(left.count());
+    o.limits.cpu_millicores = mc > static_cast<wide>(int64_max) ? int64_max
+                                                                 : static_cast<std::int64_t>(mc);
 }
 
 int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r)

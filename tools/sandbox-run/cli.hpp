@@ -103,6 +103,11 @@ bool command_refused(const sandbox::exec_result& r);
 /// missing, outside the root or not a directory, unavailable enforcement, internal errors.
 int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_result& r);
 
+/// \brief Sets the timeout to `left` (at least 1 ns) and raises `cpu_millicores` so that the
+/// cpu budget, a share of the timeout, stays what it was (rounded up). Used when waiting for
+/// a FIFO's writer has taken part of the timeout.
+void shrink_timeout(sandbox::exec_options& o, std::chrono::nanoseconds left);
+
 /// \brief Replaces each ill-formed UTF-8 subsequence of `bytes` with U+FFFD.
 ///
 /// Follows the Unicode "maximal subpart" practice: an ill-formed sequence is replaced by

@@ -1,5 +1,6 @@
 // tools/sandbox-run/main.cpp: sandbox-run: run one command under policy from the shell.
 #include "cli.hpp"
+#include "streaming.hpp"
 
 #include <sandbox/enforcement.hpp>
 #include <sandbox/error.hpp>
@@ -10,16 +11,17 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <exception>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -62,16 +64,20 @@ void print_error(std::string_view text)
     write_all(STDERR_FILENO, line);
 }
 
-// Watches SIGINT and SIGTERM until `done`; each one asks for terminal cancellation, which
-// makes the library kill the whole tree and complete with operation_aborted.
-void watch_signals(asio::signal_set& signals, asio::cancellation_signal& cancel, const bool& done)
+// Watches the interrupt pipe until `done`: each SIGINT or SIGTERM asks for terminal
+// cancellation, which makes the library kill the whole tree and complete with
+// operation_aborted.
+void watch_interrupts(asio::posix::stream_descriptor& pipe, asio::cancellation_signal& cancel,
+                      const bool& done)
 {
-    signals.async_wait([&signals, &cancel, &done](boost::system::error_code ec, int) {
-        if (ec || done)
-            return;
-        cancel.emit(asio::cancellation_type::terminal);
-        watch_signals(signals, cancel, done);
-    });
+    pipe.async_wait(asio::posix::stream_descriptor::wait_read,
+                    [&pipe, &cancel, &done](boost::system::error_code ec) {
+                        if (ec || done)
+                            return;
+                        cli::interrupts::drain();
+                        cancel.emit(asio::cancellation_type::terminal);
+                        watch_interrupts(pipe, cancel, done);
+                    });
 }
 
 // The outcome of waiting for a FIFO's writer: ready, or a result that ends the run.
@@ -85,21 +91,25 @@ struct fifo_wait
 // Waits until the --stdin-file FIFO has data or a writer that came and went, as a shell's
 // `< fifo` waits for a writer, but under the timeout and SIGINT/SIGTERM; the time spent is
 // taken from the timeout, which covers the whole run.
-fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
+fifo_wait wait_for_writer(asio::io_context& ioc, asio::posix::stream_descriptor& interrupt,
+                          sandbox::exec_request& req)
 {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
-    asio::posix::stream_descriptor fifo(ioc, ::dup(req.stdin_fd->get()));
+    asio::posix::stream_descriptor fifo(ioc, ::fcntl(req.stdin_fd->get(), F_DUPFD_CLOEXEC, 0));
     asio::steady_timer timer(ioc);
-    asio::signal_set signals(ioc, SIGINT, SIGTERM);
     fifo_wait w;
+    bool done = false;
     auto finish = [&] {
+        done = true;
         boost::system::error_code ignored;
         fifo.cancel(ignored);
         timer.cancel();
-        signals.cancel(ignored);
+        interrupt.cancel(ignored);
     };
     fifo.async_wait(asio::posix::stream_descriptor::wait_read, [&](boost::system::error_code e) {
+        if (done)
+            return;
         if (!e)
             w.ready = true;
         else if (e != asio::error::operation_aborted)
@@ -110,7 +120,7 @@ fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
     {
         timer.expires_after(req.options.timeout);
         timer.async_wait([&](boost::system::error_code e) {
-            if (e || w.ready)
+            if (e || done)
                 return;
             w.ec = sandbox::errc::timeout;
             w.result.diag.message = "timed out waiting for a writer on the --stdin-file FIFO";
@@ -118,15 +128,20 @@ fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
             finish();
         });
     }
-    signals.async_wait([&](boost::system::error_code e, int) {
-        if (e || w.ready)
-            return;
-        w.ec = asio::error::operation_aborted;
-        w.result.diag.message = "interrupted while waiting for a writer on the --stdin-file FIFO";
-        finish();
-    });
+    interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [&](boost::system::error_code e) {
+                             if (e || done)
+                                 return;
+                             finish();
+                         });
     ioc.run();
     ioc.restart();
+    if (cli::interrupts::raised()) // also when it came together with the writer
+    {
+        w.ready = false;
+        w.ec = asio::error::operation_aborted;
+        w.result.diag.message = "interrupted while waiting for a writer on the --stdin-file FIFO";
+    }
     // Asio made the descriptor non-blocking to wait on it, and the dup shares that flag with
     // the command's stdin: make it blocking again, or the command would read EAGAIN.
     boost::system::error_code ignored;
@@ -140,15 +155,12 @@ fifo_wait wait_for_writer(asio::io_context& ioc, sandbox::exec_request& req)
         w.result.diag.message = "cannot make the --stdin-file FIFO blocking again";
     }
     if (w.ready && req.options.timeout > std::chrono::nanoseconds::zero())
-    {
-        auto left = req.options.timeout - (clock::now() - start);
-        req.options.timeout = std::max<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(1));
-    }
+        cli::shrink_timeout(req.options, req.options.timeout - (clock::now() - start));
     return w;
 }
 
-// Prints the outcome (JSON, or the output passed through plus a line on failure and on
-// truncation) and returns the exit status.
+// Prints the outcome (JSON, or a line on failure: the output itself was streamed) and
+// returns the exit status.
 int report(const cli::run_config& cfg, const boost::system::error_code& ec,
            const sandbox::exec_result& result)
 {
@@ -157,7 +169,6 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
         write_all(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
         return cli::exit_status_for(ec, result);
     }
-    // The output was streamed as it came (on_output); nothing captured is left to print.
     if (ec)
     {
         std::string why = sandbox::to_string(result.diag);
@@ -166,6 +177,19 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
         print_error(sandbox::error_name(ec) + ": " + why);
     }
     return cli::exit_status_for(ec, result);
+}
+
+// When streaming had to stop, that decides the exit status and the message.
+int report_stream_end(const cli::output_writer& out)
+{
+    print_error(out.describe());
+    switch (out.why())
+    {
+    case cli::write_end::reader_gone: return cli::exit_output_closed;
+    case cli::write_end::interrupted: return cli::exit_cancelled;
+    case cli::write_end::timed_out: return cli::exit_timeout;
+    default: return cli::exit_sandbox_failure;
+    }
 }
 
 int run(cli::run_config& cfg)
@@ -178,31 +202,33 @@ int run(cli::run_config& cfg)
         write_all(STDOUT_FILENO, sandbox::to_json(runner.enforcement()) + "\n");
         return 0;
     }
+    if (!cli::interrupts::install())
+        throw std::system_error(errno, std::generic_category(), "cannot watch SIGINT/SIGTERM");
+    asio::posix::stream_descriptor interrupt(ioc, ::fcntl(cli::interrupts::fd(), F_DUPFD_CLOEXEC, 0));
 
-    boost::system::error_code result_ec;
-    sandbox::exec_result result;
     if (cfg.stdin_fifo)
     {
-        auto w = wait_for_writer(ioc, cfg.request);
+        auto w = wait_for_writer(ioc, interrupt, cfg.request);
         if (!w.ready)
             return report(cfg, w.ec, w.result);
     }
 
-    asio::cancellation_signal cancel;
-    asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    bool done = false;
-    bool reader_gone = false;
+    using clock = std::chrono::steady_clock;
+    const auto timeout = cfg.request.options.timeout;
+    cli::output_writer out(timeout > std::chrono::nanoseconds::zero()
+                               ? clock::now() + timeout
+                               : clock::time_point::max());
     if (!cfg.json)
-        cfg.request.on_output = [&reader_gone](sandbox::output_stream s, std::string_view data) {
-            // Blocking writes: a slow reader slows the command (its pipe fills), as in a shell
-            // pipeline. A reader that went away ends the run.
-            if (write_all(s == sandbox::output_stream::out ? STDOUT_FILENO : STDERR_FILENO, data))
-                return true;
-            reader_gone = reader_gone || errno == EPIPE;
-            return false;
+        cfg.request.on_output = [&out](sandbox::output_stream s, std::string_view data) {
+            return out.write(s == sandbox::output_stream::out ? STDOUT_FILENO : STDERR_FILENO,
+                             data);
         };
 
-    watch_signals(signals, cancel, done);
+    asio::cancellation_signal cancel;
+    bool done = false;
+    boost::system::error_code result_ec;
+    sandbox::exec_result result;
+    watch_interrupts(interrupt, cancel, done);
     sandbox::async_exec(runner, std::move(cfg.request),
                         asio::bind_cancellation_slot(
                             cancel.slot(), [&](boost::system::error_code ec,
@@ -211,14 +237,13 @@ int run(cli::run_config& cfg)
                                 result_ec = ec;
                                 result = std::move(r);
                                 boost::system::error_code ignored;
-                                signals.cancel(ignored);
+                                interrupt.cancel(ignored);
                             }));
+    // A signal that came before this point left its byte in the pipe: the watch sees it as
+    // soon as the loop runs, after the exec has started and can be cancelled.
     ioc.run();
-    if (reader_gone)
-    {
-        print_error("the reader of the output went away; process tree killed");
-        return cli::exit_output_closed;
-    }
+    if (out.why() != cli::write_end::ok)
+        return report_stream_end(out);
     return report(cfg, result_ec, result);
 }
 
