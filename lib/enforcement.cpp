@@ -25,6 +25,7 @@ std::string to_json(const enforcement_report& e)
         {"memory_cap", e.memory_cap},
         {"cpu_cap", e.cpu_cap},
         {"process_cap", e.process_cap},
+        {"task_cap", e.task_cap},
         {"disk_cap", e.disk_cap},
         {"filesystem_bounds", e.filesystem_bounds},
         {"tree_kill", e.tree_kill},

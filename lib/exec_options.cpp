@@ -16,7 +16,7 @@ outcome<> validate_exec_policy(const exec_options& o, bool sampler_usable)
     };
     for (auto f : {field{l.memory_bytes, "memory"}, field{l.cpu_millicores, "cpu"},
                    field{l.disk_bytes, "disk"}, field{l.max_output_bytes, "output"},
-                   field{l.max_processes, "processes"}})
+                   field{l.max_processes, "processes"}, field{l.max_tasks, "tasks"}})
         if (f.v < 0)
             return make_failure(errc::validation,
                                 std::string("resource limit ") + f.name + " is negative", f.name);
@@ -32,9 +32,10 @@ outcome<> validate_exec_policy(const exec_options& o, bool sampler_usable)
     if (l.has_sampled_caps() && !sampler_usable)
         return make_failure(errc::not_available,
                             "resource caps need /proc sampling, which does not work on this host",
-                            l.memory_bytes > 0 ? "memory"
+                            l.memory_bytes > 0     ? "memory"
                             : l.cpu_millicores > 0 ? "cpu"
-                                                   : "processes");
+                            : l.max_processes > 0  ? "processes"
+                                                   : "tasks");
     return {};
 }
 

@@ -10,7 +10,8 @@ namespace {
 constexpr std::array<const char*, 7> status_names{
     "not_started", "exited", "signaled", "timed_out", "budget_exceeded", "unenforceable",
     "cancelled"};
-constexpr std::array<const char*, 4> budget_names{"none", "memory", "cpu", "processes"};
+constexpr std::array<const char*, 5> budget_names{"none", "memory", "cpu", "processes",
+                                                  "tasks"};
 } // namespace
 
 const char* to_string(exec_status s) noexcept

@@ -47,6 +47,7 @@ cap_limits caps_of(const exec_options& o) noexcept
     c.max_processes = o.limits.max_processes > 0
                           ? static_cast<std::uint64_t>(o.limits.max_processes)
                           : 0;
+    c.max_tasks = o.limits.max_tasks > 0 ? static_cast<std::uint64_t>(o.limits.max_tasks) : 0;
     return c;
 }
 

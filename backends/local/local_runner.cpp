@@ -83,6 +83,7 @@ enforcement_report local_runner::enforcement() const
     e.memory_cap = s;
     e.cpu_cap = s;
     e.process_cap = s;
+    e.task_cap = s;
     e.tree_kill = true;
     return e;
 }

@@ -28,6 +28,7 @@ struct enforcement_report
     bool memory_cap = false;
     bool cpu_cap = false;
     bool process_cap = false;
+    bool task_cap = false;
     bool disk_cap = false;
     /// Writes outside allowed paths are prevented by the kernel (not just checked at start).
     bool filesystem_bounds = false;

@@ -37,7 +37,7 @@ struct exec_options
 ///
 /// In order: negative sizes or durations → `errc::validation`; `disk_bytes` ≠ 0 →
 /// `errc::not_available` (no backend has a quota); `cpu_millicores` without a timeout →
-/// `errc::not_available`; sampled caps (memory, cpu, processes) while `sampler_usable` is
+/// `errc::not_available`; sampled caps (memory, cpu, processes, tasks) while `sampler_usable` is
 /// false → `errc::not_available`. The net policy is validated by `net_policy::validate`.
 SANDBOX_DECL outcome<> validate_exec_policy(const exec_options& opts, bool sampler_usable);
 

@@ -41,6 +41,7 @@ enum class budget_kind : int
     memory,
     cpu,
     processes,
+    tasks,
 };
 
 SANDBOX_DECL const char* to_string(exec_status s) noexcept;

@@ -26,12 +26,17 @@ struct resource_limits
     /// Bytes kept per stream (stdout and stderr separately); the rest is drained and
     /// counted, the child is not disturbed. 0: the runner's default.
     std::int64_t max_output_bytes = 0;
-    /// Cap on live processes in the tree (a fork-bomb guard). Threads are not counted.
+    /// Cap on live processes in the tree (a fork-bomb guard). Threads are not counted: a
+    /// process with 500 threads is one process; use `max_tasks` for threads.
     std::int64_t max_processes = 0;
+    /// Cap on live tasks in the tree: every thread of every process (a single-threaded
+    /// process is one task; zombies count none). A thread-bomb guard, and the unit the
+    /// kernel's pids controller and RLIMIT_NPROC count in.
+    std::int64_t max_tasks = 0;
 
     bool has_sampled_caps() const noexcept
     {
-        return memory_bytes > 0 || cpu_millicores > 0 || max_processes > 0;
+        return memory_bytes > 0 || cpu_millicores > 0 || max_processes > 0 || max_tasks > 0;
     }
 };
 

@@ -34,10 +34,12 @@ void budget(const exit_facts& f, exit_outcome& o)
     o.r.diag.limit = to_string(f.budget);
     o.r.diag.observed = f.observed;
     o.r.diag.configured = f.configured;
-    const bool procs = f.budget == budget_kind::processes; // trips above, not at
-    const char* unit = f.budget == budget_kind::memory ? " bytes"
-                       : procs                        ? " processes"
-                                                      : " ns of cpu";
+    // Counts trip above the cap, amounts at it.
+    const bool procs = f.budget == budget_kind::processes || f.budget == budget_kind::tasks;
+    const char* unit = f.budget == budget_kind::memory      ? " bytes"
+                       : f.budget == budget_kind::processes ? " processes"
+                       : f.budget == budget_kind::tasks     ? " tasks"
+                                                            : " ns of cpu";
     o.r.diag.message = std::string(to_string(f.budget)) + " cap exceeded (" +
                        std::to_string(f.observed) + (procs ? " > " : " >= ") +
                        std::to_string(f.configured) + unit + "); process tree killed";

@@ -17,7 +17,9 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
                           ratio(static_cast<double>(cpu_.count()),
                                 static_cast<double>(limits_.cpu.count())),
                           ratio(static_cast<double>(u.processes),
-                                static_cast<double>(limits_.max_processes))});
+                                static_cast<double>(limits_.max_processes)),
+                          ratio(static_cast<double>(u.tasks),
+                                static_cast<double>(limits_.max_tasks))});
     cap_decision d;
     if (limits_.memory_bytes > 0 && u.rss_bytes >= limits_.memory_bytes)
     {
@@ -39,6 +41,13 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
         d.which = budget_kind::processes;
         d.observed = static_cast<std::int64_t>(u.processes);
         d.configured = static_cast<std::int64_t>(limits_.max_processes);
+    }
+    else if (limits_.max_tasks > 0 && u.tasks > limits_.max_tasks)
+    {
+        d.action = cap_action::kill_budget;
+        d.which = budget_kind::tasks;
+        d.observed = static_cast<std::int64_t>(u.tasks);
+        d.configured = static_cast<std::int64_t>(limits_.max_tasks);
     }
     return d;
 }

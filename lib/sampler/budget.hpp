@@ -24,6 +24,7 @@ struct tree_usage
     std::uint64_t rss_bytes = 0;
     std::chrono::nanoseconds cpu{0};
     std::uint64_t processes = 0;
+    std::uint64_t tasks = 0; // threads of all live processes
 };
 
 enum class cap_action
@@ -43,9 +44,9 @@ struct cap_decision
 
 /// \brief Decides, sample by sample, whether a tree must be killed.
 ///
-/// Memory is checked first, then cpu, then the process count. Memory and cpu trip at
-/// "greater or equal" (the cap is a ceiling that must not be reached); the process cap trips
-/// when the count is above `max_processes`. `max_failures` failed samples in a row kill the
+/// Memory is checked first, then cpu, then the process count, then the task count. Memory
+/// and cpu trip at "greater or equal" (the cap is a ceiling that must not be reached); the
+/// process and task caps trip when the count is above the cap. `max_failures` failed samples in a row kill the
 /// tree as unenforceable; a good sample resets the count. Peaks are kept for the result.
 class cap_budget
 {

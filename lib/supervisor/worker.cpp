@@ -342,6 +342,7 @@ void worker::sample_once()
                 u.cpu += ticks_ns(st.cpu_ticks());
                 u.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
                 u.processes += st.state == 'Z' ? 0 : 1;
+                u.tasks += st.state == 'Z' ? 0 : static_cast<std::uint64_t>(st.num_threads);
             }
             const auto lost_before = c.ledger.lost();
             u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);

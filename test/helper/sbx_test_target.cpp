@@ -56,6 +56,7 @@
 //                             "forked N\n"
 //   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
 //                             time; join them; then "spun N\n"
+//   sleep-threads N MS        start N threads that each sleep MS ms; join them; "slept N\n"
 //   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
 //                             no delay), sleep HOLD_MS ms and exit; wait for all of them
 //   ignore-term               ignore SIGTERM;  default-term: SIGTERM back to its default action
@@ -451,6 +452,7 @@ constexpr mode_spec modes[] = {
     {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
     {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},       {"wait-file", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
+    {"sleep-threads", 2, 2},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -604,6 +606,14 @@ action_t prepare(std::string_view name, const args_t& a)
                 wait_child_or_reaped(pid);
             }
             out("forked " + std::to_string(n) + "\n");
+        };
+    if (mode == "sleep-threads")
+        return [n = procs(0), t = ms(1)] {
+            std::vector<std::thread> threads;
+            for (std::uint64_t i = 0; i < n; ++i)
+                threads.emplace_back([t] { sleep_ms(t); });
+            for (auto& th : threads) th.join();
+            out("slept " + std::to_string(n) + "\n");
         };
     if (mode == "spin-threads")
         return [n = procs(0), t = ms(1)] {

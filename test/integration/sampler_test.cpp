@@ -172,6 +172,33 @@ BOOST_AUTO_TEST_CASE(process_cap_kills_the_tree)
     BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
 }
 
+BOOST_AUTO_TEST_CASE(task_cap_counts_threads_and_the_process_cap_does_not)
+{
+    sbx_test::local_fixture f;
+    // 40 sleeping threads in one process: within a process cap of 5, over a task cap of 20.
+    sandbox::exec_options o;
+    o.timeout = 20s;
+    o.limits.max_processes = 5;
+    auto fine = f.run(sbx_test::helper({"sleep-threads", "40", "300"}, o));
+    BOOST_TEST(!fine.ec, fine.result.diag);
+    BOOST_TEST(fine.result.out.data == "slept 40\n");
+
+    o.limits.max_tasks = 20;
+    auto [ec, r] = f.run(sbx_test::helper({"sleep-threads", "40", "3000"}, o));
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::tasks);
+    BOOST_TEST(r.diag.limit == "tasks");
+    BOOST_TEST(r.diag.observed > 20);
+    BOOST_TEST(r.diag.configured == 20);
+    BOOST_TEST(r.out.data.empty()); // killed before the threads ended
+
+    // Enough room: the same job passes (no kill below the cap).
+    o.limits.max_tasks = 64;
+    auto room = f.run(sbx_test::helper({"sleep-threads", "40", "300"}, o));
+    BOOST_TEST(!room.ec, room.result.diag);
+    BOOST_TEST(room.result.out.data == "slept 40\n");
+}
+
 BOOST_AUTO_TEST_CASE(failing_sampler_fails_closed)
 {
     sbx_test::local_fixture f;

@@ -53,6 +53,26 @@ BOOST_AUTO_TEST_CASE(processes_trip_above_cap)
     BOOST_TEST(d.observed == 4);
 }
 
+BOOST_AUTO_TEST_CASE(tasks_trip_above_cap_and_processes_do_not_count_threads)
+{
+    cap_limits l;
+    l.max_processes = 5;
+    l.max_tasks = 20;
+    cap_budget b(l);
+    tree_usage many_threads{0, 0s, 1, 20}; // one process, 20 threads
+    BOOST_TEST((b.on_sample(many_threads).action == cap_action::keep_going));
+    BOOST_TEST(b.pressure() == 1.0);
+    tree_usage over{0, 0s, 1, 21};
+    auto d = b.on_sample(over);
+    BOOST_TEST((d.action == cap_action::kill_budget));
+    BOOST_TEST((d.which == budget_kind::tasks));
+    BOOST_TEST(d.observed == 21);
+    BOOST_TEST(d.configured == 20);
+    // Processes are judged first when both are over.
+    auto both = b.on_sample({0, 0s, 6, 30});
+    BOOST_TEST((both.which == budget_kind::processes));
+}
+
 BOOST_AUTO_TEST_CASE(no_caps_never_trip)
 {
     cap_budget b({});

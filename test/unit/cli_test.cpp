@@ -296,7 +296,8 @@ BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
 {
     auto r = parse({"--root", "/srv/root", "--workdir", "sub", "--timeout", "1.5s",
                     "--kill-grace=250ms", "--memory", "64M", "--cpu", "500", "--max-processes",
-                    "16", "--max-output", "1K", "--json", "--backend", "local", "cmd"});
+                    "16", "--max-tasks", "64", "--max-output", "1K", "--json", "--backend",
+                    "local", "cmd"});
     BOOST_REQUIRE(r.has_value());
     const auto& o = r->request.options;
     BOOST_TEST(r->runner.root == "/srv/root");
@@ -306,6 +307,7 @@ BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
     BOOST_TEST(o.limits.memory_bytes == 64 * 1024 * 1024);
     BOOST_TEST(o.limits.cpu_millicores == 500);
     BOOST_TEST(o.limits.max_processes == 16);
+    BOOST_TEST(o.limits.max_tasks == 64);
     BOOST_TEST(o.limits.max_output_bytes == 1024);
     BOOST_TEST(r->json);
     BOOST_TEST(r->request.command == "cmd");
@@ -483,6 +485,7 @@ BOOST_AUTO_TEST_CASE(usage_errors)
     check_fails({"--cpu", "half", "cmd"}, errc::validation, "--cpu");
     check_fails({"--cpu=-1", "cmd"}, errc::validation, "negative");
     check_fails({"--max-processes", "1.5", "cmd"}, errc::validation, "--max-processes");
+    check_fails({"--max-tasks", "-3", "cmd"}, errc::validation, "--max-tasks");
     check_fails({"--max-processes", "99999999999999999999", "cmd"}, errc::validation,
                 "too large");
     check_fails({"--json=yes", "cmd"}, errc::validation, "json");

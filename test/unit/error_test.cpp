@@ -145,6 +145,7 @@ BOOST_AUTO_TEST_CASE(status_names_round_trip)
     }
     BOOST_TEST(!sandbox::parse_exec_status("bogus"));
     BOOST_TEST(std::string(sandbox::to_string(sandbox::budget_kind::processes)) == "processes");
+    BOOST_TEST(std::string(sandbox::to_string(sandbox::budget_kind::tasks)) == "tasks");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

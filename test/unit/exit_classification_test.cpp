@@ -101,6 +101,12 @@ BOOST_AUTO_TEST_CASE(diagnostics_carry_the_figures)
     BOOST_TEST(o.r.diag.configured == 8);
     BOOST_TEST(o.r.diag.message == "processes cap exceeded (9 > 8 processes); process tree killed");
 
+    f.budget = budget_kind::tasks;
+    f.observed = 41;
+    f.configured = 20;
+    BOOST_TEST(classify_exit(f).r.diag.message ==
+               "tasks cap exceeded (41 > 20 tasks); process tree killed");
+
     f = {};
     f.reason = end_reason::timed_out;
     f.timeout = 1ns;

@@ -148,6 +148,7 @@ BOOST_AUTO_TEST_CASE(each_bad_field_is_named)
           errc::validation, "input");
     check([](req_t& r) { r.options.env.inject["A=B"] = "x"; }, errc::validation, "env.inject");
     check([](req_t& r) { r.options.limits.memory_bytes = -1; }, errc::validation, "memory");
+    check([](req_t& r) { r.options.limits.max_tasks = -1; }, errc::validation, "tasks");
     check([](req_t& r) { r.options.limits.disk_bytes = 1; }, errc::not_available, "disk");
 }
 
@@ -157,6 +158,9 @@ BOOST_AUTO_TEST_CASE(sampled_caps_need_the_sampler)
     req.options.limits.max_processes = 4;
     BOOST_TEST(check_request(req, false).error().code == errc::not_available);
     BOOST_TEST(!check_request(req, true).has_error());
+    auto tasks = valid_request();
+    tasks.options.limits.max_tasks = 4;
+    BOOST_TEST(check_request(tasks, false).error().diag.limit == "tasks");
 }
 
 BOOST_AUTO_TEST_CASE(caps_and_output_cap_come_from_the_options)
@@ -170,6 +174,9 @@ BOOST_AUTO_TEST_CASE(caps_and_output_cap_come_from_the_options)
     BOOST_TEST(c.memory_bytes == 1u << 20);
     BOOST_TEST(c.cpu.count() == std::chrono::nanoseconds(5s).count());
     BOOST_TEST(c.max_processes == 7u);
+    BOOST_TEST(c.max_tasks == 0u);
+    o.limits.max_tasks = 64;
+    BOOST_TEST(sandbox::backend::caps_of(o).max_tasks == 64u);
     BOOST_TEST(c.any());
     BOOST_TEST(!sandbox::backend::caps_of({}).any());
 

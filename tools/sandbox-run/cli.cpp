@@ -213,6 +213,7 @@ po::options_description make_options()
         ("memory", po::value<std::string>(), "")
         ("cpu", po::value<std::string>(), "")
         ("max-processes", po::value<std::string>(), "")
+        ("max-tasks", po::value<std::string>(), "")
         ("max-output", po::value<std::string>(), "")
         ("env-allow", po::value<std::vector<std::string>>()->composing(), "")
         ("env-clear", po::bool_switch(), "")
@@ -396,6 +397,7 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     for (auto n : {number_option{"memory", "memory", &o.limits.memory_bytes, true},
                    number_option{"cpu", "cpu", &o.limits.cpu_millicores, false},
                    number_option{"max-processes", "processes", &o.limits.max_processes, false},
+                   number_option{"max-tasks", "tasks", &o.limits.max_tasks, false},
                    number_option{"max-output", "output", &o.limits.max_output_bytes, true}})
     {
         if (!has(n.name))
@@ -688,7 +690,10 @@ std::string usage()
            "  --memory SIZE       cap on the tree's summed resident memory; 0 disables it\n"
            "  --cpu MILLICORES    cpu-time budget as a share of the timeout (1000 = one core\n"
            "                      for the whole timeout); needs a timeout; 0 disables it\n"
-           "  --max-processes N   cap on live processes in the tree; 0 disables it\n"
+           "  --max-processes N   cap on live processes in the tree (threads not counted);\n"
+           "                      0 disables it\n"
+           "  --max-tasks N       cap on live threads of all processes in the tree; 0\n"
+           "                      disables it\n"
            "  --max-output SIZE   with --json, bytes kept per stream, the rest is counted\n"
            "                      and dropped; 0 keeps everything\n"
            "  --env-allow NAME    pass host variable NAME (repeatable; replaces the default\n"
@@ -717,6 +722,7 @@ std::string usage()
            "  timeout         10m\n"
            "  output          streamed; with --json 10 MiB kept per stream\n"
            "  processes       1024\n"
+           "  tasks           no cap\n"
            "  memory, cpu     no cap\n"
            "  kill grace      0 (SIGKILL at once)\n"
            "\n"
@@ -732,7 +738,8 @@ std::string usage()
            "  130             interrupted by SIGINT or SIGTERM; the tree was killed\n"
            "  141             the reader of the streamed output went away; the tree was\n"
            "                  killed\n"
-           "  137             a memory, cpu or process cap was exceeded; the tree was killed\n";
+           "  137             a memory, cpu, process or task cap was exceeded; the tree was\n"
+           "                  killed\n";
 }
 
 } // namespace sandbox::cli

@@ -16,8 +16,13 @@ struct cap_limits
     /// Total cpu time of the tree (`cpu_budget(options)`).
     std::chrono::nanoseconds cpu{0};
     std::uint64_t max_processes = 0;
+    /// Threads of all processes of the tree.
+    std::uint64_t max_tasks = 0;
 
-    bool any() const noexcept { return memory_bytes > 0 || cpu.count() > 0 || max_processes > 0; }
+    bool any() const noexcept
+    {
+        return memory_bytes > 0 || cpu.count() > 0 || max_processes > 0 || max_tasks > 0;
+    }
 };
 
 } // namespace sandbox::backend
