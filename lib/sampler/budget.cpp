@@ -2,6 +2,7 @@
 #include "sampler/budget.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace sandbox::detail {
 
@@ -72,22 +73,49 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t 
     now.reserve(live.size());
     for (const auto& m : live)
         now[m.pid] = m;
-    // What the members that ended since the last sample had used, by parent.
-    std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
+    // Members this listing missed although they live on keep their last record; their
+    // children time is unknown until they are seen again.
+    std::unordered_set<pid_t> unseen_alive;
+    std::vector<const member*> gone;
     for (const auto& [pid, m] : last_)
     {
         auto it = now.find(pid);
         if (it != now.end() && it->second.starttime == m.starttime)
             continue;
         if (it == now.end() && !ended(pid, m.starttime))
+            unseen_alive.insert(pid);
+        else
+            gone.push_back(&m);
+    }
+    for (pid_t pid : unseen_alive)
+        now[pid] = last_.at(pid);
+    // What the members that ended since the last sample had used, by parent. A member whose
+    // parent the listing missed is judged at a later sample, against that parent's children
+    // time then: judging it now would call waited-for time lost and count it twice.
+    std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
+    for (const member* m : gone)
+    {
+        if (unseen_alive.count(m->ppid) != 0)
         {
-            now[pid] = m; // missed by this listing: still there
+            carried_[m->pid] = *m;
             continue;
         }
-        departed[m.ppid] += m.own + m.reaped;
+        departed[m->ppid] += m->own + m->reaped;
+    }
+    for (auto it = carried_.begin(); it != carried_.end();)
+    {
+        if (unseen_alive.count(it->second.ppid) != 0)
+        {
+            ++it;
+            continue;
+        }
+        departed[it->second.ppid] += it->second.own + it->second.reaped;
+        it = carried_.erase(it);
     }
     for (const auto& [parent, used] : departed)
     {
+        // A parent missed by the listing keeps its last real record in `last_` and `now`, so
+        // when its carried children are judged, the growth is measured from that record.
         std::chrono::nanoseconds absorbed = used; // unknown: assume it was waited for
         if (parent == self)
             absorbed = self_reaped - last_self_reaped_;

@@ -110,6 +110,8 @@ public:
 
 private:
     std::unordered_map<pid_t, member> last_;
+    // Ended members whose parent a listing missed: judged once the parent is seen again.
+    std::unordered_map<pid_t, member> carried_;
     std::chrono::nanoseconds last_self_reaped_{0};
     std::chrono::nanoseconds lost_{0};
 };

@@ -171,6 +171,29 @@ BOOST_AUTO_TEST_CASE(ledger_member_missed_by_a_listing_is_not_taken_for_ended)
                               0ms, all_ended)) == 300);
 }
 
+BOOST_AUTO_TEST_CASE(ledger_child_of_a_parent_the_listing_missed_is_judged_later)
+{
+    // A busy host: the listing misses parent 10 (alive) in the very sample in which its
+    // child 11 ended and was waited for. 10's children time is unknown now, so 11 must not be
+    // declared lost (10's cutime will show it next time: that would count it twice).
+    cpu_ledger l;
+    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 270ms, 0ms}},
+             self, 0ms, all_ended);
+    auto alive_10 = [](pid_t pid, std::uint64_t) { return pid != 10; };
+    BOOST_TEST(as_ms(l.update({}, self, 0ms, alive_10)) == 0);
+    // Seen again: its children time grew by 11's whole use. Nothing lost.
+    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 280ms}}, self,
+                              0ms, all_ended)) == 0);
+
+    // The same, but 10 ignores SIGCHLD: the loss is found once 10 is seen again.
+    cpu_ledger k;
+    k.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 270ms, 0ms}},
+             self, 0ms, all_ended);
+    BOOST_TEST(as_ms(k.update({}, self, 0ms, alive_10)) == 0);
+    BOOST_TEST(as_ms(k.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 0ms}}, self,
+                              0ms, all_ended)) == 270);
+}
+
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
 {
     cpu_ledger l;
