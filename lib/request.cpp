@@ -29,6 +29,14 @@ outcome<> check_request(const exec_request& req, bool sampler_usable)
     if (req.stdin_fd && o.input)
         return make_failure(errc::validation,
                             "stdin is given twice: as a descriptor and as input bytes", "input");
+    if (req.tty && (req.stdin_fd || o.input))
+        return make_failure(errc::validation,
+                            "a terminal run takes no input yet (neither input bytes nor a stdin "
+                            "descriptor)",
+                            "input");
+    if (req.tty && (req.tty->rows == 0 || req.tty->cols == 0))
+        return make_failure(errc::validation, "a terminal needs at least one row and column",
+                            "tty");
     if (req.stdin_fd && !*req.stdin_fd)
         return make_failure(errc::validation, "the stdin descriptor is closed", "input");
     if (auto r = validate_env_policy(o.env); !r)

@@ -54,6 +54,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     plan.input = o.input;
     plan.stdin_fd = std::move(req.stdin_fd);
     plan.on_output = std::move(req.on_output);
+    plan.tty = req.tty;
     plan.max_output_bytes = backend::output_cap(o, opts.default_max_output_bytes);
     plan.timeout = o.timeout;
     plan.kill_grace = o.kill_grace;

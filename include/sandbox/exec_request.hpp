@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,13 @@ enum class output_stream : int
 /// \brief Receives output as it is read; returns false to stop the run. See
 /// `exec_request::on_output`.
 using output_handler = std::function<bool(output_stream, std::string_view)>;
+
+/// The size of a terminal, in character cells.
+struct terminal_size
+{
+    unsigned short rows = 24;
+    unsigned short cols = 80;
+};
 
 /// \brief A command, its arguments and its options.
 ///
@@ -55,6 +63,16 @@ struct exec_request
     /// is killed and the exec completes with `operation_aborted`, status `cancelled`,
     /// `diag.limit == "output"`; later output is read and discarded. Unset: capture.
     output_handler on_output{};
+    /// \brief Run the command on a pseudo-terminal of this size instead of pipes.
+    ///
+    /// The command leads a new session with the terminal as its controlling terminal and as
+    /// stdin, stdout and stderr: programs see `isatty()` true, and its stdout and stderr
+    /// arrive merged, as a terminal shows them, in `exec_result::out` (or as
+    /// `output_stream::out` through `on_output`; `err` stays empty). Everything written
+    /// before the tree ended is read before the exec completes. Input (`options.input`,
+    /// `stdin_fd`) is refused with `errc::validation` for now; sessions will write to the
+    /// terminal. Unset: pipes.
+    std::optional<terminal_size> tty{};
 };
 
 } // namespace sandbox

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -61,14 +62,37 @@ posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int&
     return &cache.fa;
 }
 
-// New process group, empty signal mask, default dispositions; the same for every spawn.
-const posix_spawnattr_t* spawn_attributes(int& rc)
+// Terminal runs: a fresh set each time (the path differs). The child is a session leader by
+// then (POSIX_SPAWN_SETSID acts before the file actions), so opening the slave without
+// O_NOCTTY makes it the controlling terminal.
+struct tty_actions
+{
+    posix_spawn_file_actions_t fa;
+    int rc = 0;
+    tty_actions(int dir, const std::string& path)
+    {
+        ::posix_spawn_file_actions_init(&fa);
+        if (dir >= 0)
+            rc = ::posix_spawn_file_actions_addfchdir_np(&fa, dir);
+        rc = rc ? rc : ::posix_spawn_file_actions_addclose(&fa, 0);
+        rc = rc ? rc : ::posix_spawn_file_actions_addopen(&fa, 0, path.c_str(), O_RDWR, 0);
+        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
+        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
+        rc = rc ? rc : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    }
+    tty_actions(const tty_actions&) = delete;
+    tty_actions& operator=(const tty_actions&) = delete;
+    ~tty_actions() { ::posix_spawn_file_actions_destroy(&fa); }
+};
+
+// New process group (or session), empty signal mask, default dispositions.
+const posix_spawnattr_t* spawn_attributes(bool session, int& rc)
 {
     struct attrs
     {
         posix_spawnattr_t attr;
         int rc = 0;
-        attrs()
+        explicit attrs(bool session)
         {
             ::posix_spawnattr_init(&attr);
             sigset_t none, all;
@@ -77,16 +101,18 @@ const posix_spawnattr_t* spawn_attributes(int& rc)
             rc = ::posix_spawnattr_setpgroup(&attr, 0);
             rc = rc ? rc : ::posix_spawnattr_setsigmask(&attr, &none);
             rc = rc ? rc : ::posix_spawnattr_setsigdefault(&attr, &all);
+            const short group = session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
             rc = rc ? rc
-                    : ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                                            POSIX_SPAWN_SETSIGMASK |
-                                                            POSIX_SPAWN_SETSIGDEF);
+                    : ::posix_spawnattr_setflags(&attr, static_cast<short>(
+                                                            group | POSIX_SPAWN_SETSIGMASK |
+                                                            POSIX_SPAWN_SETSIGDEF));
         }
         attrs(const attrs&) = delete;
         attrs& operator=(const attrs&) = delete;
         ~attrs() { ::posix_spawnattr_destroy(&attr); }
     };
-    static const attrs a;
+    static const attrs group(false), own_session(true);
+    const attrs& a = session ? own_session : group;
     rc = a.rc;
     return &a.attr;
 }
@@ -110,9 +136,18 @@ int spawn_command(const spawn_args& a, pid_t& pid)
             return errno;
     }
     int rc = 0;
-    const posix_spawnattr_t* attr = spawn_attributes(rc);
-    posix_spawn_file_actions_t* fa =
-        rc ? nullptr : file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
+    const bool tty = !a.tty_path.empty();
+    const posix_spawnattr_t* attr = spawn_attributes(tty, rc);
+    std::optional<tty_actions> on_tty;
+    posix_spawn_file_actions_t* fa = nullptr;
+    if (tty && rc == 0)
+    {
+        on_tty.emplace(a.work_dir_fd, a.tty_path);
+        rc = on_tty->rc;
+        fa = &on_tty->fa;
+    }
+    else if (rc == 0)
+        fa = file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
     if (rc != 0 || !fa)
         return rc ? rc : EINVAL;
 

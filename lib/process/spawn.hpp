@@ -20,9 +20,14 @@ struct spawn_args
     int stdin_fd = -1;    // -1: /dev/null
     int stdout_fd = -1;
     int stderr_fd = -1;
+    /// Non-empty: run on this terminal (a pty slave path) instead of the descriptors above:
+    /// a new session, the terminal opened as fd 0 (so it becomes the controlling terminal)
+    /// and duplicated onto 1 and 2.
+    std::string tty_path{};
 };
 
-/// \brief Starts the command with posix_spawn: new process group, default signal dispositions
+/// \brief Starts the command with posix_spawn: new process group (a new session on a
+/// terminal), default signal dispositions
 /// and an empty signal mask, only fds 0-2 open (everything from 3 up is closed in the child),
 /// work directory entered with fchdir on the already-checked directory fd.
 ///

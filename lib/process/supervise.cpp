@@ -27,7 +27,10 @@
 #include <memory>
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
+#include <termios.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,6 +110,56 @@ struct pipe_pair
         return true;
     }
 };
+
+// The command's standard descriptors: the ends sent to the worker, and ours.
+struct stdio_set
+{
+    unique_fd child_out, child_err, child_in; // child_err empty on a terminal (child_out twice)
+    unique_fd out, err, in;                    // ours: read out/err, write in; err empty on a tty
+    std::string tty_path;
+};
+
+// A pseudo-terminal of `size`: the master is ours (read as stdout), the slave goes to the
+// worker, which holds it until the spawn; the command opens it by name as its controlling
+// terminal. When the last process holding the slave is gone, reading the master ends (EIO).
+outcome<stdio_set> open_terminal(terminal_size size)
+{
+    stdio_set s;
+    s.out.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!s.out || ::grantpt(s.out.get()) != 0 || ::unlockpt(s.out.get()) != 0)
+        return os_failure("cannot open a pseudo-terminal", errno);
+    char name[128];
+    if (int rc = ::ptsname_r(s.out.get(), name, sizeof name); rc != 0)
+        return os_failure("cannot name the pseudo-terminal", rc);
+    winsize ws{};
+    ws.ws_row = size.rows;
+    ws.ws_col = size.cols;
+    if (::ioctl(s.out.get(), TIOCSWINSZ, &ws) != 0)
+        return os_failure("cannot size the pseudo-terminal", errno);
+    s.child_out.reset(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!s.child_out)
+        return os_failure("cannot open the pseudo-terminal slave", errno);
+    s.tty_path = name;
+    return s;
+}
+
+outcome<stdio_set> open_stdio(const spawn_plan& plan)
+{
+    if (plan.tty)
+        return open_terminal(*plan.tty);
+    stdio_set s;
+    pipe_pair out, err, in;
+    const bool input = plan.input && !plan.stdin_fd;
+    if (!out.open() || !err.open() || (input && !in.open()))
+        return os_failure("cannot create the command's pipes", errno);
+    s.child_out = std::move(out.write);
+    s.child_err = std::move(err.write);
+    s.child_in = std::move(in.read);
+    s.out = std::move(out.read);
+    s.err = std::move(err.read);
+    s.in = std::move(in.write);
+    return s;
+}
 
 class supervision : public std::enable_shared_from_this<supervision>
 {
@@ -227,9 +280,12 @@ void supervision::start()
     if (plan_.input)
         write_input();
     out_.buf.reset(new char[read_chunk]);
-    err_.buf.reset(new char[read_chunk]);
     read(out_);
-    read(err_);
+    if (!err_.eof)
+    {
+        err_.buf.reset(new char[read_chunk]);
+        read(err_);
+    }
     read_channel();
     if (!plan_sent_)
         send_rest();
@@ -239,11 +295,11 @@ void supervision::start()
 // of those close right after (the kernel holds them in flight).
 outcome<void> supervision::send_first(unique_fd channel)
 {
-    pipe_pair out, err, in;
-    if (plan_.stdin_fd)
+    if (plan_.stdin_fd || plan_.tty)
         plan_.input.reset(); // the backend refused both; the descriptor wins if a plan has both
-    if (!out.open() || !err.open() || (plan_.input && !in.open()))
-        return os_failure("cannot create the command's pipes", errno);
+    auto stdio = open_stdio(plan_);
+    if (!stdio)
+        return stdio.error();
     proto::plan p;
     p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
@@ -251,8 +307,14 @@ outcome<void> supervision::send_first(unique_fd channel)
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
-    std::vector<int> fds{out.write.get(), err.write.get()};
-    if (plan_.stdin_fd)
+    const int child_err = stdio->child_err ? stdio->child_err.get() : stdio->child_out.get();
+    std::vector<int> fds{stdio->child_out.get(), child_err};
+    if (plan_.tty)
+    {
+        p.fixed.options |= proto::opt_tty;
+        p.tty_path = stdio->tty_path;
+    }
+    else if (plan_.stdin_fd)
     {
         p.fixed.fds |= proto::fd_stdin;
         fds.push_back(plan_.stdin_fd->get());
@@ -260,7 +322,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     else if (plan_.input)
     {
         p.fixed.fds |= proto::fd_stdin;
-        fds.push_back(in.read.get());
+        fds.push_back(stdio->child_in.get());
     }
     const int dir = plan_.work_dir ? plan_.work_dir.get() : plan_.borrowed_work_dir_fd;
     if (dir >= 0)
@@ -282,11 +344,14 @@ outcome<void> supervision::send_first(unique_fd channel)
     plan_.work_dir.reset();
     plan_.stdin_fd.reset(); // ours closes now; the worker holds its own copy
     channel_.assign(channel.release());
-    out_.d.assign(out.read.release());
-    err_.d.assign(err.read.release());
+    out_.d.assign(stdio->out.release());
+    if (stdio->err)
+        err_.d.assign(stdio->err.release());
+    else
+        err_.eof = true; // a terminal merges stderr into its one stream
     if (plan_.input)
     {
-        int fd = in.write.release();
+        int fd = stdio->in.release();
         ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         in_.assign(fd);
     }

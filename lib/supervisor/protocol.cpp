@@ -46,6 +46,8 @@ std::string encode_plan(const plan& p)
         put_string(out, s);
     for (const auto& s : p.envp)
         put_string(out, s);
+    if (f.options & opt_tty)
+        put_string(out, p.tty_path);
     return out;
 }
 
@@ -68,6 +70,8 @@ std::optional<plan> decode_plan(std::string_view in)
     for (auto& s : p.envp)
         if (!get_string(in, s))
             return std::nullopt;
+    if ((p.fixed.options & opt_tty) && !get_string(in, p.tty_path))
+        return std::nullopt;
     if (!in.empty())
         return std::nullopt;
     return p;

@@ -23,7 +23,7 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 2; // 2: cap_limits::max_tasks
+inline constexpr std::uint32_t version = 3; // 2: cap_limits::max_tasks; 3: terminals
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -71,6 +71,15 @@ enum plan_fd : std::uint32_t
     fd_work_dir = 2 // else the worker's directory
 };
 
+/// Plan options.
+enum plan_option : std::uint32_t
+{
+    /// The command runs on a terminal: its own session, the pseudo-terminal slave named by
+    /// `plan::tty_path` opened as stdin, stdout and stderr (so it becomes the controlling
+    /// terminal). The stdout and stderr descriptors sent are the slave, held until the spawn.
+    opt_tty = 1,
+};
+
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a
 /// u32 length and its bytes.
 struct plan_fixed
@@ -79,6 +88,8 @@ struct plan_fixed
     std::uint32_t argc = 0;
     std::uint32_t envc = 0;
     std::uint32_t sample_faults = 0; // test seam: fail this many samples (0xffffffff: all)
+    std::uint32_t options = 0;       // plan_option bits
+    std::uint32_t pad = 0;
     backend::cap_limits caps{};
     std::int64_t sample_interval_ns = 0;
 };
@@ -92,6 +103,7 @@ struct plan
     std::string executable;
     std::vector<std::string> argv;
     std::vector<std::string> envp;
+    std::string tty_path{}; // with opt_tty, after envp
 };
 
 std::string encode_plan(const plan& p);

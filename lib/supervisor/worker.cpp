@@ -260,6 +260,8 @@ void worker::start_exec(const proto::plan& p)
         a.stdin_fd = plan_fds_[next++].get();
     if (f.fds & proto::fd_work_dir)
         a.work_dir_fd = plan_fds_[next++].get();
+    if (f.options & proto::opt_tty)
+        a.tty_path = p.tty_path;
     pid_t pid = -1;
     int rc = spawn_command(a, pid);
     // Our copies of the command's pipes go now, or the library never sees EOF.

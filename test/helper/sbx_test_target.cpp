@@ -56,6 +56,9 @@
 //                             "forked N\n"
 //   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
 //                             time; join them; then "spun N\n"
+//   tty-info                  "tty 0 1 2: Y Y Y\n" (isatty per fd), "size R C\n" (TIOCGWINSZ on
+//                             fd 1, or "size none"), "ctty Y\n" when fd 0 is the controlling
+//                             terminal of our session and we lead it, else "ctty N"
 //   sleep-threads N MS        start N threads that each sleep MS ms; join them; "slept N\n"
 //   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
 //                             no delay), sleep HOLD_MS ms and exit; wait for all of them
@@ -79,6 +82,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -452,7 +457,7 @@ constexpr mode_spec modes[] = {
     {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
     {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},       {"wait-file", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
-    {"sleep-threads", 2, 2},
+    {"sleep-threads", 2, 2},  {"tty-info", 0, 0},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -606,6 +611,19 @@ action_t prepare(std::string_view name, const args_t& a)
                 wait_child_or_reaped(pid);
             }
             out("forked " + std::to_string(n) + "\n");
+        };
+    if (mode == "tty-info")
+        return [] {
+            auto yn = [](bool b) { return b ? "Y" : "N"; };
+            std::string s = std::string("tty 0 1 2: ") + yn(::isatty(0)) + " " + yn(::isatty(1)) +
+                            " " + yn(::isatty(2)) + "\n";
+            winsize ws{};
+            s += ::ioctl(1, TIOCGWINSZ, &ws) == 0
+                     ? "size " + std::to_string(ws.ws_row) + " " + std::to_string(ws.ws_col) + "\n"
+                     : std::string("size none\n");
+            const bool leader = ::getsid(0) == ::getpid();
+            s += std::string("ctty ") + yn(leader && ::tcgetsid(0) == ::getpid()) + "\n";
+            out(s);
         };
     if (mode == "sleep-threads")
         return [n = procs(0), t = ms(1)] {

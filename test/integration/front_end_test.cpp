@@ -399,7 +399,7 @@ BOOST_AUTO_TEST_CASE(partial_output_after_a_timeout_through_every_front_end)
 BOOST_AUTO_TEST_CASE(runner_exec_throws_sandbox_error_with_partial_result)
 {
     sandbox::exec_options o;
-    o.timeout = 200ms;
+    o.timeout = 1s; // room for the print on a loaded host (ASan)
     auto slow = sbx_test::helper({"print", "so-far", "--then", "sleep", "60000"}, o);
     exec_record timed_out;
     run_coro(ioc, [&]() { return direct_exec_case(runner, std::move(slow), timed_out); });
@@ -738,6 +738,73 @@ BOOST_AUTO_TEST_CASE(on_output_can_stop_the_run)
             BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
         }
     }
+}
+
+// --- terminals ---
+
+BOOST_AUTO_TEST_CASE(a_terminal_run_leads_its_session_on_a_real_pty)
+{
+    auto req = sbx_test::helper({"tty-info", "--then", "eprint", "to stderr"});
+    req.tty = sandbox::terminal_size{};
+    auto res = run(std::move(req));
+    BOOST_TEST(!res.ec, res.result.diag);
+    BOOST_TEST(res.result.exit_code == 0);
+    // The line discipline turns "\n" into "\r\n"; stderr arrives merged, in order.
+    BOOST_TEST(res.result.out.data ==
+               "tty 0 1 2: Y Y Y\r\nsize 24 80\r\nctty Y\r\nto stderr");
+    BOOST_TEST(res.result.err.data.empty());
+
+    // Pipes otherwise: no terminal at all.
+    auto plain = run(sbx_test::helper({"tty-info"}));
+    BOOST_TEST(plain.result.out.data == "tty 0 1 2: N N N\nsize none\nctty N\n");
+
+    auto sized = sbx_test::helper({"tty-info"});
+    sized.tty = sandbox::terminal_size{50, 132};
+    auto s = run(std::move(sized));
+    BOOST_TEST(s.result.out.data.find("size 50 132\r\n") != std::string::npos, s.result.out.data);
+}
+
+BOOST_AUTO_TEST_CASE(a_terminal_loses_no_output_when_the_command_exits)
+{
+    // 1 MiB written and the command gone at once: all of it is read from the master before
+    // the exec completes (no newlines, so the terminal changes nothing).
+    for (int round = 0; round < 3; ++round)
+    {
+        auto req = sbx_test::helper({"spam", "1048576"});
+        req.tty = sandbox::terminal_size{};
+        req.options.limits.max_output_bytes = 4 << 20;
+        auto res = run(std::move(req));
+        BOOST_TEST(!res.ec, res.result.diag);
+        BOOST_TEST(res.result.out.data.size() == 1048576u);
+        BOOST_TEST(!res.result.out.truncated);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_terminal_run_is_contained_and_validated)
+{
+    // The tree on a terminal dies with the timeout like any other (a setsid chain included).
+    const auto pidfile = root.path() / "pids";
+    auto req = sbx_test::helper({"pidfile", "--then", "setsid-child", "60000", "--then",
+                                 "sleep", "60000"},
+                                pid_options(pidfile));
+    req.tty = sandbox::terminal_size{};
+    req.options.timeout = 1s;
+    auto res = run(std::move(req));
+    BOOST_TEST(res.ec == sandbox::errc::timeout);
+    const auto pids = sbx_test::read_pids(pidfile);
+    BOOST_TEST(!pids.empty());
+    BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
+
+    // Input to a terminal is not supported yet: refused, nothing runs.
+    auto with_input = sbx_test::helper({"cat"});
+    with_input.tty = sandbox::terminal_size{};
+    with_input.options.input = "x";
+    auto refused = run(std::move(with_input));
+    BOOST_TEST(refused.ec == sandbox::errc::validation);
+    BOOST_TEST(refused.result.diag.limit == "input");
+    auto empty = sbx_test::helper({"cat"});
+    empty.tty = sandbox::terminal_size{0, 80};
+    BOOST_TEST(run(std::move(empty)).ec == sandbox::errc::validation);
 }
 
 BOOST_AUTO_TEST_CASE(noop_runner_runs_nothing)

@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(background_children_die_on_timeout)
 {
     const auto pidfile = root.path() / "pids";
     auto o = pid_options(pidfile);
-    o.timeout = 200ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     auto req = sbx_test::helper({"children", "2", "60000", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
 
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(setsid_child_with_detached_stdio_dies_on_timeout)
 {
     const auto pidfile = root.path() / "pids";
     auto o = pid_options(pidfile);
-    o.timeout = 200ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     auto req = sbx_test::helper({"setsid-child", "60000", "detach", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
 
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(setpgid_child_dies_on_timeout)
 {
     const auto pidfile = root.path() / "pids";
     auto o = pid_options(pidfile);
-    o.timeout = 200ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     auto req = sbx_test::helper({"setpgid-child", "60000", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
 
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(double_forked_daemon_is_killed_on_normal_exit)
 BOOST_AUTO_TEST_CASE(kill_grace_sends_sigterm_first)
 {
     sandbox::exec_options o;
-    o.timeout = 200ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     o.kill_grace = 2s;
     auto req = sbx_test::helper({"trap-term", "7", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(kill_grace_sends_sigterm_first)
 BOOST_AUTO_TEST_CASE(no_kill_grace_means_immediate_sigkill)
 {
     sandbox::exec_options o;
-    o.timeout = 200ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     auto req = sbx_test::helper({"trap-term", "7", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
 
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(foreign_signal_is_reported_as_signaled)
 BOOST_AUTO_TEST_CASE(partial_output_is_kept_on_timeout)
 {
     sandbox::exec_options o;
-    o.timeout = 300ms;
+    o.timeout = 2s; // room for the setup on a loaded host (ASan)
     auto req = sbx_test::helper({"print", "partial", "--then", "sleep", "60000"}, o);
     auto [ec, r] = run(std::move(req));
 

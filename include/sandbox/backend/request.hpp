@@ -14,6 +14,7 @@ namespace sandbox::backend {
 
 /// \brief The backend-independent checks, in order: the command (non-empty, no NUL byte),
 /// the arguments and the work dir (no NUL byte), `stdin_fd` together with `options.input`,
+/// a terminal with input or without rows or columns,
 /// the environment policy, the net policy (`net_policy::validate`) and the exec policy
 /// (`validate_exec_policy`). Fails with the first problem found; nothing is touched.
 SANDBOX_DECL outcome<> check_request(const exec_request& req, bool sampler_usable);

@@ -45,6 +45,8 @@ struct spawn_plan
     std::optional<std::string> input{};
     /// A descriptor the command reads as its stdin (instead of `input`); handed over as is.
     std::shared_ptr<const unique_fd> stdin_fd{};
+    /// Run on a pseudo-terminal of this size (`exec_request::tty`).
+    std::optional<terminal_size> tty{};
     /// Streams output instead of capturing it (`exec_request::on_output`).
     output_handler on_output{};
     /// Bytes kept per stream.
