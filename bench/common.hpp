@@ -1,15 +1,18 @@
 // bench/common.hpp: what every benchmark shares: the machine line printed before its
-// figures, and percentiles.
+// figures, percentiles, and the leak check on our own children.
 #ifndef SANDBOX_BENCH_COMMON_HPP
 #define SANDBOX_BENCH_COMMON_HPP
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/types.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -43,6 +46,41 @@ inline double percentile(std::vector<double> v, double p)
     auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
     rank = std::clamp<std::size_t>(rank, 1, v.size());
     return v[rank - 1];
+}
+
+/// The pids listed in /proc.
+inline std::vector<pid_t> proc_pids()
+{
+    std::vector<pid_t> pids;
+    DIR* d = ::opendir("/proc");
+    if (!d)
+        return pids;
+    while (dirent* e = ::readdir(d))
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+            pids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    ::closedir(d);
+    return pids;
+}
+
+/// Processes whose parent is this process (a benchmark must leave none behind).
+inline std::vector<pid_t> my_children()
+{
+    std::vector<pid_t> kids;
+    const pid_t me = ::getpid();
+    for (pid_t pid : proc_pids())
+    {
+        std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+        std::string text;
+        std::getline(st, text);
+        auto rp = text.rfind(')');
+        if (rp == std::string::npos)
+            continue;
+        char state = 0;
+        int ppid = 0;
+        if (std::sscanf(text.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == me)
+            kids.push_back(pid);
+    }
+    return kids;
 }
 
 } // namespace bench

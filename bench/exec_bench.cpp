@@ -333,36 +333,10 @@ child_figures ours_out_in_child(const std::string& name, std::uint64_t bytes)
     return f;
 }
 
-// Processes whose parent is this process (must be none after each sampler case).
-std::vector<pid_t> my_children()
-{
-    std::vector<pid_t> kids;
-    const pid_t me = ::getpid();
-    DIR* d = ::opendir("/proc");
-    if (!d)
-        return kids;
-    while (dirent* e = ::readdir(d))
-    {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        std::ifstream st(std::string("/proc/") + e->d_name + "/stat");
-        std::string text;
-        std::getline(st, text);
-        auto rp = text.rfind(')');
-        if (rp == std::string::npos)
-            continue;
-        char state = 0;
-        int ppid = 0;
-        if (std::sscanf(text.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == me)
-            kids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-    }
-    ::closedir(d);
-    return kids;
-}
 
 void check_no_children(const char* what)
 {
-    auto kids = my_children();
+    auto kids = bench::my_children();
     if (!kids.empty())
         fail(std::string(what) + ": " + std::to_string(kids.size()) +
              " child process(es) left after the case, first pid " + std::to_string(kids[0]));
@@ -404,7 +378,7 @@ double proc_cpu_ms(pid_t pid)
 double supervision_cpu_ms()
 {
     double total = raw_floor::cpu_ms(RUSAGE_SELF);
-    for (pid_t helper : my_children())
+    for (pid_t helper : bench::my_children())
     {
         total += proc_cpu_ms(helper);
         std::ifstream kids("/proc/" + std::to_string(helper) + "/task/" + std::to_string(helper) +

@@ -362,40 +362,6 @@ void report(const std::string& title, const std::string& value_name, const std::
 
 // ---------------------------------------------------------------- /proc checks
 
-std::vector<pid_t> numeric_proc_entries()
-{
-    std::vector<pid_t> pids;
-    DIR* d = ::opendir("/proc");
-    if (!d)
-        return pids;
-    while (dirent* e = ::readdir(d))
-        if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
-            pids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-    ::closedir(d);
-    return pids;
-}
-
-// Processes whose parent is this process.
-std::vector<pid_t> my_children()
-{
-    std::vector<pid_t> kids;
-    const pid_t me = ::getpid();
-    for (pid_t pid : numeric_proc_entries())
-    {
-        std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-        std::string text;
-        std::getline(st, text);
-        auto rp = text.rfind(')');
-        if (rp == std::string::npos)
-            continue;
-        char state = 0;
-        int ppid = 0;
-        if (std::sscanf(text.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == me)
-            kids.push_back(pid);
-    }
-    return kids;
-}
-
 // Live processes whose environment holds exactly `entry` (NAME=VALUE). Every exec of the
 // timer case carries a tag made of this program's pid, so a process of a tree the library
 // should have killed is found even after it was reparented away from us.
@@ -403,7 +369,7 @@ std::vector<pid_t> tagged_processes(const std::string& entry)
 {
     std::vector<pid_t> found;
     const pid_t me = ::getpid();
-    for (pid_t pid : numeric_proc_entries())
+    for (pid_t pid : bench::proc_pids())
     {
         if (pid == me)
             continue;
@@ -799,7 +765,7 @@ void case_timer_lateness(const config& cfg)
     run.reset();
     std::set<pid_t> idle_set(g_idle_pids, g_idle_pids + idle.size());
     int extra = 0;
-    for (pid_t p : my_children())
+    for (pid_t p : bench::my_children())
         if (!idle_set.count(p))
             ++extra;
     if (extra > 0)
@@ -973,7 +939,7 @@ int run_cases(const config& cfg)
         std::fprintf(stderr, "\nloop_bench: interrupted by signal %d; cleaned up\n", sig);
         return 128 + sig;
     }
-    if (auto kids = my_children(); !kids.empty())
+    if (auto kids = bench::my_children(); !kids.empty())
         record_error(std::to_string(kids.size()) +
                      " child process(es) left at the end, first pid " + std::to_string(kids[0]));
     std::fprintf(stderr, "\nloop_bench: done in %.1f s; targets missed: %zu; wrong results: %zu\n",

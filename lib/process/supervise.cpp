@@ -149,8 +149,7 @@ outcome<stdio_set> open_stdio(const spawn_plan& plan)
         return open_terminal(*plan.tty);
     stdio_set s;
     pipe_pair out, err, in;
-    const bool input = plan.input && !plan.stdin_fd;
-    if (!out.open() || !err.open() || (input && !in.open()))
+    if (!out.open() || !err.open() || (plan.input && !in.open()))
         return os_failure("cannot create the command's pipes", errno);
     s.child_out = std::move(out.write);
     s.child_err = std::move(err.write);
