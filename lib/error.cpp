@@ -29,6 +29,7 @@ public:
         case errc::timeout: return "timed out";
         case errc::internal: return "internal error";
         case errc::sequence_gap: return "output at that offset was already dropped";
+        case errc::session_closed: return "the session is closed";
         }
         return "unknown sandbox error";
     }
@@ -95,6 +96,7 @@ const char* to_string(errc e) noexcept
     case errc::timeout: return "timeout";
     case errc::internal: return "internal";
     case errc::sequence_gap: return "sequence_gap";
+    case errc::session_closed: return "session_closed";
     }
     return "unknown";
 }

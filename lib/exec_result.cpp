@@ -7,9 +7,9 @@
 namespace sandbox {
 
 namespace {
-constexpr std::array<const char*, 7> status_names{
+constexpr std::array<const char*, 8> status_names{
     "not_started", "exited", "signaled", "timed_out", "budget_exceeded", "unenforceable",
-    "cancelled"};
+    "cancelled", "terminated"};
 constexpr std::array<const char*, 5> budget_names{"none", "memory", "cpu", "processes",
                                                   "tasks"};
 } // namespace

@@ -72,9 +72,27 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
     opts_.root = local::canonical_root(opts_.root);
     if (auto fd = local::open_work_dir(opts_.root, {}))
         root_fd_ = std::move(*fd);
+    sessions_ = std::make_unique<session_registry>(
+        ex_,
+        [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
+            exec_request req;
+            req.command = spec.command;
+            req.args = spec.args;
+            req.options = spec.options;
+            req.tty = spec.tty;
+            auto plan = prepare(req, opts_, root_fd_.get());
+            if (!plan)
+            {
+                failure f = plan.error();
+                f.diag.backend = "local";
+                return f;
+            }
+            return plan;
+        },
+        opts_.sessions);
 }
 
-local_runner::~local_runner() = default;
+local_runner::~local_runner() = default; // the registry kills the sessions still running
 
 enforcement_report local_runner::enforcement() const
 {

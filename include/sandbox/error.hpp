@@ -42,6 +42,9 @@ enum class errc : int
     /// Output at the requested offset was already dropped by the bounded log; `diag.observed`
     /// is the oldest offset still held, where reading can resume.
     sequence_gap,
+    /// The session was closed (by `close()` or after its retention); only `wait()` and
+    /// `info()` still answer.
+    session_closed,
 };
 
 /// \brief Groups of `errc` values, for `ec == sandbox::condition::x` tests.

@@ -32,6 +32,10 @@ enum class exec_status : int
     unenforceable,
     /// The caller cancelled; the tree was killed (`boost::asio::error::operation_aborted`).
     cancelled,
+    /// Sessions only: `session::terminate()` or `close()` stopped the command (no error);
+    /// `signal` holds the signal it died of. A command that catches SIGTERM and exits with a
+    /// code of its own is `exited` instead.
+    terminated,
 };
 
 /// \brief Which cap ended an execution.

@@ -17,6 +17,8 @@
 
 namespace sandbox {
 
+class process_manager;
+
 /// \brief Runs one command under policy. Backends and policy decorators implement it.
 ///
 /// A runner is an I/O object bound to one executor. Distinct runners may be used from
@@ -50,6 +52,11 @@ public:
 
     /// What this runner enforces on this host, honestly.
     virtual enforcement_report enforcement() const = 0;
+
+    /// \brief Its sessions (`<sandbox/process_manager.hpp>`), or null when it has none: a
+    /// caller that needs sessions refuses then (`errc::not_available`), it never falls back.
+    /// Sessions go through the same policy checks as `exec`.
+    virtual process_manager* sessions() noexcept { return nullptr; }
 };
 
 /// \brief A runner that runs nothing: every call succeeds with an empty result (exit code 0)

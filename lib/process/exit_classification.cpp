@@ -26,6 +26,19 @@ void cancelled(const exit_facts& f, exit_outcome& o)
         o.r.diag.message = "cancelled by the caller; process tree killed";
 }
 
+void terminated(const exit_facts& f, exit_outcome& o)
+{
+    if (WIFEXITED(f.wait_status))
+    {
+        o.r.status = exec_status::exited;
+        o.r.exit_code = WEXITSTATUS(f.wait_status);
+        o.r.diag.message = "exited by itself after being asked to terminate";
+        return;
+    }
+    o.r.status = exec_status::terminated;
+    o.r.diag.message = "terminated on request; process tree killed";
+}
+
 void budget(const exit_facts& f, exit_outcome& o)
 {
     o.r.status = exec_status::budget_exceeded;
@@ -89,7 +102,12 @@ exit_outcome classify_exit(const exit_facts& f)
         o.r.diag.configured = f.timeout.count();
         o.r.diag.observed = f.elapsed.count();
         break;
-    case end_reason::cancelled: cancelled(f, o); break;
+    case end_reason::cancelled:
+        if (f.terminate_requested && !f.cancel_requested)
+            terminated(f, o);
+        else
+            cancelled(f, o);
+        break;
     case end_reason::budget: budget(f, o); break;
     case end_reason::unenforceable:
         o.r.status = exec_status::unenforceable;

@@ -26,6 +26,8 @@ struct exit_facts
     std::int64_t configured = 0;
     /// What the library knows.
     bool cancel_requested = false;
+    /// A session's terminate() or close() asked for the stop (the worker says `cancelled`).
+    bool terminate_requested = false;
     /// Set when the output handler stopped the run: why (handler said stop, or threw).
     std::string output_stop_text{};
     bool pipes_abandoned = false;
@@ -46,7 +48,8 @@ struct exit_outcome
 /// \brief Decides status, error code and diagnostics.
 ///
 /// The worker's first cause wins (timed_out, cancelled, budget, unenforceable,
-/// supervisor_lost). When it says the command ended by itself, a cancellation requested
+/// supervisor_lost). A stop that a session's terminate() asked for is `terminated` without
+/// an error, or `exited` when the command caught SIGTERM and exited with its own code. When it says the command ended by itself, a cancellation requested
 /// before completion still makes it `cancelled` (with `diag.limit == "output"` when the output
 /// handler asked for it); otherwise a signal death is `signaled` and an exit is `exited`.
 exit_outcome classify_exit(const exit_facts& f);

@@ -7,6 +7,7 @@
 #include <sandbox/backend/supervise.hpp>
 #include <sandbox/error.hpp>
 
+#include "process/child_control.hpp"
 #include "process/exit_classification.hpp"
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
@@ -37,6 +38,8 @@
 
 namespace sandbox::backend {
 
+using detail::write_no_sigpipe;
+
 namespace {
 
 namespace asio = boost::asio;
@@ -50,31 +53,6 @@ constexpr auto default_partial_grace = 2s;
 // After the worker's report every process of the tree is dead, so the pipes end as soon as
 // their buffers are read, unless the tree handed a pipe to a process outside it.
 constexpr auto drain_limit = 500ms;
-
-// write() that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
-// for the call and a SIGPIPE it caused is consumed. No process-wide handler is touched.
-ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
-{
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    ssize_t n = ::write(fd, data, len);
-    int err = errno;
-    if (n < 0 && err == EPIPE && !was_pending)
-    {
-        timespec zero{0, 0};
-        while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR)
-        {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    errno = err;
-    return n;
-}
 
 // The reasons a command cannot start, from the worker's posix_spawn errno.
 failure spawn_failure(int err, const std::string& executable)
@@ -160,12 +138,25 @@ outcome<stdio_set> open_stdio(const spawn_plan& plan)
     return s;
 }
 
-class supervision : public std::enable_shared_from_this<supervision>
+// Streamed output is read into one buffer per thread, only once a pipe is readable: an idle
+// session holds no read buffer.
+char* scratch_buffer()
+{
+    thread_local std::unique_ptr<char[]> buf(new char[read_chunk]);
+    return buf.get();
+}
+
+// Reads handed to the output handler per wake-up, so one chatty stream cannot hold the loop.
+constexpr int reads_per_wakeup = 16;
+
+class supervision final : public detail::child_control,
+                          public std::enable_shared_from_this<supervision>
 {
 public:
     supervision(asio::any_io_executor ex, spawn_plan plan, supervise_handler h,
-                detail::supervisor_service& svc)
+                detail::supervisor_service& svc, detail::spawned_fn on_spawned = {})
         : ex_(std::move(ex)), plan_(std::move(plan)), handler_(std::move(h)), svc_(svc),
+          on_spawned_(std::move(on_spawned)),
           channel_(ex_), out_{asio::posix::stream_descriptor(ex_)},
           err_{asio::posix::stream_descriptor(ex_)}, in_(ex_)
     {
@@ -182,6 +173,13 @@ public:
     }
 
     void on_cancel(asio::cancellation_type t);
+
+    int terminal_fd() const noexcept override
+    {
+        return completed_ ? -1 : terminal_fd_;
+    }
+    void signal(int signo) override;
+    void terminate(std::chrono::nanoseconds grace) override;
 
 private:
     struct stream
@@ -204,10 +202,12 @@ private:
     void channel_done();
     void send_kill(end_reason why, std::chrono::nanoseconds grace);
     void read(stream& s);
+    void wait_readable(stream& s);
+    void on_readable(stream& s, boost::system::error_code ec);
     void drain(stream& s);
     void end_stream(stream& s);
     void on_read(stream& s, boost::system::error_code ec, std::size_t n);
-    void deliver(stream& s, std::size_t n);
+    void deliver(stream& s, std::string_view data);
     void abandon_pipes();
     void write_input();
     void on_timeout();
@@ -221,6 +221,7 @@ private:
     spawn_plan plan_;
     supervise_handler handler_;
     detail::supervisor_service& svc_;
+    detail::spawned_fn on_spawned_;
     asio::posix::stream_descriptor channel_;
     std::string encoded_;
     std::size_t sent_ = 0;
@@ -238,6 +239,8 @@ private:
     bool completed_ = false;
     bool pipes_abandoned_ = false;
     bool cancel_requested_ = false;
+    bool terminate_requested_ = false;
+    int terminal_fd_ = -1; // the pseudo-terminal master while out_ holds it
     bool output_stopped_ = false; // the on_output handler asked to stop
     std::string output_stop_text_;
     unique_fd devnull_;
@@ -278,13 +281,9 @@ void supervision::start()
     }
     if (plan_.input)
         write_input();
-    out_.buf.reset(new char[read_chunk]);
     read(out_);
     if (!err_.eof)
-    {
-        err_.buf.reset(new char[read_chunk]);
         read(err_);
-    }
     read_channel();
     if (!plan_sent_)
         send_rest();
@@ -303,6 +302,8 @@ outcome<void> supervision::send_first(unique_fd channel)
     p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
     p.fixed.sample_faults = plan_.test_sample_faults;
+    if (on_spawned_)
+        p.fixed.options |= proto::opt_report_spawn;
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
@@ -344,6 +345,8 @@ outcome<void> supervision::send_first(unique_fd channel)
     plan_.stdin_fd.reset(); // ours closes now; the worker holds its own copy
     channel_.assign(channel.release());
     out_.d.assign(stdio->out.release());
+    if (plan_.tty)
+        terminal_fd_ = out_.d.native_handle();
     if (stdio->err)
         err_.d.assign(stdio->err.release());
     else
@@ -418,6 +421,10 @@ void supervision::on_channel_readable()
         }
         if (m.head.type == proto::msg_type::exit_report)
             return on_report(m);
+        proto::spawned_msg sm;
+        if (m.head.type == proto::msg_type::spawned && on_spawned_ &&
+            proto::from_bytes(m.payload, sm))
+            std::exchange(on_spawned_, nullptr)(sm.pid);
     }
 }
 
@@ -468,27 +475,66 @@ void supervision::send_kill(end_reason why, std::chrono::nanoseconds grace)
 
 void supervision::read(stream& s)
 {
+    if (plan_.on_output)
+    {
+        s.d.non_blocking(true);
+        return wait_readable(s);
+    }
+    if (!s.buf)
+        s.buf.reset(new char[read_chunk]);
     s.d.async_read_some(asio::buffer(s.buf.get(), read_chunk),
                         [self = shared_from_this(), &s](boost::system::error_code ec,
                                                         std::size_t n) {
                             self->on_read(s, ec, n);
                         });
 }
+void supervision::wait_readable(stream& s)
+{
+    s.d.async_wait(asio::posix::stream_descriptor::wait_read,
+                   [self = shared_from_this(), &s](boost::system::error_code ec) {
+                       self->on_readable(s, ec);
+                   });
+}
+
+// Streaming: read what is there into the thread's buffer and hand it over at once.
+void supervision::on_readable(stream& s, boost::system::error_code ec)
+{
+    if (ec || completed_)
+        return end_stream(s);
+    char* buf = scratch_buffer();
+    for (int i = 0; i < reads_per_wakeup; ++i)
+    {
+        ssize_t n = ::read(s.d.native_handle(), buf, read_chunk);
+        if (n > 0)
+        {
+            deliver(s, std::string_view(buf, static_cast<std::size_t>(n)));
+            if (completed_)
+                return end_stream(s);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        return end_stream(s); // EOF, or EIO on a terminal whose last slave holder is gone
+    }
+    wait_readable(s);
+}
+
 // Streaming: hand the chunk to the caller's handler; once it says stop, kill the tree and
 // discard what is still read.
-void supervision::deliver(stream& s, std::size_t n)
+void supervision::deliver(stream& s, std::string_view data)
 {
     if (output_stopped_)
     {
-        s.cap.dropped_bytes += n;
+        s.cap.dropped_bytes += data.size();
         s.cap.truncated = true;
         return;
     }
     bool keep = false;
     try
     {
-        keep = plan_.on_output(&s == &out_ ? output_stream::out : output_stream::err,
-                               std::string_view(s.buf.get(), n));
+        keep = plan_.on_output(&s == &out_ ? output_stream::out : output_stream::err, data);
         if (!keep)
             output_stop_text_ = "the output handler stopped the run";
     }
@@ -508,14 +554,6 @@ void supervision::deliver(stream& s, std::size_t n)
 
 void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n)
 {
-    if (plan_.on_output)
-    {
-        if (n > 0)
-            deliver(s, n);
-        if (ec || completed_)
-            return end_stream(s);
-        return read(s);
-    }
     if (n > 0)
     {
         std::size_t room = plan_.max_output_bytes > s.cap.data.size()
@@ -580,6 +618,8 @@ void supervision::drain(stream& s)
 
 void supervision::end_stream(stream& s)
 {
+    if (&s == &out_)
+        terminal_fd_ = -1;
     s.eof = true;
     boost::system::error_code ignored;
     s.d.close(ignored);
@@ -622,6 +662,23 @@ void supervision::abandon_pipes()
     for (stream* s : {&out_, &err_})
         if (!s->eof)
             s->d.cancel(ignored);
+}
+
+void supervision::signal(int signo)
+{
+    if (completed_ || report_ || lost_ || spawn_error_ || !plan_sent_)
+        return;
+    proto::signal_msg m{signo, 0};
+    proto::send_message(channel_.native_handle(), proto::msg_type::signal, 0,
+                        proto::as_bytes(m));
+}
+
+void supervision::terminate(std::chrono::nanoseconds grace)
+{
+    if (completed_)
+        return;
+    terminate_requested_ = true;
+    send_kill(end_reason::cancelled, grace);
 }
 
 void supervision::on_timeout()
@@ -707,6 +764,7 @@ exec_result supervision::result_from_report(boost::system::error_code& ec)
     f.observed = rep.observed;
     f.configured = rep.configured;
     f.cancel_requested = cancel_requested_;
+    f.terminate_requested = terminate_requested_;
     if (output_stopped_)
         f.output_stop_text = output_stop_text_;
     f.pipes_abandoned = pipes_abandoned_;
@@ -751,6 +809,7 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
 
 } // namespace
 
+
 void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_handler handler)
 {
     auto& ctx = asio::query(ex, asio::execution::context);
@@ -761,3 +820,46 @@ void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_h
 }
 
 } // namespace sandbox::backend
+
+namespace sandbox::detail {
+
+namespace asio = boost::asio;
+
+// write() that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
+// for the call and a SIGPIPE it caused is consumed. No process-wide handler is touched.
+ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t n = ::write(fd, data, len);
+    int err = errno;
+    if (n < 0 && err == EPIPE && !was_pending)
+    {
+        timespec zero{0, 0};
+        while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR)
+        {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    errno = err;
+    return n;
+}
+
+std::shared_ptr<child_control> start_supervised(asio::any_io_executor ex, backend::spawn_plan plan,
+                                                spawned_fn on_spawned,
+                                                backend::supervise_handler done)
+{
+    auto& svc = asio::use_service<supervisor_service>(asio::query(ex, asio::execution::context));
+    auto s = std::make_shared<backend::supervision>(ex, std::move(plan), std::move(done), svc,
+                                           std::move(on_spawned));
+    s->track_handler_work();
+    s->start();
+    return s;
+}
+
+} // namespace sandbox::detail

@@ -12,6 +12,8 @@
 
 #include "session/output_log.hpp"
 
+#include <sandbox/session.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,22 +21,8 @@
 
 namespace sandbox::detail {
 
-/// One event for a watcher.
-struct watch_event
-{
-    enum class kind
-    {
-        output, ///< `data` from `stream`, starting at `offset`
-        lag,    ///< bytes `[missed_from, offset)` were dropped before the watcher got them
-        exited, ///< the command ended (its output may still follow in the log: it does not)
-        closed, ///< the session was closed; no event follows
-    };
-    kind what = kind::output;
-    output_stream stream = output_stream::out;
-    std::uint64_t offset = 0;
-    std::uint64_t missed_from = 0;
-    std::string data{};
-};
+/// One event for a watcher (the public type; `exit` is filled in by the session).
+using watch_event = sandbox::session_event;
 
 /// \brief A watcher's position: replay from an offset, then live output, then exit and
 /// close, each exactly once and in that order.

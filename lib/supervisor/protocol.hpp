@@ -3,7 +3,8 @@
 // fixed-layout structs go over the wire as they are; the helper refuses another version.
 //
 //   library ── control socket ──► helper           spawn_worker (+1 fd: a worker channel)
-//   library ◄── worker channel ──► worker           plan_chunk (+fds) / kill ► ; ◄ spawn_failed / exit_report
+//   library ◄── worker channel ──► worker           plan_chunk (+fds) / kill / signal ► ;
+//                                                   ◄ spawned / spawn_failed / exit_report
 #ifndef SANDBOX_LIB_SUPERVISOR_PROTOCOL_HPP
 #define SANDBOX_LIB_SUPERVISOR_PROTOCOL_HPP
 
@@ -23,7 +24,7 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 3; // 2: cap_limits::max_tasks; 3: terminals
+inline constexpr std::uint32_t version = 4; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -41,6 +42,8 @@ enum class msg_type : std::uint32_t
     kill,             // library → worker
     spawn_failed,     // worker → library
     exit_report,      // worker → library
+    spawned,          // worker → library, with opt_report_spawn: the command's pid
+    signal,           // library → worker: a signal for the command's process group
 };
 
 inline constexpr std::uint32_t flag_last = 1;
@@ -78,6 +81,8 @@ enum plan_option : std::uint32_t
     /// `plan::tty_path` opened as stdin, stdout and stderr (so it becomes the controlling
     /// terminal). The stdout and stderr descriptors sent are the slave, held until the spawn.
     opt_tty = 1,
+    /// Send `spawned` with the pid once the command runs (sessions report it at start).
+    opt_report_spawn = 2,
 };
 
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a
@@ -114,6 +119,20 @@ struct kill_msg
     end_reason reason = end_reason::none; // timed_out or cancelled
     std::uint32_t pad = 0;
     std::int64_t grace_ns = 0;           // 0: SIGKILL now; else SIGTERM, then SIGKILL
+};
+
+/// A signal for the command's process group (its pgid is its pid: it leads a group or a
+/// session). Ignored once the command has been reaped.
+struct signal_msg
+{
+    std::int32_t signo = 0;
+    std::uint32_t pad = 0;
+};
+
+struct spawned_msg
+{
+    std::int32_t pid = 0;
+    std::uint32_t pad = 0;
 };
 
 struct spawn_failed_msg

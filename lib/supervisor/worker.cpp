@@ -162,6 +162,7 @@ private:
     void on_message(proto::message& m);
     void start_exec(const proto::plan& p);
     void spawn_failed(int err);
+    void signal_group(int signo);
     void sample_once();
     void stop(end_reason why, nanoseconds grace);
     void on_reaped(pid_t p, int status, const struct rusage& ru);
@@ -230,9 +231,26 @@ void worker::on_message(proto::message& m)
             stop(k.reason, nanoseconds(std::max<std::int64_t>(k.grace_ns, 0)));
         break;
     }
+    case proto::msg_type::signal:
+    {
+        proto::signal_msg sig;
+        if (proto::from_bytes(m.payload, sig) && sig.signo > 0 && sig.signo < NSIG)
+            signal_group(sig.signo);
+        break;
+    }
     default:
         break; // nothing else is sent to a worker
     }
+}
+
+// The command leads its process group, so its pid names the group; while the leader is
+// unreaped (a zombie at worst) neither the pid nor the group id can be reused.
+void worker::signal_group(int signo)
+{
+    if (!cur_ || cur_->leader_reaped || cur_->reason != end_reason::none)
+        return;
+    if (::kill(-cur_->pid, signo) != 0)
+        ::kill(cur_->pid, signo); // the group is gone (the leader left it): the leader alone
 }
 
 void worker::spawn_failed(int err)
@@ -275,6 +293,12 @@ void worker::start_exec(const proto::plan& p)
     cur_->pid = pid;
     cur_->children_base = children_cpu();
     cur_->faults_left = f.sample_faults;
+    if (f.options & proto::opt_report_spawn)
+    {
+        proto::spawned_msg sm{pid, 0};
+        proto::send_message(chan_.native_handle(), proto::msg_type::spawned, 0,
+                            proto::as_bytes(sm));
+    }
     if (limits.any())
     {
         cur_->sample_timer = std::make_shared<asio::steady_timer>(ctx_);

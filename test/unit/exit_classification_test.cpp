@@ -87,6 +87,45 @@ BOOST_AUTO_TEST_CASE(the_table)
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_session_terminate_is_terminated_unless_the_command_exits_itself)
+{
+    struct row
+    {
+        const char* name;
+        end_reason reason;
+        int wait_status;
+        exec_status status;
+        int exit_code;
+        int signal;
+    };
+    const row table[] = {
+        {"SIGTERM took it", end_reason::cancelled, killed_by(SIGTERM), exec_status::terminated,
+         -1, SIGTERM},
+        {"SIGKILL after the grace", end_reason::cancelled, killed_by(SIGKILL),
+         exec_status::terminated, -1, SIGKILL},
+        {"caught SIGTERM, exit 3", end_reason::cancelled, exited_with(3), exec_status::exited, 3,
+         0},
+        {"exited before the stop", end_reason::natural, exited_with(0), exec_status::exited, 0, 0},
+        {"a timeout stays a timeout", end_reason::timed_out, killed_by(SIGKILL),
+         exec_status::timed_out, -1, SIGKILL},
+    };
+    for (const row& r : table)
+    {
+        BOOST_TEST_CONTEXT(r.name)
+        {
+            exit_facts f;
+            f.reason = r.reason;
+            f.wait_status = r.wait_status;
+            f.terminate_requested = true;
+            auto o = classify_exit(f);
+            BOOST_TEST(o.r.status == r.status);
+            BOOST_TEST(o.r.exit_code == r.exit_code);
+            BOOST_TEST(o.r.signal == r.signal);
+            BOOST_TEST(!o.ec == (r.status != exec_status::timed_out));
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(diagnostics_carry_the_figures)
 {
     exit_facts f;

@@ -492,7 +492,8 @@ int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_res
         return r.exit_code >= 0 && r.exit_code <= 255 ? r.exit_code : exit_sandbox_failure;
     switch (r.status)
     {
-    case exec_status::signaled: return 128 + r.signal;
+    case exec_status::signaled:
+    case exec_status::terminated: return 128 + r.signal;
     case exec_status::timed_out: return exit_timeout;
     case exec_status::budget_exceeded: return exit_budget;
     case exec_status::cancelled: return exit_cancelled;

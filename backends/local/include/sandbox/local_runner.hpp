@@ -3,12 +3,14 @@
 #define SANDBOX_LOCAL_RUNNER_HPP
 
 #include <sandbox/config.hpp>
+#include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
 #include <sandbox/unique_fd.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace sandbox {
@@ -22,6 +24,8 @@ struct local_runner_options
     std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
     /// How often the cap sampler reads the trees of this runner.
     std::chrono::nanoseconds sample_interval = default_sample_interval;
+    /// Retention and count bound of its sessions.
+    session_registry_options sessions{};
 };
 
 /// \brief Runs commands as host processes. No isolation: environment policy, work-dir
@@ -40,6 +44,8 @@ public:
     executor_type get_executor() const noexcept override { return ex_; }
     boost::asio::awaitable<exec_result> exec(exec_request req) override;
     enforcement_report enforcement() const override;
+    /// Sessions with the same checks, caps and containment as `exec`.
+    process_manager* sessions() noexcept override { return sessions_.get(); }
 
     /// The canonical root.
     const std::string& root() const noexcept { return opts_.root; }
@@ -50,6 +56,7 @@ private:
     // The root, opened once (O_PATH): requests without a work dir run there without
     // re-resolving it. Empty when the root could not be opened (each call then reports why).
     unique_fd root_fd_;
+    std::unique_ptr<session_registry> sessions_;
 };
 
 } // namespace sandbox

@@ -1,0 +1,275 @@
+// bench/session_bench.cpp: what sessions cost next to exec, in one run.
+//
+//   throughput  `head -c N /dev/zero` streamed through session::read() and through a
+//               watcher, against the same command captured by exec (baseline).
+//   idle        N idle `cat` sessions on one thread: our memory per session (target 64 KiB
+//               beyond its output log; baseline: the target), the supervisor worker's
+//               proportional memory per session (baseline: the `cat` it supervises), and the
+//               time to start and close them all (baseline: N execs of `true`).
+//
+// One JSON line per figure. `--quick`: 32 MiB and 50 sessions (the smoke test).
+//
+//   session_bench [--quick] [--mib N] [--sessions N]
+#include "common.hpp"
+
+#include <sandbox/local_runner.hpp>
+#include <sandbox/process_manager.hpp>
+#include <sandbox/runner.hpp>
+#include <sandbox/session.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+namespace {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+struct config
+{
+    std::uint64_t mib = 512;
+    int sessions = 1000;
+};
+
+void emit(const char* name, double value, const char* unit, double baseline)
+{
+    std::printf("{\"bench\":\"session_bench\",\"case\":\"%s\",\"value\":%.3f,\"unit\":\"%s\","
+                "\"baseline\":%.3f,\"ratio\":%.3f}\n",
+                name, value, unit, baseline, baseline > 0 ? value / baseline : 0.0);
+    std::fflush(stdout);
+}
+
+void run(asio::io_context& ioc, std::function<asio::awaitable<void>()> f)
+{
+    std::exception_ptr failure;
+    asio::co_spawn(ioc, std::move(f), [&](std::exception_ptr e) {
+        failure = e;
+        ioc.stop();
+    });
+    ioc.restart();
+    ioc.run();
+    if (failure)
+        std::rethrow_exception(failure);
+}
+
+double seconds_since(clock_type::time_point t)
+{
+    return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+sandbox::session_spec zeros(std::uint64_t bytes)
+{
+    sandbox::session_spec s;
+    s.command = "head";
+    s.args = {"-c", std::to_string(bytes), "/dev/zero"};
+    return s;
+}
+
+// MiB/s of the exec capture path.
+double exec_throughput(asio::io_context& ioc, sandbox::local_runner& r, std::uint64_t bytes)
+{
+    double mibs = 0;
+    run(ioc, [&]() -> asio::awaitable<void> {
+        sandbox::exec_request req;
+        req.command = "head";
+        req.args = {"-c", std::to_string(bytes), "/dev/zero"};
+        req.options.limits.max_output_bytes = static_cast<std::int64_t>(bytes);
+        const auto t = clock_type::now();
+        auto res = co_await r.exec(req);
+        const double s = seconds_since(t);
+        if (res.out.data.size() != bytes)
+            throw std::runtime_error("exec captured " + std::to_string(res.out.data.size()));
+        mibs = static_cast<double>(bytes) / (1 << 20) / s;
+    });
+    return mibs;
+}
+
+double read_throughput(asio::io_context& ioc, sandbox::local_runner& r, std::uint64_t bytes)
+{
+    double mibs = 0;
+    run(ioc, [&]() -> asio::awaitable<void> {
+        const auto t = clock_type::now();
+        auto s = co_await r.sessions()->start(zeros(bytes));
+        std::uint64_t at = 0;
+        for (;;)
+        {
+            auto o = co_await s->read(at, 1 << 20);
+            at = o.next;
+            if (o.eof)
+                break;
+        }
+        const double sec = seconds_since(t);
+        co_await s->close();
+        if (at != bytes)
+            throw std::runtime_error("read got " + std::to_string(at));
+        mibs = static_cast<double>(bytes) / (1 << 20) / sec;
+    });
+    return mibs;
+}
+
+double watch_throughput(asio::io_context& ioc, sandbox::local_runner& r, std::uint64_t bytes)
+{
+    double mibs = 0;
+    run(ioc, [&]() -> asio::awaitable<void> {
+        const auto t = clock_type::now();
+        auto s = co_await r.sessions()->start(zeros(bytes));
+        auto w = s->watch();
+        std::uint64_t got = 0;
+        for (;;)
+        {
+            auto ev = co_await w.next();
+            if (ev.what == sandbox::session_event::kind::lag)
+                throw std::runtime_error("the watcher lagged");
+            if (ev.what != sandbox::session_event::kind::output)
+                break;
+            got += ev.data.size();
+        }
+        const double sec = seconds_since(t);
+        co_await s->close();
+        if (got != bytes)
+            throw std::runtime_error("watch got " + std::to_string(got));
+        mibs = static_cast<double>(bytes) / (1 << 20) / sec;
+    });
+    return mibs;
+}
+
+long status_kib(const std::string& file, const char* key)
+{
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(key, 0) == 0)
+            return std::atol(line.c_str() + std::strlen(key));
+    return 0;
+}
+
+// Proportional memory of the processes with this name (comm), in KiB.
+long pss_of(const char* comm, int& count)
+{
+    long sum = 0;
+    count = 0;
+    for (pid_t pid : bench::proc_pids())
+    {
+        const std::string dir = "/proc/" + std::to_string(pid);
+        std::ifstream c(dir + "/comm");
+        std::string name;
+        std::getline(c, name);
+        if (name != comm)
+            continue;
+        ++count;
+        sum += status_kib(dir + "/smaps_rollup", "Pss:");
+    }
+    return sum;
+}
+
+void idle_sessions(asio::io_context& ioc, sandbox::local_runner& r, int n)
+{
+    // Warm up (the helper, its pool, the allocator), so the delta is the sessions' own.
+    run(ioc, [&]() -> asio::awaitable<void> {
+        sandbox::session_spec cat;
+        cat.command = "cat";
+        auto s = co_await r.sessions()->start(cat);
+        co_await s->close();
+    });
+    const long rss_before = status_kib("/proc/self/status", "VmRSS:");
+    std::vector<std::shared_ptr<sandbox::session>> all;
+    double start_s = 0, close_s = 0;
+    long rss_during = 0, worker_pss = 0, cat_pss = 0;
+    int workers = 0, cats = 0;
+    run(ioc, [&]() -> asio::awaitable<void> {
+        sandbox::session_spec cat;
+        cat.command = "cat";
+        auto t = clock_type::now();
+        for (int i = 0; i < n; ++i)
+            all.push_back(co_await r.sessions()->start(cat));
+        start_s = seconds_since(t);
+        rss_during = status_kib("/proc/self/status", "VmRSS:");
+        worker_pss = pss_of("sbx-worker", workers);
+        cat_pss = pss_of("cat", cats);
+        t = clock_type::now();
+        for (auto& s : all)
+            co_await s->close();
+        close_s = seconds_since(t);
+        all.clear();
+    });
+    double exec_s = 0;
+    run(ioc, [&]() -> asio::awaitable<void> {
+        sandbox::exec_request t;
+        t.command = "true";
+        const auto t0 = clock_type::now();
+        for (int i = 0; i < n; ++i)
+            co_await r.exec(t);
+        exec_s = seconds_since(t0);
+    });
+    emit("idle_memory_per_session", static_cast<double>(rss_during - rss_before) / n, "KiB",
+         64.0);
+    if (workers > 0 && cats > 0)
+        emit("worker_pss_per_session", static_cast<double>(worker_pss) / workers, "KiB",
+             static_cast<double>(cat_pss) / cats);
+    emit("start_and_close_all", (start_s + close_s) * 1000, "ms", exec_s * 1000);
+    emit("start_per_session", start_s * 1e6 / n, "us", exec_s * 1e6 / n);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    config c;
+    for (int i = 1; i < argc; ++i)
+    {
+        std::string a = argv[i];
+        if (a == "--quick")
+        {
+            c.mib = 32;
+            c.sessions = 50;
+        }
+        else if (a == "--mib" && i + 1 < argc)
+            c.mib = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--sessions" && i + 1 < argc)
+            c.sessions = std::atoi(argv[++i]);
+        else
+        {
+            std::fprintf(stderr, "usage: session_bench [--quick] [--mib N] [--sessions N]\n");
+            return 2;
+        }
+    }
+    // Each running session holds four descriptors here.
+    rlimit nofile{};
+    ::getrlimit(RLIMIT_NOFILE, &nofile);
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+
+    bench::print_machine(stderr);
+    asio::io_context ioc(1);
+    sandbox::local_runner r(ioc.get_executor());
+    try
+    {
+        const std::uint64_t bytes = c.mib << 20;
+        const double exec_mibs = exec_throughput(ioc, r, bytes);
+        emit("stream_read", read_throughput(ioc, r, bytes), "MiB/s", exec_mibs);
+        emit("stream_watch", watch_throughput(ioc, r, bytes), "MiB/s", exec_mibs);
+        idle_sessions(ioc, r, c.sessions);
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "session_bench: %s\n", e.what());
+        return 1;
+    }
+    if (!bench::my_children().empty())
+    {
+        std::fprintf(stderr, "session_bench: processes left behind\n");
+        return 1;
+    }
+    return 0;
+}

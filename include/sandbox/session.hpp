@@ -1,0 +1,227 @@
+// sandbox/session.hpp: a long-running command on pipes or a pseudo-terminal, with its output
+// kept in a bounded log that clients read by byte offset and can replay after reconnecting.
+#ifndef SANDBOX_SESSION_HPP
+#define SANDBOX_SESSION_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/error.hpp>
+#include <sandbox/exec_options.hpp>
+#include <sandbox/exec_request.hpp>
+#include <sandbox/exec_result.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandbox {
+
+/// \brief What to start as a session.
+struct session_spec
+{
+    /// Empty: a fresh id (20 characters of `0-9a-v`, ordered by start time). Otherwise 1 to
+    /// 128 characters, letters, digits and `-_.:@`.
+    std::string id{};
+    /// As in `exec_request`: a bare name looked up on the child's PATH, or a path.
+    std::string command{};
+    std::vector<std::string> args{};
+    /// The same policy surface as exec, fixed at start: timeout, caps, env, work dir, and
+    /// `limits.max_output_bytes` as the bound of the output log (the runner's default when
+    /// unset). `input` is refused: a session takes input through `write()`.
+    exec_options options{};
+    /// Run on a pseudo-terminal of this size (stdout and stderr merged as
+    /// `output_stream::out`); unset: pipes.
+    std::optional<terminal_size> tty{};
+};
+
+/// Signals a session can send. `interrupt` is Ctrl-C: on a terminal it is typed (the
+/// terminal's VINTR character, so the line discipline signals the foreground group, or the
+/// program reads it as a key in raw mode); on pipes SIGINT goes to the command's process
+/// group. The others go to the command's process group as SIGTERM, SIGKILL, SIGHUP,
+/// SIGUSR1 and SIGUSR2.
+enum class session_signal
+{
+    interrupt,
+    terminate,
+    kill,
+    hangup,
+    user1,
+    user2,
+};
+
+/// One stretch of output of one stream.
+struct output_chunk
+{
+    output_stream stream = output_stream::out;
+    /// Offset of the first byte in the session's output (both streams, in arrival order).
+    std::uint64_t offset = 0;
+    std::string data{};
+};
+
+/// What `session::read` returns.
+struct session_output
+{
+    std::vector<output_chunk> chunks{};
+    /// Where to read next: the offset after the last byte returned.
+    std::uint64_t next = 0;
+    /// The command has ended and everything it wrote has been returned.
+    bool eof = false;
+};
+
+/// One event of `session_watcher::next()`.
+struct session_event
+{
+    enum class kind
+    {
+        output, ///< `data` from `stream`, starting at `offset`
+        lag,    ///< bytes `[missed_from, offset)` were dropped by the log before this
+                ///< watcher got them; output resumes at `offset`
+        exited, ///< the command ended; `exit` holds how, `offset` is the output's end
+        closed, ///< the session was closed; nothing follows
+    };
+    kind what = kind::output;
+    output_stream stream = output_stream::out;
+    std::uint64_t offset = 0;
+    std::uint64_t missed_from = 0;
+    std::string data{};
+    std::optional<exec_result> exit{};
+};
+
+/// A snapshot of a session, as `process_manager::list()` shows it.
+struct session_info
+{
+    std::string id{};
+    std::vector<std::string> argv{};
+    bool tty = false;
+    int pid = 0;
+    std::chrono::system_clock::time_point started_at{};
+    bool running = false;
+    /// Set once the command has ended.
+    std::optional<exec_result> exit{};
+};
+
+namespace detail {
+struct session_state;
+struct session_access;
+} // namespace detail
+
+class session_watcher;
+
+/// \brief A running (or ended, not yet closed) command.
+///
+/// Made by `process_manager::start`. Not thread-safe: use it on its executor (a strand when
+/// the io_context runs on several threads). Operations keep the session's state alive while
+/// they run. Destroying the last handle of a session that was not closed kills its tree.
+///
+/// Every awaitable here throws `sandbox::error` (or `boost::system::system_error` for OS
+/// errors and `operation_aborted`). Cancelling one (terminal or partial cancellation of the
+/// awaiting coroutine) ends that operation only, never the command: a cancelled `read`
+/// consumes nothing, a cancelled `write` stops writing at once (a prefix may have been
+/// written, never anything later), a cancelled `wait` leaves the command running.
+class SANDBOX_DECL session
+{
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    explicit session(std::shared_ptr<detail::session_state> st) noexcept;
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    ~session();
+
+    executor_type get_executor() const noexcept;
+    const std::string& id() const noexcept;
+    /// The command's pid (in the namespace of its backend's supervisor).
+    int pid() const noexcept;
+    bool is_tty() const noexcept;
+    bool running() const noexcept;
+    bool closed() const noexcept;
+    session_info info() const;
+    /// Offset one past the newest output byte (the total produced so far).
+    std::uint64_t output_end() const noexcept;
+
+    /// \brief Output from offset `from`, at most `max_bytes`; waits while there is none and
+    /// the command runs.
+    ///
+    /// `errc::sequence_gap` when the log dropped that offset (`diag.observed` says where
+    /// reading can resume), `errc::validation` for `max_bytes == 0` or an offset past the
+    /// end, `errc::session_closed` after `close()`. Output stays readable after the command
+    /// ends until the session is closed; then `eof` is set once all of it was returned.
+    boost::asio::awaitable<session_output> read(std::uint64_t from, std::size_t max_bytes);
+
+    /// \brief Writes all of `data` to the command's stdin (or the terminal), after writes
+    /// issued before it. Fails with the OS error (`broken_pipe`) once the command has
+    /// ended or its input was closed, `errc::session_closed` after `close()`.
+    boost::asio::awaitable<void> write(std::string data);
+
+    /// End of input: closes the stdin pipe, or types the terminal's VEOF character (Ctrl-D).
+    boost::system::error_code close_input();
+
+    /// The terminal's new size (the command gets SIGWINCH). `errc::not_available` on pipes
+    /// and once the command has ended; `errc::validation` for a zero dimension.
+    boost::system::error_code resize(terminal_size size);
+
+    /// Sends `sig` (see `session_signal`). `no_such_process` once the command has ended.
+    boost::system::error_code signal(session_signal sig);
+
+    /// \brief SIGTERM to the tree, SIGKILL after `grace` (zero: at once); returns the exit
+    /// once the whole tree is gone (status `terminated`, or `exited` when the command caught
+    /// SIGTERM and exited with its own code). Returns the exit at once if it has ended.
+    boost::asio::awaitable<exec_result> terminate(
+        std::chrono::nanoseconds grace = std::chrono::seconds(2));
+
+    /// \brief How the command ended, once it has: status, exit code or signal, usage.
+    ///
+    /// A timeout or a cap is a result here (status `timed_out` or `budget_exceeded`, with
+    /// `diag`), not an exception. Repeatable, and works after `close()`.
+    boost::asio::awaitable<exec_result> wait();
+
+    /// \brief Kills the tree if it still runs, waits for it (at most 5 s; the supervisor's
+    /// worker finishes the kill regardless), releases the input and forgets the session in
+    /// its manager. Idempotent. Blocked reads and watchers then end with
+    /// `errc::session_closed` (watchers after a `closed` event).
+    boost::asio::awaitable<void> close();
+
+    /// \brief An event stream from offset `from` (0: everything retained): replay, live
+    /// output, exit and close. See `session_watcher`. `errc::session_closed` after close.
+    session_watcher watch(std::uint64_t from = 0);
+
+private:
+    friend struct detail::session_access;
+    std::shared_ptr<detail::session_state> st_;
+};
+
+/// \brief Events of one session, for one consumer.
+///
+/// A watcher holds no copy of the output, only its offset into the session's bounded log, so
+/// the command is never slowed and no event is dropped silently: a consumer that falls
+/// behind the log's bound gets a `lag` event naming exactly the first offset it missed and
+/// where the stream resumes (it can `read` nothing of the gap: it is gone). Output, then
+/// one `exited`, then one `closed`; after `closed`, `next()` fails with
+/// `errc::session_closed`. Any number of watchers per session.
+class SANDBOX_DECL session_watcher
+{
+public:
+    session_watcher(std::shared_ptr<detail::session_state> st, std::uint64_t from,
+                    std::size_t max_chunk);
+    session_watcher(session_watcher&&) noexcept;
+    session_watcher& operator=(session_watcher&&) noexcept;
+    ~session_watcher();
+
+    /// The next event; waits while there is none. Cancelling it loses nothing.
+    boost::asio::awaitable<session_event> next();
+    /// The offset of the next output byte this watcher will see.
+    std::uint64_t position() const noexcept;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_SESSION_HPP

@@ -1,0 +1,217 @@
+// lib/session/registry.cpp: the shared bookkeeping of sessions (ids, conflicts, start order,
+// retention of ended sessions nobody closes).
+#include <sandbox/process_manager.hpp>
+
+#include "session/session_state.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <map>
+
+namespace sandbox {
+
+namespace asio = boost::asio;
+
+process_manager::~process_manager() = default;
+
+struct session_registry::state : std::enable_shared_from_this<state>
+{
+    struct record
+    {
+        std::uint64_t seq = 0;
+        std::chrono::system_clock::time_point started_at{};
+        std::vector<std::string> argv;
+        bool tty = false;
+        std::shared_ptr<session> s; // null while starting
+        std::unique_ptr<asio::steady_timer> retention{};
+    };
+
+    state(executor_type e, starter st, session_registry_options o)
+        : ex(std::move(e)), start(std::move(st)), opts(o)
+    {
+    }
+
+    void hook(const std::string& id, session& s);
+    void arm_retention(const std::string& id);
+
+    executor_type ex;
+    starter start;
+    session_registry_options opts;
+    std::map<std::string, record, std::less<>> records;
+    std::uint64_t next_seq = 0;
+};
+
+namespace {
+
+[[noreturn]] void fail(errc code, std::string message, std::string limit = {})
+{
+    failure f = make_failure(code, std::move(message), std::move(limit));
+    throw error(f.code, std::move(f.diag));
+}
+
+void check_spec(const session_spec& spec)
+{
+    if (spec.command.empty())
+        fail(errc::validation, "a session needs a command", "command");
+    if (spec.options.input)
+        fail(errc::validation, "a session takes its input through write(), not options.input",
+             "input");
+    if (!spec.id.empty() && !detail::valid_session_id(spec.id))
+        fail(errc::validation,
+             "a session id is 1 to 128 letters, digits or -_.:@ (got \"" +
+                 spec.id.substr(0, 160) + "\")",
+             "id");
+    if (spec.tty && (spec.tty->rows == 0 || spec.tty->cols == 0))
+        fail(errc::validation, "a terminal needs at least one row and one column", "tty");
+}
+
+} // namespace
+
+// Close and exit reach the registry through weak hooks: a session may outlive it.
+void session_registry::state::hook(const std::string& id, session& s)
+{
+    auto& ss = detail::session_access::state(s);
+    std::weak_ptr<state> w = weak_from_this();
+    ss.on_close_hook = [w, id] {
+        if (auto r = w.lock())
+            r->records.erase(id);
+    };
+    ss.on_exit_hook = [w, id] {
+        if (auto r = w.lock())
+            r->arm_retention(id);
+    };
+    if (!s.running())
+        arm_retention(id);
+}
+
+void session_registry::state::arm_retention(const std::string& id)
+{
+    auto it = records.find(id);
+    if (it == records.end() || !it->second.s || opts.retention <= std::chrono::nanoseconds(0))
+        return;
+    auto& t = it->second.retention;
+    t = std::make_unique<asio::steady_timer>(ex, opts.retention);
+    t->async_wait([w = weak_from_this(), id](boost::system::error_code ec) {
+        auto r = w.lock();
+        if (ec || !r)
+            return;
+        auto it = r->records.find(id);
+        if (it == r->records.end() || !it->second.s)
+            return;
+        asio::co_spawn(r->ex, it->second.s->close(), asio::detached);
+    });
+}
+
+session_registry::session_registry(executor_type ex, starter s, session_registry_options opts)
+    : st_(std::make_shared<state>(std::move(ex), std::move(s), opts))
+{
+}
+
+session_registry::~session_registry()
+{
+    for (auto& [id, rec] : st_->records)
+        if (rec.s && rec.s->running())
+            detail::session_access::state(*rec.s).child->terminate(std::chrono::nanoseconds(0));
+}
+
+session_registry::executor_type session_registry::get_executor() const noexcept
+{
+    return st_->ex;
+}
+
+asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec spec)
+{
+    auto st = st_;
+    check_spec(spec);
+    if (!st->start)
+        fail(errc::not_available, "this runner has no sessions");
+    std::string id = spec.id.empty() ? detail::generate_session_id() : spec.id;
+    if (st->records.count(id) != 0)
+        fail(errc::conflict, "session id \"" + id + "\" is in use (close the session first)",
+             "id");
+    if (st->records.size() >= st->opts.max_sessions)
+        fail(errc::conflict,
+             "too many sessions (" + std::to_string(st->opts.max_sessions) +
+                 " not closed); close some first",
+             "max_sessions");
+    spec.id = id;
+    auto plan = st->start(spec);
+    if (!plan)
+        throw error(plan.error().code, plan.error().diag);
+
+    std::vector<std::string> argv{spec.command};
+    argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+    auto& rec = st->records[id];
+    rec.seq = st->next_seq++;
+    rec.started_at = std::chrono::system_clock::now();
+    rec.argv = argv;
+    rec.tty = spec.tty.has_value();
+    std::shared_ptr<session> s;
+    try
+    {
+        s = co_await start_session(st->ex, id, std::move(argv), std::move(*plan));
+    }
+    catch (...)
+    {
+        st->records.erase(id);
+        throw;
+    }
+    auto it = st->records.find(id);
+    if (it == st->records.end()) // cannot happen: only close() erases, and it has no handle
+        fail(errc::internal, "session " + id + " vanished while starting");
+    it->second.s = s;
+    st->hook(id, *s);
+    co_return s;
+}
+
+std::vector<session_info> session_registry::list() const
+{
+    std::vector<std::pair<std::uint64_t, session_info>> rows;
+    rows.reserve(st_->records.size());
+    for (const auto& [id, rec] : st_->records)
+    {
+        session_info i;
+        if (rec.s)
+            i = rec.s->info();
+        else
+        {
+            i.id = id;
+            i.argv = rec.argv;
+            i.tty = rec.tty;
+            i.started_at = rec.started_at;
+            i.running = true;
+        }
+        rows.emplace_back(rec.seq, std::move(i));
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<session_info> out;
+    out.reserve(rows.size());
+    for (auto& r : rows)
+        out.push_back(std::move(r.second));
+    return out;
+}
+
+std::shared_ptr<session> session_registry::find(std::string_view id) const
+{
+    auto it = st_->records.find(id);
+    return it == st_->records.end() ? nullptr : it->second.s;
+}
+
+asio::awaitable<exec_result> session_registry::terminate(std::string id,
+                                                         std::chrono::nanoseconds grace)
+{
+    auto st = st_;
+    auto it = st->records.find(id);
+    if (it == st->records.end())
+        fail(errc::not_found, "no session \"" + id + "\"", "id");
+    if (!it->second.s)
+        fail(errc::conflict, "session \"" + id + "\" is still starting", "id");
+    auto s = it->second.s;
+    co_return co_await s->terminate(grace);
+}
+
+} // namespace sandbox

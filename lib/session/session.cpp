@@ -1,0 +1,437 @@
+// lib/session/session.cpp: a session is the supervised-child core (lib/process/supervise.cpp)
+// with the output log as its sink, a stdin pipe (or the terminal) kept open for write(), and
+// waiters parked on one timer that every change cancels.
+#include <sandbox/process_manager.hpp>
+#include <sandbox/session.hpp>
+
+#include "session/session_state.hpp"
+#include "session/watch_cursor.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <limits>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace sandbox {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using detail::session_state;
+
+namespace {
+
+constexpr std::size_t watch_chunk = 64 * 1024;
+constexpr auto close_bound = 5s;
+
+[[noreturn]] void throw_errc(errc code, std::string message, std::string limit = {})
+{
+    failure f = make_failure(code, std::move(message), std::move(limit));
+    throw error(f.code, std::move(f.diag));
+}
+
+[[noreturn]] void throw_os(int err, const std::string& message)
+{
+    diagnostics d;
+    d.message = message;
+    d.cause = boost::system::error_code(err, boost::system::system_category());
+    throw error(d.cause, std::move(d));
+}
+
+void check_open(const session_state& st)
+{
+    if (st.closed || st.closing)
+        throw_errc(errc::session_closed, "session " + st.id + " is closed");
+}
+
+int signal_number(session_signal s)
+{
+    switch (s)
+    {
+    case session_signal::interrupt: return SIGINT;
+    case session_signal::terminate: return SIGTERM;
+    case session_signal::kill: return SIGKILL;
+    case session_signal::hangup: return SIGHUP;
+    case session_signal::user1: return SIGUSR1;
+    case session_signal::user2: return SIGUSR2;
+    }
+    return 0;
+}
+
+// Types one control character of the terminal (VINTR, VEOF) into it.
+boost::system::error_code type_control(int master, int which)
+{
+    termios t{};
+    if (::tcgetattr(master, &t) != 0)
+        return {errno, boost::system::system_category()};
+    const char c = static_cast<char>(t.c_cc[which]);
+    if (detail::write_no_sigpipe(master, &c, 1) != 1)
+        return {errno, boost::system::system_category()};
+    return {};
+}
+
+} // namespace
+
+// ---- state -------------------------------------------------------------------------------
+
+namespace detail {
+
+asio::awaitable<void> session_state::wait_change()
+{
+    boost::system::error_code ec;
+    co_await changed.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none)
+        throw boost::system::system_error(asio::error::operation_aborted);
+}
+
+void session_state::on_output(output_stream s, std::string_view data)
+{
+    log.append(s, data);
+    notify();
+}
+
+void session_state::on_done(boost::system::error_code ec, exec_result r)
+{
+    exited = true;
+    if (pid == 0)
+        start_error = ec ? ec : make_error_code(errc::internal);
+    exit = std::move(r);
+    boost::system::error_code ignored;
+    input.close(ignored); // nothing can be written any more: give the descriptor back
+    notify();
+    if (on_exit_hook)
+        on_exit_hook();
+}
+
+} // namespace detail
+
+// ---- start -------------------------------------------------------------------------------
+
+namespace {
+
+// The stdin pipe: the command's end travels in the plan, ours stays for write().
+outcome<void> open_input(session_state& st, backend::spawn_plan& plan)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+    {
+        failure f = make_failure(errc::internal, "cannot create the session's stdin pipe");
+        f.diag.cause = {errno, boost::system::system_category()};
+        return f;
+    }
+    plan.stdin_fd = std::make_shared<const unique_fd>(fds[0]);
+    ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    st.input.assign(fds[1]);
+    return {};
+}
+
+void start_child(const std::shared_ptr<session_state>& st, backend::spawn_plan plan)
+{
+    std::weak_ptr<session_state> w = st;
+    plan.on_output = [w](output_stream s, std::string_view data) {
+        if (auto p = w.lock())
+            p->on_output(s, data);
+        return true;
+    };
+    st->child = detail::start_supervised(
+        st->ex, std::move(plan),
+        [w](int pid) {
+            if (auto p = w.lock())
+            {
+                p->pid = pid;
+                p->notify();
+            }
+        },
+        [w](boost::system::error_code ec, exec_result r) {
+            if (auto p = w.lock())
+                p->on_done(ec, std::move(r));
+        });
+    if (st->tty)
+    {
+        // Our own copy of the master for writes and resizes; reads stay with the core.
+        const int master = st->child->terminal_fd();
+        if (master >= 0)
+            st->input.assign(::fcntl(master, F_DUPFD_CLOEXEC, 3));
+    }
+}
+
+} // namespace
+
+asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex, std::string id,
+                                                        std::vector<std::string> argv,
+                                                        backend::spawn_plan plan)
+{
+    if (plan.input || plan.stdin_fd || plan.on_output)
+        throw_errc(errc::validation, "a session takes its input through write(), not options",
+                   "input");
+    const std::uint64_t cap = std::min<std::uint64_t>(plan.max_output_bytes,
+                                                      std::numeric_limits<std::size_t>::max());
+    auto st = std::make_shared<session_state>(ex, static_cast<std::size_t>(cap));
+    st->id = std::move(id);
+    st->argv = std::move(argv);
+    st->tty = plan.tty.has_value();
+    st->started_at = std::chrono::system_clock::now();
+    if (!st->tty)
+        if (auto r = open_input(*st, plan); !r)
+            throw error(r.error().code, r.error().diag);
+    start_child(st, std::move(plan));
+    auto s = std::make_shared<session>(st); // from here on, a cancelled start kills the tree
+    while (st->pid == 0 && !st->exited)
+        co_await st->wait_change();
+    if (st->pid == 0)
+    {
+        diagnostics d = st->exit.diag;
+        throw error(st->start_error, std::move(d));
+    }
+    co_return s;
+}
+
+// ---- session -----------------------------------------------------------------------------
+
+session::session(std::shared_ptr<session_state> st) noexcept : st_(std::move(st)) {}
+
+session::~session()
+{
+    if (st_ && !st_->exited && st_->child)
+        st_->child->terminate(0ns); // nothing outlives its last handle
+}
+
+session::executor_type session::get_executor() const noexcept { return st_->ex; }
+const std::string& session::id() const noexcept { return st_->id; }
+int session::pid() const noexcept { return st_->pid; }
+bool session::is_tty() const noexcept { return st_->tty; }
+bool session::running() const noexcept { return !st_->exited; }
+bool session::closed() const noexcept { return st_->closed; }
+std::uint64_t session::output_end() const noexcept { return st_->log.end(); }
+
+session_info session::info() const
+{
+    session_info i;
+    i.id = st_->id;
+    i.argv = st_->argv;
+    i.tty = st_->tty;
+    i.pid = st_->pid;
+    i.started_at = st_->started_at;
+    i.running = !st_->exited;
+    if (st_->exited)
+        i.exit = st_->exit;
+    return i;
+}
+
+asio::awaitable<session_output> session::read(std::uint64_t from, std::size_t max_bytes)
+{
+    auto st = st_;
+    if (max_bytes == 0)
+        throw_errc(errc::validation, "read needs max_bytes > 0", "max_bytes");
+    for (;;)
+    {
+        check_open(*st);
+        auto pieces = st->log.read(from, max_bytes);
+        if (!pieces)
+            throw error(pieces.error().code, pieces.error().diag);
+        session_output out;
+        out.next = from;
+        for (auto& p : *pieces)
+        {
+            out.next += p.data.size();
+            out.chunks.push_back({p.stream, p.offset, std::move(p.data)});
+        }
+        out.eof = st->exited && out.next == st->log.end();
+        if (!out.chunks.empty() || st->exited)
+            co_return out;
+        co_await st->wait_change();
+    }
+}
+
+asio::awaitable<void> session::write(std::string data)
+{
+    auto st = st_;
+    check_open(*st);
+    if (data.empty())
+        co_return;
+    while (st->writing) // one write at a time, in the order issued
+    {
+        co_await st->wait_change();
+        check_open(*st);
+    }
+    if (st->exited || !st->input.is_open())
+        throw_os(EPIPE, st->exited ? "the command has ended" : "the session's input is closed");
+    st->writing = true;
+    struct release
+    {
+        session_state& s;
+        ~release()
+        {
+            s.writing = false;
+            s.notify();
+        }
+    } guard{*st};
+    std::size_t off = 0;
+    while (off < data.size())
+    {
+        ssize_t n = detail::write_no_sigpipe(st->input.native_handle(), data.data() + off,
+                                             data.size() - off);
+        if (n > 0)
+        {
+            off += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            throw_os(errno, "writing to the command's input failed after " +
+                                std::to_string(off) + " bytes");
+        boost::system::error_code ec;
+        co_await st->input.async_wait(asio::posix::stream_descriptor::wait_write,
+                                      asio::redirect_error(asio::use_awaitable, ec));
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none)
+            throw boost::system::system_error(asio::error::operation_aborted);
+        if (ec || !st->input.is_open())
+            throw_os(EPIPE, "the session's input was closed after " + std::to_string(off) +
+                                " bytes were written");
+    }
+}
+
+boost::system::error_code session::close_input()
+{
+    if (st_->closed)
+        return errc::session_closed;
+    if (st_->exited || !st_->input.is_open())
+        return {};
+    if (st_->tty)
+        return type_control(st_->input.native_handle(), VEOF);
+    boost::system::error_code ignored;
+    st_->input.close(ignored);
+    st_->notify(); // a write parked on the pipe learns it is gone
+    return {};
+}
+
+boost::system::error_code session::resize(terminal_size size)
+{
+    if (size.rows == 0 || size.cols == 0)
+        return errc::validation;
+    if (st_->closed)
+        return errc::session_closed;
+    if (!st_->tty || st_->exited || !st_->input.is_open())
+        return errc::not_available;
+    winsize ws{};
+    ws.ws_row = size.rows;
+    ws.ws_col = size.cols;
+    if (::ioctl(st_->input.native_handle(), TIOCSWINSZ, &ws) != 0)
+        return {errno, boost::system::system_category()};
+    return {};
+}
+
+boost::system::error_code session::signal(session_signal sig)
+{
+    const int signo = signal_number(sig);
+    if (signo == 0)
+        return errc::validation;
+    if (st_->closed)
+        return errc::session_closed;
+    if (st_->exited || !st_->child)
+        return {ESRCH, boost::system::system_category()};
+    if (sig == session_signal::interrupt && st_->tty && st_->input.is_open())
+        return type_control(st_->input.native_handle(), VINTR);
+    st_->child->signal(signo);
+    return {};
+}
+
+asio::awaitable<exec_result> session::terminate(std::chrono::nanoseconds grace)
+{
+    auto st = st_;
+    check_open(*st);
+    if (!st->exited)
+        st->child->terminate(std::max(grace, 0ns));
+    while (!st->exited)
+        co_await st->wait_change();
+    co_return st->exit;
+}
+
+asio::awaitable<exec_result> session::wait()
+{
+    auto st = st_;
+    while (!st->exited)
+        co_await st->wait_change();
+    co_return st->exit;
+}
+
+asio::awaitable<void> session::close()
+{
+    auto st = st_;
+    if (st->closed || st->closing)
+        co_return;
+    st->closing = true;
+    if (!st->exited)
+    {
+        st->child->terminate(0ns);
+        asio::steady_timer bound(st->ex, close_bound);
+        bound.async_wait([w = std::weak_ptr<session_state>(st)](boost::system::error_code ec) {
+            if (auto p = w.lock(); p && !ec)
+                p->notify();
+        });
+        const auto deadline = std::chrono::steady_clock::now() + close_bound;
+        while (!st->exited && std::chrono::steady_clock::now() < deadline)
+            co_await st->wait_change();
+    }
+    st->closed = true;
+    boost::system::error_code ignored;
+    st->input.close(ignored);
+    st->notify();
+    if (auto hook = std::move(st->on_close_hook))
+        hook();
+}
+
+session_watcher session::watch(std::uint64_t from)
+{
+    check_open(*st_);
+    return session_watcher(st_, from, watch_chunk);
+}
+
+// ---- watcher -----------------------------------------------------------------------------
+
+struct session_watcher::impl
+{
+    std::shared_ptr<session_state> st;
+    detail::watch_cursor cursor;
+};
+
+session_watcher::session_watcher(std::shared_ptr<session_state> st, std::uint64_t from,
+                                 std::size_t max_chunk)
+    : impl_(new impl{std::move(st), detail::watch_cursor(from, max_chunk)})
+{
+}
+
+session_watcher::session_watcher(session_watcher&&) noexcept = default;
+session_watcher& session_watcher::operator=(session_watcher&&) noexcept = default;
+session_watcher::~session_watcher() = default;
+
+std::uint64_t session_watcher::position() const noexcept { return impl_->cursor.position(); }
+
+asio::awaitable<session_event> session_watcher::next()
+{
+    impl* me = impl_.get(); // the watcher may be moved while this waits; its impl stays
+    auto st = me->st;
+    for (;;)
+    {
+        if (me->cursor.finished())
+            throw_errc(errc::session_closed, "session " + st->id + " is closed");
+        if (auto ev = me->cursor.next(st->log, st->exited, st->closed))
+        {
+            if (ev->what == session_event::kind::exited)
+                ev->exit = st->exit;
+            co_return std::move(*ev);
+        }
+        co_await st->wait_change();
+    }
+}
+
+} // namespace sandbox
