@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 namespace {
@@ -173,6 +174,13 @@ long pss_of(const char* comm, int& count)
     return sum;
 }
 
+// Heap bytes in use (malloc's own count: exact, unlike RSS, which keeps freed pages).
+std::size_t heap_bytes()
+{
+    const auto m = ::mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
 void idle_sessions(asio::io_context& ioc, sandbox::local_runner& r, int n)
 {
     // Warm up (the helper, its pool, the allocator), so the delta is the sessions' own.
@@ -182,10 +190,11 @@ void idle_sessions(asio::io_context& ioc, sandbox::local_runner& r, int n)
         auto s = co_await r.sessions()->start(cat);
         co_await s->close();
     });
-    const long rss_before = status_kib("/proc/self/status", "VmRSS:");
+    const auto heap_before = heap_bytes();
     std::vector<std::shared_ptr<sandbox::session>> all;
     double start_s = 0, close_s = 0;
-    long rss_during = 0, worker_pss = 0, cat_pss = 0;
+    std::size_t heap_during = 0;
+    long worker_pss = 0, cat_pss = 0;
     int workers = 0, cats = 0;
     run(ioc, [&]() -> asio::awaitable<void> {
         sandbox::session_spec cat;
@@ -194,7 +203,7 @@ void idle_sessions(asio::io_context& ioc, sandbox::local_runner& r, int n)
         for (int i = 0; i < n; ++i)
             all.push_back(co_await r.sessions()->start(cat));
         start_s = seconds_since(t);
-        rss_during = status_kib("/proc/self/status", "VmRSS:");
+        heap_during = heap_bytes();
         worker_pss = pss_of("sbx-worker", workers);
         cat_pss = pss_of("cat", cats);
         t = clock_type::now();
@@ -212,7 +221,8 @@ void idle_sessions(asio::io_context& ioc, sandbox::local_runner& r, int n)
             co_await r.exec(t);
         exec_s = seconds_since(t0);
     });
-    emit("idle_memory_per_session", static_cast<double>(rss_during - rss_before) / n, "KiB",
+    emit("idle_memory_per_session",
+         (static_cast<double>(heap_during) - static_cast<double>(heap_before)) / 1024 / n, "KiB",
          64.0);
     if (workers > 0 && cats > 0)
         emit("worker_pss_per_session", static_cast<double>(worker_pss) / workers, "KiB",
@@ -251,11 +261,12 @@ int main(int argc, char** argv)
     ::setrlimit(RLIMIT_NOFILE, &nofile);
 
     bench::print_machine(stderr);
-    asio::io_context ioc(1);
-    sandbox::local_runner r(ioc.get_executor());
     try
     {
+        asio::io_context ioc(1);
+        sandbox::local_runner r(ioc.get_executor());
         const std::uint64_t bytes = c.mib << 20;
+        exec_throughput(ioc, r, 1 << 20); // warm up: the helper starts on the first exec
         const double exec_mibs = exec_throughput(ioc, r, bytes);
         emit("stream_read", read_throughput(ioc, r, bytes), "MiB/s", exec_mibs);
         emit("stream_watch", watch_throughput(ioc, r, bytes), "MiB/s", exec_mibs);
@@ -266,9 +277,14 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "session_bench: %s\n", e.what());
         return 1;
     }
-    if (!bench::my_children().empty())
+    // The io_context is gone, so the supervisor helper has been stopped and reaped.
+    if (auto kids = bench::my_children(); !kids.empty())
     {
-        std::fprintf(stderr, "session_bench: processes left behind\n");
+        std::ifstream st("/proc/" + std::to_string(kids[0]) + "/stat");
+        std::string line;
+        std::getline(st, line);
+        std::fprintf(stderr, "session_bench: %zu processes left behind (first: %s)\n",
+                     kids.size(), line.substr(0, 60).c_str());
         return 1;
     }
     return 0;

@@ -186,7 +186,7 @@ private:
     {
         asio::posix::stream_descriptor d;
         stream_capture cap{};
-        std::unique_ptr<char[]> buf{};
+        bool no_splice = false; // splice to /dev/null failed: over the cap, read and count
         bool eof = false;
     };
 
@@ -206,7 +206,7 @@ private:
     void on_readable(stream& s, boost::system::error_code ec);
     void drain(stream& s);
     void end_stream(stream& s);
-    void on_read(stream& s, boost::system::error_code ec, std::size_t n);
+    bool capture(stream& s, std::string_view data);
     void deliver(stream& s, std::string_view data);
     void abandon_pipes();
     void write_input();
@@ -473,21 +473,14 @@ void supervision::send_kill(end_reason why, std::chrono::nanoseconds grace)
     proto::send_message(channel_.native_handle(), proto::msg_type::kill, 0, proto::as_bytes(k));
 }
 
+// Both sinks read the same way: wait until the pipe is readable, then read what is there
+// into the thread's buffer (a few reads per wake-up) and hand each piece to the sink.
 void supervision::read(stream& s)
 {
-    if (plan_.on_output)
-    {
-        s.d.non_blocking(true);
-        return wait_readable(s);
-    }
-    if (!s.buf)
-        s.buf.reset(new char[read_chunk]);
-    s.d.async_read_some(asio::buffer(s.buf.get(), read_chunk),
-                        [self = shared_from_this(), &s](boost::system::error_code ec,
-                                                        std::size_t n) {
-                            self->on_read(s, ec, n);
-                        });
+    s.d.non_blocking(true);
+    wait_readable(s);
 }
+
 void supervision::wait_readable(stream& s)
 {
     s.d.async_wait(asio::posix::stream_descriptor::wait_read,
@@ -496,7 +489,6 @@ void supervision::wait_readable(stream& s)
                    });
 }
 
-// Streaming: read what is there into the thread's buffer and hand it over at once.
 void supervision::on_readable(stream& s, boost::system::error_code ec)
 {
     if (ec || completed_)
@@ -507,7 +499,11 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
         ssize_t n = ::read(s.d.native_handle(), buf, read_chunk);
         if (n > 0)
         {
-            deliver(s, std::string_view(buf, static_cast<std::size_t>(n)));
+            const std::string_view data(buf, static_cast<std::size_t>(n));
+            if (plan_.on_output)
+                deliver(s, data);
+            else if (capture(s, data))
+                return drain(s);
             if (completed_)
                 return end_stream(s);
             continue;
@@ -552,35 +548,25 @@ void supervision::deliver(stream& s, std::string_view data)
     on_cancel(asio::cancellation_type::terminal);
 }
 
-void supervision::on_read(stream& s, boost::system::error_code ec, std::size_t n)
+// Capture: keep what fits under the cap, count the rest. True once the cap is reached and
+// the rest can go to /dev/null inside the kernel (splice).
+bool supervision::capture(stream& s, std::string_view data)
 {
-    if (n > 0)
+    const std::size_t room = plan_.max_output_bytes > s.cap.data.size()
+                                 ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                       plan_.max_output_bytes - s.cap.data.size(), data.size()))
+                                 : 0;
+    s.cap.data.append(data.data(), room);
+    if (room < data.size())
     {
-        std::size_t room = plan_.max_output_bytes > s.cap.data.size()
-                               ? static_cast<std::size_t>(std::min<std::uint64_t>(
-                                     plan_.max_output_bytes - s.cap.data.size(), n))
-                               : 0;
-        s.cap.data.append(s.buf.get(), room);
-        if (room < n)
-        {
-            s.cap.dropped_bytes += n - room;
-            s.cap.truncated = true;
-        }
+        s.cap.dropped_bytes += data.size() - room;
+        s.cap.truncated = true;
     }
-    if (ec || completed_)
-        return end_stream(s);
-    if (s.cap.data.size() >= plan_.max_output_bytes)
-    {
-        // Over the cap: move the rest to /dev/null inside the kernel (splice), counting it.
-        if (!devnull_)
-            devnull_.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-        if (devnull_)
-        {
-            s.buf.reset();
-            return drain(s);
-        }
-    }
-    read(s);
+    if (s.cap.data.size() < plan_.max_output_bytes || s.no_splice)
+        return false;
+    if (!devnull_)
+        devnull_.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    return static_cast<bool>(devnull_);
 }
 
 void supervision::drain(stream& s)
@@ -611,8 +597,8 @@ void supervision::drain(stream& s)
             return;
         }
         // splice is not possible here: drain by reading instead.
-        s.buf.reset(new char[read_chunk]);
-        return read(s);
+        s.no_splice = true;
+        return wait_readable(s);
     }
 }
 
