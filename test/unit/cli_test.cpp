@@ -267,6 +267,17 @@ BOOST_AUTO_TEST_CASE(default_policy_values)
         BOOST_TEST(u.find(s) != std::string::npos, s);
 }
 
+BOOST_AUTO_TEST_CASE(tty_is_a_flag_that_excludes_json_and_stdin_file)
+{
+    auto r = parse({"--tty", "--", "bash"});
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(r->tty);
+    BOOST_TEST(!parse({"bash"})->tty);
+    check_fails({"--tty", "--json", "bash"}, errc::validation, "--tty and --json");
+    check_fails({"--tty", "--stdin-file", "/dev/null", "bash"}, errc::validation,
+                "--tty and --stdin-file");
+}
+
 BOOST_AUTO_TEST_CASE(defaults_applied)
 {
     auto r = parse({"ls", "-l"});

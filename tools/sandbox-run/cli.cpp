@@ -220,6 +220,7 @@ po::options_description make_options()
         ("env", po::value<std::vector<std::string>>()->composing(), "")
         ("stdin-file", po::value<std::string>(), "")
         ("json", po::bool_switch(), "")
+        ("tty", po::bool_switch(), "")
         ("enforcement", po::bool_switch(), "")
         ("backend", po::value<std::string>(), "")
         ("help,h", po::bool_switch(), "");
@@ -348,6 +349,12 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     if (cfg.help)
         return cfg;
     cfg.json = vm["json"].as<bool>();
+    cfg.tty = vm["tty"].as<bool>();
+    if (cfg.tty && cfg.json)
+        return make_failure(errc::validation,
+                            "--tty and --json exclude each other (a terminal session is "
+                            "interactive; its output is not captured)",
+                            "tty");
     cfg.enforcement = vm["enforcement"].as<bool>();
 
     if (has("backend"))
@@ -438,6 +445,10 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
         }
     }
 
+    if (has("stdin-file") && cfg.tty)
+        return make_failure(errc::validation,
+                            "--tty and --stdin-file exclude each other (the terminal is stdin)",
+                            "tty");
     if (has("stdin-file"))
     {
         auto file = open_input_file(text("stdin-file"));
@@ -707,6 +718,9 @@ std::string usage()
            "  --json              print one JSON object with the outcome and the captured\n"
            "                      output, instead of streaming the output through as it\n"
            "                      is produced\n"
+           "  --tty               run COMMAND on a pseudo-terminal of its own, connected to\n"
+           "                      ours (which must be a terminal): raw mode while it runs,\n"
+           "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
            "  --backend NAME      the backend; only \"local\" exists (default: local)\n"
            "  -h, --help          print this text and exit\n"

@@ -63,6 +63,8 @@ struct run_config
     bool stdin_fifo = false;
     /// Print one JSON object instead of passing the output through.
     bool json = false;
+    /// Run the command as a terminal session on our terminal (`--tty`).
+    bool tty = false;
     /// Print the enforcement report and exit.
     bool enforcement = false;
     /// Print the usage text and exit.

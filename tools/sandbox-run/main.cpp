@@ -1,6 +1,7 @@
 // tools/sandbox-run/main.cpp: sandbox-run: run one command under policy from the shell.
 #include "cli.hpp"
 #include "streaming.hpp"
+#include "terminal_session.hpp"
 
 #include <sandbox/enforcement.hpp>
 #include <sandbox/error.hpp>
@@ -206,6 +207,8 @@ int run(cli::run_config& cfg)
         throw std::system_error(errno, std::generic_category(), "cannot watch SIGINT/SIGTERM");
     asio::posix::stream_descriptor interrupt(ioc, ::fcntl(cli::interrupts::fd(), F_DUPFD_CLOEXEC, 0));
 
+    if (cfg.tty)
+        return cli::run_terminal_session(ioc, runner, cfg, interrupt);
     if (cfg.stdin_fifo)
     {
         auto w = wait_for_writer(ioc, interrupt, cfg.request);

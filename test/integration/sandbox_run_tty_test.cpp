@@ -1,0 +1,232 @@
+// test/integration/sandbox_run_tty_test.cpp: `sandbox-run --tty` on a real pseudo-terminal
+// that plays the user's terminal: size and input reach the command, Ctrl-C reaches it (not
+// sandbox-run), SIGWINCH resizes it, the exit status is passed on and our terminal is left
+// exactly as it was.
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+const std::string sandbox_run = SBX_SANDBOX_RUN;
+
+// A pseudo-terminal playing the user's: sandbox-run runs with its slave as controlling
+// terminal and stdio; the test types into and reads from the master.
+class user_terminal
+{
+public:
+    explicit user_terminal(unsigned short rows = 30, unsigned short cols = 100)
+    {
+        master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        BOOST_REQUIRE(master_ >= 0);
+        BOOST_REQUIRE(::grantpt(master_) == 0 && ::unlockpt(master_) == 0);
+        char name[128];
+        BOOST_REQUIRE(::ptsname_r(master_, name, sizeof name) == 0);
+        slave_name_ = name;
+        resize(rows, cols);
+        // Held open so the terminal keeps its settings between the runs that use it.
+        slave_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        BOOST_REQUIRE(slave_ >= 0);
+    }
+    ~user_terminal()
+    {
+        if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0)
+        {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        ::close(slave_);
+        ::close(master_);
+    }
+
+    void resize(unsigned short rows, unsigned short cols)
+    {
+        winsize ws{};
+        ws.ws_row = rows;
+        ws.ws_col = cols;
+        BOOST_REQUIRE(::ioctl(master_, TIOCSWINSZ, &ws) == 0);
+    }
+
+    termios settings() const
+    {
+        termios t{};
+        BOOST_REQUIRE(::tcgetattr(slave_, &t) == 0);
+        return t;
+    }
+
+    // sandbox-run ARGS in a session of its own with this terminal as controlling terminal.
+    void start(const std::vector<std::string>& args)
+    {
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        ::posix_spawn_file_actions_init(&fa);
+        ::posix_spawnattr_init(&attr);
+        ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+        ::posix_spawn_file_actions_addopen(&fa, 0, slave_name_.c_str(), O_RDWR, 0);
+        ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
+        ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
+        std::vector<char*> argv{const_cast<char*>(sandbox_run.c_str())};
+        for (const auto& a : args)
+            argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        int rc = ::posix_spawn(&pid_, sandbox_run.c_str(), &fa, &attr, argv.data(), environ);
+        ::posix_spawn_file_actions_destroy(&fa);
+        ::posix_spawnattr_destroy(&attr);
+        BOOST_REQUIRE(rc == 0);
+    }
+
+    void type(const std::string& keys)
+    {
+        BOOST_REQUIRE(::write(master_, keys.data(), keys.size()) ==
+                      static_cast<ssize_t>(keys.size()));
+    }
+
+    // What the terminal shows, until it contains `needle` (or 10 s pass).
+    std::string read_until(const std::string& needle)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (screen_.find(needle) == std::string::npos &&
+               std::chrono::steady_clock::now() < deadline)
+        {
+            pollfd p{master_, POLLIN, 0};
+            if (::poll(&p, 1, 50) == 1)
+            {
+                char buf[4096];
+                ssize_t n = ::read(master_, buf, sizeof buf);
+                if (n > 0)
+                    screen_.append(buf, static_cast<std::size_t>(n));
+            }
+        }
+        return screen_;
+    }
+
+    void signal(int sig) { ::kill(pid_, sig); }
+
+    // sandbox-run's raw wait status (bounded: 10 s).
+    int wait()
+    {
+        int status = 0;
+        for (int i = 0; i < 1000; ++i)
+        {
+            if (::waitpid(pid_, &status, WNOHANG) == pid_)
+            {
+                pid_ = -1;
+                return status;
+            }
+            read_until("\x01never"); // keep the terminal drained meanwhile
+        }
+        BOOST_FAIL("sandbox-run did not exit");
+        return -1;
+    }
+
+private:
+    int master_ = -1;
+    int slave_ = -1;
+    std::string slave_name_;
+    pid_t pid_ = -1;
+    std::string screen_;
+};
+
+bool same(const termios& a, const termios& b)
+{
+    return a.c_iflag == b.c_iflag && a.c_oflag == b.c_oflag && a.c_cflag == b.c_cflag &&
+           a.c_lflag == b.c_lflag && std::memcmp(a.c_cc, b.c_cc, sizeof a.c_cc) == 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sandbox_run_tty)
+
+BOOST_AUTO_TEST_CASE(size_input_and_exit_status_pass_through_and_the_terminal_is_restored)
+{
+    user_terminal t(30, 100);
+    const termios before = t.settings();
+    t.start({"--tty", "--", "sh", "-c", "stty size; read x; echo got-$x; exit 3"});
+    BOOST_TEST(t.read_until("30 100").find("30 100") != std::string::npos);
+    // While the command runs our terminal is raw: no echo, no line editing of ours.
+    BOOST_TEST((t.settings().c_lflag & (ECHO | ICANON)) == 0u);
+    t.type("hi\r");
+    BOOST_TEST(t.read_until("got-hi").find("got-hi") != std::string::npos);
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 3);
+    BOOST_TEST(same(t.settings(), before));
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_reaches_the_command_not_sandbox_run)
+{
+    user_terminal t;
+    const termios before = t.settings();
+    t.start({"--tty", "--", "sh", "-c", "echo ready; exec cat"});
+    t.read_until("ready");
+    t.type("\x03");
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st)); // sandbox-run itself was not interrupted
+    BOOST_TEST(WEXITSTATUS(st) == 128 + SIGINT); // cat died of SIGINT
+    BOOST_TEST(same(t.settings(), before));
+}
+
+BOOST_AUTO_TEST_CASE(a_window_change_resizes_the_commands_terminal)
+{
+    user_terminal t(30, 100);
+    t.start({"--tty", "--", "sh", "-c",
+             "trap 'stty size; exit 0' WINCH; echo ready; while :; do sleep 0.02; done"});
+    t.read_until("ready");
+    t.resize(33, 111); // the kernel sends SIGWINCH to sandbox-run, which passes it on
+    BOOST_TEST(t.read_until("33 111").find("33 111") != std::string::npos);
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_to_sandbox_run_kills_the_tree_and_restores_the_terminal)
+{
+    user_terminal t;
+    const termios before = t.settings();
+    sbx_test::temp_dir dir;
+    const auto pidfile = dir.path() / "pids";
+    t.start({"--tty", "--", "sh", "-c",
+             "setsid sleep 30 & echo $! > " + pidfile.string() + "; echo ready; wait"});
+    t.read_until("ready");
+    t.signal(SIGTERM);
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 130);
+    BOOST_TEST(same(t.settings(), before));
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile)));
+}
+
+BOOST_FIXTURE_TEST_CASE(tty_needs_a_terminal_and_excludes_json, sbx_test::local_fixture)
+{
+    for (auto args : {std::vector<std::string>{"--tty", "--", "true"},
+                      std::vector<std::string>{"--tty", "--json", "--", "true"}})
+    {
+        sandbox::exec_request req;
+        req.command = sandbox_run;
+        req.args = args;
+        auto out = run(std::move(req)); // stdin is /dev/null
+        BOOST_TEST(!out.ec);
+        BOOST_TEST(out.result.exit_code == 125);
+        BOOST_TEST(!out.result.err.data.empty());
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,256 @@
+// tools/sandbox-run/terminal_session.cpp: `sandbox-run --tty` (see terminal_session.hpp).
+#include "terminal_session.hpp"
+#include "streaming.hpp"
+
+#include <sandbox/error.hpp>
+#include <sandbox/process_manager.hpp>
+#include <sandbox/session.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace sandbox::cli {
+
+namespace {
+
+namespace asio = boost::asio;
+
+void write_out(int fd, std::string_view data)
+{
+    while (!data.empty())
+    {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+        {
+            pollfd p{fd, POLLOUT, 0};
+            ::poll(&p, 1, -1);
+            continue;
+        }
+        if (n <= 0)
+            return; // our terminal is gone: the command's output has nowhere to go
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+}
+
+// Our terminal in raw mode for the lifetime of this object, then exactly as it was.
+class raw_mode
+{
+public:
+    explicit raw_mode(int fd)
+    {
+        if (::tcgetattr(fd, &saved_) != 0)
+            return;
+        termios raw = saved_;
+        ::cfmakeraw(&raw);
+        if (::tcsetattr(fd, TCSANOW, &raw) == 0)
+            fd_ = fd;
+    }
+    ~raw_mode()
+    {
+        if (fd_ >= 0)
+            ::tcsetattr(fd_, TCSANOW, &saved_);
+    }
+    raw_mode(const raw_mode&) = delete;
+    raw_mode& operator=(const raw_mode&) = delete;
+
+private:
+    int fd_ = -1;
+    termios saved_{};
+};
+
+// SIGWINCH as a readable self-pipe (sandbox-run owns its signals; the library has none).
+int winch_pipe[2] = {-1, -1};
+
+extern "C" void on_winch(int)
+{
+    const int saved = errno;
+    const char b = 'w';
+    [[maybe_unused]] auto n = ::write(winch_pipe[1], &b, 1);
+    errno = saved;
+}
+
+bool watch_winch()
+{
+    if (::pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return false;
+    struct sigaction sa{};
+    sa.sa_handler = on_winch;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return ::sigaction(SIGWINCH, &sa, nullptr) == 0;
+}
+
+terminal_size size_of(int fd)
+{
+    winsize ws{};
+    terminal_size s;
+    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+    {
+        s.rows = ws.ws_row;
+        s.cols = ws.ws_col;
+    }
+    return s;
+}
+
+// Our keys to the command; end of our input becomes its VEOF.
+asio::awaitable<void> pump_input(std::shared_ptr<session> s)
+{
+    auto ex = co_await asio::this_coro::executor;
+    asio::posix::stream_descriptor in(ex, ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3));
+    char buf[4096];
+    while (s->running())
+    {
+        boost::system::error_code ec;
+        co_await in.async_wait(asio::posix::stream_descriptor::wait_read,
+                               asio::redirect_error(asio::use_awaitable, ec));
+        if (ec)
+            co_return;
+        // Readable, so this read returns at once (raw mode: VMIN 1, VTIME 0).
+        const ssize_t n = ::read(in.native_handle(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+        {
+            s->close_input();
+            co_return;
+        }
+        co_await s->write(std::string(buf, static_cast<std::size_t>(n)));
+    }
+}
+
+asio::awaitable<void> pump_winch(std::shared_ptr<session> s)
+{
+    auto ex = co_await asio::this_coro::executor;
+    asio::posix::stream_descriptor p(ex, ::fcntl(winch_pipe[0], F_DUPFD_CLOEXEC, 3));
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await p.async_wait(asio::posix::stream_descriptor::wait_read,
+                              asio::redirect_error(asio::use_awaitable, ec));
+        if (ec || !s->running())
+            co_return;
+        char drain[64];
+        while (::read(winch_pipe[0], drain, sizeof drain) > 0)
+        {
+        }
+        s->resize(size_of(STDIN_FILENO));
+    }
+}
+
+// SIGINT or SIGTERM sent to sandbox-run: the whole tree goes.
+asio::awaitable<void> pump_interrupt(std::shared_ptr<session> s,
+                                     asio::posix::stream_descriptor& interrupt, bool& hit)
+{
+    boost::system::error_code ec;
+    co_await interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !s->running())
+        co_return;
+    interrupts::drain();
+    hit = true;
+    co_await s->terminate(std::chrono::nanoseconds(0));
+}
+
+struct outcome_of_run
+{
+    boost::system::error_code start_error;
+    exec_result result;
+    bool interrupted = false;
+};
+
+asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
+                                  asio::posix::stream_descriptor& interrupt, outcome_of_run& out)
+{
+    session_spec spec;
+    spec.command = cfg.request.command;
+    spec.args = cfg.request.args;
+    spec.options = cfg.request.options;
+    spec.tty = size_of(STDIN_FILENO);
+    std::shared_ptr<session> s;
+    try
+    {
+        s = co_await r.sessions()->start(std::move(spec));
+    }
+    catch (const sandbox::error& e)
+    {
+        out.start_error = e.code();
+        out.result.diag = e.diag();
+        co_return;
+    }
+    raw_mode raw(STDIN_FILENO);
+    auto ex = co_await asio::this_coro::executor;
+    asio::co_spawn(ex, pump_input(s), asio::detached);
+    asio::co_spawn(ex, pump_winch(s), asio::detached);
+    asio::co_spawn(ex, pump_interrupt(s, interrupt, out.interrupted), asio::detached);
+    std::uint64_t at = 0;
+    for (;;)
+    {
+        auto o = co_await s->read(at, 64 * 1024);
+        at = o.next;
+        for (const auto& c : o.chunks)
+            write_out(STDOUT_FILENO, c.data);
+        if (o.eof)
+            break;
+    }
+    out.result = co_await s->wait();
+    co_await s->close();
+    boost::system::error_code ignored;
+    interrupt.cancel(ignored);
+}
+
+} // namespace
+
+int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& cfg,
+                         asio::posix::stream_descriptor& interrupt)
+{
+    if (!::isatty(STDIN_FILENO))
+    {
+        write_out(STDERR_FILENO, "sandbox-run: --tty needs a terminal on stdin\n");
+        return exit_sandbox_failure;
+    }
+    if (!watch_winch())
+    {
+        write_out(STDERR_FILENO, "sandbox-run: cannot watch SIGWINCH\n");
+        return exit_sandbox_failure;
+    }
+    outcome_of_run out;
+    std::exception_ptr failure;
+    asio::co_spawn(ioc, run_session(r, cfg, interrupt, out), [&](std::exception_ptr e) {
+        failure = e;
+        ioc.stop(); // the input and resize pumps end with the io_context
+    });
+    ioc.run();
+    if (failure)
+        std::rethrow_exception(failure);
+    if (out.start_error)
+    {
+        write_out(STDERR_FILENO, "sandbox-run: " + sandbox::error_name(out.start_error) + ": " +
+                                     sandbox::to_string(out.result.diag) + "\n");
+        return exit_status_for(out.start_error, out.result);
+    }
+    if (out.interrupted)
+        return exit_cancelled;
+    const auto& res = out.result;
+    if (res.status != exec_status::exited && res.status != exec_status::signaled &&
+        !res.diag.message.empty())
+        write_out(STDERR_FILENO, "sandbox-run: " + sandbox::to_string(res.diag) + "\n");
+    return exit_status_for({}, res);
+}
+
+} // namespace sandbox::cli
