@@ -51,6 +51,15 @@ public:
         std::string id, std::chrono::nanoseconds grace = std::chrono::seconds(2)) = 0;
 };
 
+/// \brief Completion-token front end of `process_manager::start`: completes with
+/// `void(std::exception_ptr, std::shared_ptr<session>)` (see the session front ends).
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_start(process_manager& pm, session_spec spec, CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(pm.get_executor(), pm.start(std::move(spec)),
+                                 std::forward<CompletionToken>(token));
+}
+
 /// Options of `session_registry`.
 struct session_registry_options
 {

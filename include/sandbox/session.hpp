@@ -11,6 +11,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -221,6 +223,56 @@ private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };
+
+/// \name Completion-token front ends
+/// For callbacks, futures, `deferred`, `as_tuple` and coroutines alike. Each completes with
+/// `void(std::exception_ptr, T)` (T absent for `async_write` and `async_close`): the
+/// exception is the `sandbox::error` the awaitable member throws, so its diagnostics (the
+/// resume offset of a `sequence_gap`, for instance) survive every token. The handler's
+/// cancellation slot cancels the operation (not the command), as for the members. The
+/// session must outlive the operation.
+/// @{
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_read(session& s, std::uint64_t from, std::size_t max_bytes,
+                CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(s.get_executor(), s.read(from, max_bytes),
+                                 std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_write(session& s, std::string data, CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(s.get_executor(), s.write(std::move(data)),
+                                 std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_wait(session& s, CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(s.get_executor(), s.wait(), std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_terminate(session& s, std::chrono::nanoseconds grace, CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(s.get_executor(), s.terminate(grace),
+                                 std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_close(session& s, CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(s.get_executor(), s.close(), std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_next(session_watcher& w, boost::asio::any_io_executor ex,
+                CompletionToken&& token = {})
+{
+    return boost::asio::co_spawn(std::move(ex), w.next(), std::forward<CompletionToken>(token));
+}
+/// @}
 
 } // namespace sandbox
 

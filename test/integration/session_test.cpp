@@ -10,6 +10,9 @@
 #include <sandbox/process_manager.hpp>
 #include <sandbox/session.hpp>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -733,6 +736,95 @@ BOOST_FIXTURE_TEST_CASE(a_hundred_sessions_leave_no_descriptor_or_process,
         BOOST_TEST(busy > before + 200); // each running session held descriptors
         BOOST_TEST(open_fds() == before);
     });
+}
+
+BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_operation,
+                        sbx_test::local_fixture)
+{
+    auto& pm = *runner.sessions();
+    std::shared_ptr<session> s;
+    sandbox::async_start(pm, shell("printf abc; exec cat"),
+                         [&](std::exception_ptr e, std::shared_ptr<session> got) {
+                             BOOST_TEST(!e);
+                             s = std::move(got);
+                         });
+    ioc.run_one_for(10s); // the start completes (the session keeps running)
+    while (!s && ioc.run_one_for(10s))
+    {
+    }
+    BOOST_REQUIRE(s);
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        std::uint64_t at = 0;
+        co_await read_until(*s, at, "abc");
+    });
+
+    // A read cancelled through its slot ends with operation_aborted; the command runs on.
+    asio::cancellation_signal sig;
+    std::exception_ptr cancelled;
+    bool read_done = false;
+    sandbox::async_read(*s, 3, 10,
+                        asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e,
+                                                                     sandbox::session_output) {
+                            cancelled = e;
+                            read_done = true;
+                        }));
+    asio::post(ioc, [&] { sig.emit(asio::cancellation_type::terminal); });
+    ioc.restart(); // run_coro stopped it
+    while (!read_done && ioc.run_one_for(10s))
+    {
+    }
+    BOOST_REQUIRE(read_done);
+    BOOST_REQUIRE(cancelled);
+    try
+    {
+        std::rethrow_exception(cancelled);
+    }
+    catch (const boost::system::system_error& e)
+    {
+        BOOST_TEST(e.code() == asio::error::operation_aborted);
+    }
+    BOOST_TEST(s->running());
+
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        // as_tuple keeps the sandbox::error and its diag.
+        auto [e, out] = co_await sandbox::async_read(*s, 9, 10, asio::as_tuple(asio::use_awaitable));
+        BOOST_REQUIRE(e);
+        try
+        {
+            std::rethrow_exception(e);
+        }
+        catch (const sandbox::error& err)
+        {
+            BOOST_TEST((code_of(err) == errc::validation)); // offset 9 is past the end (3)
+        }
+        co_await sandbox::async_write(*s, "xyz\n", asio::use_awaitable);
+        std::uint64_t at = 0;
+        BOOST_TEST(contains_(co_await read_until(*s, at, "xyz"), "abcxyz"));
+        BOOST_TEST(at == 7u);
+        auto r = co_await sandbox::async_terminate(*s, 0ns, asio::use_awaitable);
+        BOOST_TEST((r.status == exec_status::terminated));
+        BOOST_TEST(((co_await sandbox::async_wait(*s, asio::use_awaitable)).signal == SIGKILL));
+        co_await sandbox::async_close(*s, asio::use_awaitable);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(what_the_command_leaves_behind_dies_with_it, sbx_test::local_fixture)
+{
+    const auto pidfile = root.path() / "pids";
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        // A daemon that left the session and the group, holding the output pipes: the
+        // session still ends when the command does, and the daemon is killed.
+        auto s = co_await runner.sessions()->start(
+            shell("setsid sh -c 'echo $$ > " + pidfile.string() +
+                  "; trap \"\" TERM HUP; while :; do sleep 1; done' & "
+                  "while [ ! -s " + pidfile.string() + " ]; do sleep 0.01; done; echo bye"));
+        auto d = co_await read_all(*s);
+        BOOST_TEST(d.out == "bye\n");
+        auto r = co_await s->wait();
+        BOOST_TEST((r.status == exec_status::exited));
+        co_await s->close();
+    });
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
