@@ -157,8 +157,9 @@ void start_child(const std::shared_ptr<session_state>& st, backend::spawn_plan p
     {
         // Our own copy of the master for writes and resizes; reads stay with the core.
         const int master = st->child->terminal_fd();
-        if (master >= 0)
-            st->input.assign(::fcntl(master, F_DUPFD_CLOEXEC, 3));
+        const int copy = master >= 0 ? ::fcntl(master, F_DUPFD_CLOEXEC, 3) : -1;
+        if (copy >= 0) // else writes and resizes fail (not_available / broken_pipe)
+            st->input.assign(copy);
     }
 }
 

@@ -139,6 +139,8 @@ BOOST_FIXTURE_TEST_CASE(pipes_keep_streams_apart_and_report_the_exit_code, sbx_t
 {
     auto* pm = runner.sessions();
     BOOST_REQUIRE(pm != nullptr);
+    sandbox::noop_runner noop(ioc.get_executor());
+    BOOST_TEST(noop.sessions() == nullptr); // no sessions: null, never a stand-in
     run_coro(ioc, [&]() -> asio::awaitable<void> {
         auto s = co_await pm->start(shell("printf OUT; printf ERR >&2; exit 7"));
         BOOST_TEST(s->pid() > 0);

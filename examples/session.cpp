@@ -1,0 +1,48 @@
+// examples/session.cpp: keep a shell open, talk to it, come back to its output by offset.
+#include <sandbox/local_runner.hpp>
+#include <sandbox/process_manager.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <iostream>
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> demo(sandbox::runner& runner)
+{
+    sandbox::process_manager* sessions = runner.sessions(); // null: no sessions here
+    sandbox::session_spec spec;
+    spec.command = "sh";
+    spec.options.env.allow = std::vector<std::string>{"PATH"};
+    auto shell = co_await sessions->start(spec);
+
+    co_await shell->write("echo one; echo two >&2\n");
+    shell->close_input(); // the shell exits at the end of its input
+    auto exit = co_await shell->wait();
+
+    // A client that reconnects later finds the session by id and replays from offset 0.
+    auto again = sessions->find(shell->id());
+    std::uint64_t at = 0;
+    for (;;)
+    {
+        auto o = co_await again->read(at, 4096);
+        for (const auto& c : o.chunks)
+            std::cout << (c.stream == sandbox::output_stream::out ? "out " : "err ") << c.offset
+                      << ": " << c.data;
+        at = o.next;
+        if (o.eof)
+            break;
+    }
+    std::cout << "exit " << exit.exit_code << ", " << at << " bytes\n";
+    co_await shell->close();
+}
+
+int main()
+{
+    asio::io_context ioc;
+    sandbox::local_runner runner(ioc.get_executor());
+    asio::co_spawn(ioc, demo(runner), asio::detached);
+    ioc.run();
+}
