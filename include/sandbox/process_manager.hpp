@@ -56,7 +56,7 @@ public:
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_start(process_manager& pm, session_spec spec, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(pm.get_executor(), pm.start(std::move(spec)),
+    return boost::asio::co_spawn(pm.get_executor(), detail::accept_partial(pm.start(std::move(spec))),
                                  std::forward<CompletionToken>(token));
 }
 

@@ -13,6 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -221,8 +222,20 @@ public:
 
 private:
     struct impl;
-    std::unique_ptr<impl> impl_;
+    std::shared_ptr<impl> impl_;
 };
+
+namespace detail {
+// Lets partial cancellation through to the operation (co_spawn's default passes terminal
+// only); cancellation types are documented per operation.
+template <class T>
+boost::asio::awaitable<T> accept_partial(boost::asio::awaitable<T> a)
+{
+    co_await boost::asio::this_coro::reset_cancellation_state(
+        boost::asio::enable_partial_cancellation());
+    co_return co_await std::move(a);
+}
+} // namespace detail
 
 /// \name Completion-token front ends
 /// For callbacks, futures, `deferred`, `as_tuple` and coroutines alike. Each completes with
@@ -236,41 +249,44 @@ template <class CompletionToken = boost::asio::deferred_t>
 auto async_read(session& s, std::uint64_t from, std::size_t max_bytes,
                 CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), s.read(from, max_bytes),
+    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.read(from, max_bytes)),
                                  std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_write(session& s, std::string data, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), s.write(std::move(data)),
+    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.write(std::move(data))),
                                  std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_wait(session& s, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), s.wait(), std::forward<CompletionToken>(token));
+    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.wait()),
+                                 std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_terminate(session& s, std::chrono::nanoseconds grace, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), s.terminate(grace),
+    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.terminate(grace)),
                                  std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_close(session& s, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), s.close(), std::forward<CompletionToken>(token));
+    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.close()),
+                                 std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_next(session_watcher& w, boost::asio::any_io_executor ex,
                 CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(std::move(ex), w.next(), std::forward<CompletionToken>(token));
+    return boost::asio::co_spawn(std::move(ex), detail::accept_partial(w.next()),
+                                 std::forward<CompletionToken>(token));
 }
 /// @}
 

@@ -22,8 +22,8 @@ public:
     /// The pseudo-terminal master (stays valid while the supervision runs), or -1 on pipes.
     virtual int terminal_fd() const noexcept = 0;
     /// `signo` to the command's process group, sent by its worker (race-free: the worker
-    /// is the parent of the unreaped leader).
-    virtual void signal(int signo) = 0;
+    /// is the parent of the unreaped leader). False when the command is known to be gone.
+    virtual bool signal(int signo) = 0;
     /// SIGTERM to the tree, SIGKILL after `grace` (zero: SIGKILL now). The completion says
     /// `exec_status::terminated` unless the command exited with a code of its own.
     virtual void terminate(std::chrono::nanoseconds grace) = 0;

@@ -178,7 +178,7 @@ public:
     {
         return completed_ ? -1 : terminal_fd_;
     }
-    void signal(int signo) override;
+    bool signal(int signo) override;
     void terminate(std::chrono::nanoseconds grace) override;
 
 private:
@@ -491,7 +491,9 @@ void supervision::wait_readable(stream& s)
 
 void supervision::on_readable(stream& s, boost::system::error_code ec)
 {
-    if (ec || completed_)
+    if (s.eof)
+        return; // a posted round that arrived after the stream ended
+    if (ec || completed_ || pipes_abandoned_)
         return end_stream(s);
     char* buf = scratch_buffer();
     for (int i = 0; i < reads_per_wakeup; ++i)
@@ -511,10 +513,12 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
+            return wait_readable(s);
         return end_stream(s); // EOF, or EIO on a terminal whose last slave holder is gone
     }
-    wait_readable(s);
+    // Budget spent with data still there: come back after others had their turn (the
+    // reactor is edge-triggered, so waiting could miss what is already buffered).
+    asio::post(ex_, [self = shared_from_this(), &s] { self->on_readable(s, {}); });
 }
 
 // Streaming: hand the chunk to the caller's handler; once it says stop, kill the tree and
@@ -650,13 +654,13 @@ void supervision::abandon_pipes()
             s->d.cancel(ignored);
 }
 
-void supervision::signal(int signo)
+bool supervision::signal(int signo)
 {
     if (completed_ || report_ || lost_ || spawn_error_ || !plan_sent_)
-        return;
+        return false;
     proto::signal_msg m{signo, 0};
-    proto::send_message(channel_.native_handle(), proto::msg_type::signal, 0,
-                        proto::as_bytes(m));
+    return proto::send_message(channel_.native_handle(), proto::msg_type::signal, 0,
+                               proto::as_bytes(m)) == 0;
 }
 
 void supervision::terminate(std::chrono::nanoseconds grace)
@@ -798,11 +802,7 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
 
 void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_handler handler)
 {
-    auto& ctx = asio::query(ex, asio::execution::context);
-    auto& svc = asio::use_service<detail::supervisor_service>(ctx);
-    auto s = std::make_shared<supervision>(ex, std::move(plan), std::move(handler), svc);
-    s->track_handler_work();
-    s->start();
+    sandbox::detail::start_supervised(std::move(ex), std::move(plan), {}, std::move(handler));
 }
 
 } // namespace sandbox::backend

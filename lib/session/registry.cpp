@@ -35,73 +35,78 @@ struct session_registry::state : std::enable_shared_from_this<state>
     }
 
     void hook(const std::string& id, session& s);
-    void arm_retention(const std::string& id);
+    void arm_retention(const std::string& id, const detail::session_state* which);
+    bool holds(const std::string& id, const detail::session_state* which) const;
 
     executor_type ex;
     starter start;
     session_registry_options opts;
     std::map<std::string, record, std::less<>> records;
     std::uint64_t next_seq = 0;
+    bool destroyed = false; // the registry object is gone; starts still under way are void
 };
 
 namespace {
 
-[[noreturn]] void fail(errc code, std::string message, std::string limit = {})
-{
-    failure f = make_failure(code, std::move(message), std::move(limit));
-    throw error(f.code, std::move(f.diag));
-}
+using detail::throw_failure;
 
 void check_spec(const session_spec& spec)
 {
     if (spec.command.empty())
-        fail(errc::validation, "a session needs a command", "command");
+        throw_failure(errc::validation, "a session needs a command", "command");
     if (spec.options.input)
-        fail(errc::validation, "a session takes its input through write(), not options.input",
+        throw_failure(errc::validation, "a session takes its input through write(), not options.input",
              "input");
     if (!spec.id.empty() && !detail::valid_session_id(spec.id))
-        fail(errc::validation,
+        throw_failure(errc::validation,
              "a session id is 1 to 128 letters, digits or -_.:@ (got \"" +
                  spec.id.substr(0, 160) + "\")",
              "id");
     if (spec.tty && (spec.tty->rows == 0 || spec.tty->cols == 0))
-        fail(errc::validation, "a terminal needs at least one row and one column", "tty");
+        throw_failure(errc::validation, "a terminal needs at least one row and one column", "tty");
 }
 
 } // namespace
 
+// True while the record `id` is that session's (an id is reused once its session closed).
+bool session_registry::state::holds(const std::string& id,
+                                    const detail::session_state* which) const
+{
+    auto it = records.find(id);
+    return it != records.end() && it->second.s &&
+           detail::session_access::state(*it->second.s).get() == which;
+}
+
 // Close and exit reach the registry through weak hooks: a session may outlive it.
 void session_registry::state::hook(const std::string& id, session& s)
 {
-    auto& ss = detail::session_access::state(s);
+    auto& ss = *detail::session_access::state(s);
+    const detail::session_state* which = &ss;
     std::weak_ptr<state> w = weak_from_this();
-    ss.on_close_hook = [w, id] {
-        if (auto r = w.lock())
+    ss.on_close_hook = [w, id, which] {
+        if (auto r = w.lock(); r && r->holds(id, which))
             r->records.erase(id);
     };
-    ss.on_exit_hook = [w, id] {
+    ss.on_exit_hook = [w, id, which] {
         if (auto r = w.lock())
-            r->arm_retention(id);
+            r->arm_retention(id, which);
     };
     if (!s.running())
-        arm_retention(id);
+        arm_retention(id, which);
 }
 
-void session_registry::state::arm_retention(const std::string& id)
+void session_registry::state::arm_retention(const std::string& id,
+                                            const detail::session_state* which)
 {
-    auto it = records.find(id);
-    if (it == records.end() || !it->second.s || opts.retention <= std::chrono::nanoseconds(0))
+    if (opts.retention <= std::chrono::nanoseconds(0) || !holds(id, which))
         return;
-    auto& t = it->second.retention;
+    auto& t = records.find(id)->second.retention;
     t = std::make_unique<asio::steady_timer>(ex, opts.retention);
-    t->async_wait([w = weak_from_this(), id](boost::system::error_code ec) {
+    t->async_wait([w = weak_from_this(), id, which](boost::system::error_code ec) {
         auto r = w.lock();
-        if (ec || !r)
+        if (ec || !r || !r->holds(id, which))
             return;
-        auto it = r->records.find(id);
-        if (it == r->records.end() || !it->second.s)
-            return;
-        asio::co_spawn(r->ex, it->second.s->close(), asio::detached);
+        asio::co_spawn(r->ex, r->records.find(id)->second.s->close(), asio::detached);
     });
 }
 
@@ -112,9 +117,10 @@ session_registry::session_registry(executor_type ex, starter s, session_registry
 
 session_registry::~session_registry()
 {
+    st_->destroyed = true;
     for (auto& [id, rec] : st_->records)
         if (rec.s && rec.s->running())
-            detail::session_access::state(*rec.s).child->terminate(std::chrono::nanoseconds(0));
+            detail::session_access::state(*rec.s)->child->terminate(std::chrono::nanoseconds(0));
 }
 
 session_registry::executor_type session_registry::get_executor() const noexcept
@@ -127,13 +133,13 @@ asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec s
     auto st = st_;
     check_spec(spec);
     if (!st->start)
-        fail(errc::not_available, "this runner has no sessions");
+        throw_failure(errc::not_available, "this runner has no sessions");
     std::string id = spec.id.empty() ? detail::generate_session_id() : spec.id;
     if (st->records.count(id) != 0)
-        fail(errc::conflict, "session id \"" + id + "\" is in use (close the session first)",
+        throw_failure(errc::conflict, "session id \"" + id + "\" is in use (close the session first)",
              "id");
     if (st->records.size() >= st->opts.max_sessions)
-        fail(errc::conflict,
+        throw_failure(errc::conflict,
              "too many sessions (" + std::to_string(st->opts.max_sessions) +
                  " not closed); close some first",
              "max_sessions");
@@ -159,9 +165,14 @@ asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec s
         st->records.erase(id);
         throw;
     }
+    if (st->destroyed) // the registry went away while this started: so does the session
+    {
+        detail::session_access::state(*s)->child->terminate(std::chrono::nanoseconds(0));
+        throw_failure(errc::not_available, "the runner's sessions were destroyed while this one started");
+    }
     auto it = st->records.find(id);
     if (it == st->records.end()) // cannot happen: only close() erases, and it has no handle
-        fail(errc::internal, "session " + id + " vanished while starting");
+        throw_failure(errc::internal, "session " + id + " vanished while starting");
     it->second.s = s;
     st->hook(id, *s);
     co_return s;
@@ -207,9 +218,9 @@ asio::awaitable<exec_result> session_registry::terminate(std::string id,
     auto st = st_;
     auto it = st->records.find(id);
     if (it == st->records.end())
-        fail(errc::not_found, "no session \"" + id + "\"", "id");
+        throw_failure(errc::not_found, "no session \"" + id + "\"", "id");
     if (!it->second.s)
-        fail(errc::conflict, "session \"" + id + "\" is still starting", "id");
+        throw_failure(errc::conflict, "session \"" + id + "\" is still starting", "id");
     auto s = it->second.s;
     co_return co_await s->terminate(grace);
 }

@@ -30,11 +30,7 @@ namespace {
 constexpr std::size_t watch_chunk = 64 * 1024;
 constexpr auto close_bound = 5s;
 
-[[noreturn]] void throw_errc(errc code, std::string message, std::string limit = {})
-{
-    failure f = make_failure(code, std::move(message), std::move(limit));
-    throw error(f.code, std::move(f.diag));
-}
+using detail::throw_failure;
 
 [[noreturn]] void throw_os(int err, const std::string& message)
 {
@@ -47,7 +43,7 @@ constexpr auto close_bound = 5s;
 void check_open(const session_state& st)
 {
     if (st.closed || st.closing)
-        throw_errc(errc::session_closed, "session " + st.id + " is closed");
+        throw_failure(errc::session_closed, "session " + st.id + " is closed");
 }
 
 int signal_number(session_signal s)
@@ -81,6 +77,26 @@ boost::system::error_code type_control(int master, int which)
 // ---- state -------------------------------------------------------------------------------
 
 namespace detail {
+
+void throw_failure(errc code, std::string message, std::string limit)
+{
+    failure f = make_failure(code, std::move(message), std::move(limit));
+    throw error(f.code, std::move(f.diag));
+}
+
+void session_state::finish_close()
+{
+    if (closed)
+        return;
+    closed = true;
+    closing = false;
+    boost::system::error_code ignored;
+    input.close(ignored);
+    notify();
+    on_exit_hook = nullptr;
+    if (auto hook = std::move(on_close_hook))
+        hook();
+}
 
 asio::awaitable<void> session_state::wait_change()
 {
@@ -153,14 +169,20 @@ void start_child(const std::shared_ptr<session_state>& st, backend::spawn_plan p
             if (auto p = w.lock())
                 p->on_done(ec, std::move(r));
         });
-    if (st->tty)
-    {
-        // Our own copy of the master for writes and resizes; reads stay with the core.
-        const int master = st->child->terminal_fd();
-        const int copy = master >= 0 ? ::fcntl(master, F_DUPFD_CLOEXEC, 3) : -1;
-        if (copy >= 0) // else writes and resizes fail (not_available / broken_pipe)
-            st->input.assign(copy);
-    }
+}
+
+// Our own copy of the terminal's master for writes and resizes (reads stay with the core).
+// Without it writes fail (broken_pipe) and resizes are not_available; nothing throws here.
+void copy_terminal(session_state& st)
+{
+    const int master = st.child->terminal_fd();
+    const int copy = master >= 0 ? ::fcntl(master, F_DUPFD_CLOEXEC, 3) : -1;
+    if (copy < 0)
+        return;
+    boost::system::error_code ec;
+    st.input.assign(copy, ec);
+    if (ec)
+        ::close(copy);
 }
 
 } // namespace
@@ -170,7 +192,7 @@ asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex
                                                         backend::spawn_plan plan)
 {
     if (plan.input || plan.stdin_fd || plan.on_output)
-        throw_errc(errc::validation, "a session takes its input through write(), not options",
+        throw_failure(errc::validation, "a session takes its input through write(), not options",
                    "input");
     const std::uint64_t cap = std::min<std::uint64_t>(plan.max_output_bytes,
                                                       std::numeric_limits<std::size_t>::max());
@@ -182,8 +204,10 @@ asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex
     if (!st->tty)
         if (auto r = open_input(*st, plan); !r)
             throw error(r.error().code, r.error().diag);
+    auto s = std::make_shared<session>(st); // from here on, dropping it kills the tree
     start_child(st, std::move(plan));
-    auto s = std::make_shared<session>(st); // from here on, a cancelled start kills the tree
+    if (st->tty)
+        copy_terminal(*st);
     while (st->pid == 0 && !st->exited)
         co_await st->wait_change();
     if (st->pid == 0)
@@ -200,8 +224,11 @@ session::session(std::shared_ptr<session_state> st) noexcept : st_(std::move(st)
 
 session::~session()
 {
-    if (st_ && !st_->exited && st_->child)
+    if (!st_)
+        return;
+    if (!st_->exited && st_->child)
         st_->child->terminate(0ns); // nothing outlives its last handle
+    st_->finish_close();            // watchers still waiting get their closed event
 }
 
 session::executor_type session::get_executor() const noexcept { return st_->ex; }
@@ -230,7 +257,7 @@ asio::awaitable<session_output> session::read(std::uint64_t from, std::size_t ma
 {
     auto st = st_;
     if (max_bytes == 0)
-        throw_errc(errc::validation, "read needs max_bytes > 0", "max_bytes");
+        throw_failure(errc::validation, "read needs max_bytes > 0", "max_bytes");
     for (;;)
     {
         check_open(*st);
@@ -271,6 +298,11 @@ asio::awaitable<void> session::write(std::string data)
         ~release()
         {
             s.writing = false;
+            if (std::exchange(s.close_input_after_write, false) && !s.tty)
+            {
+                boost::system::error_code ignored;
+                s.input.close(ignored);
+            }
             s.notify();
         }
     } guard{*st};
@@ -287,14 +319,17 @@ asio::awaitable<void> session::write(std::string data)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            throw_os(errno, "writing to the command's input failed after " +
-                                std::to_string(off) + " bytes");
+            // A terminal whose command has gone says EIO where a pipe says EPIPE.
+            throw_os(st->tty && errno == EIO ? EPIPE : errno,
+                     "writing to the command's input failed after " + std::to_string(off) +
+                         " bytes");
         boost::system::error_code ec;
         co_await st->input.async_wait(asio::posix::stream_descriptor::wait_write,
                                       asio::redirect_error(asio::use_awaitable, ec));
         auto cs = co_await asio::this_coro::cancellation_state;
         if (cs.cancelled() != asio::cancellation_type::none)
             throw boost::system::system_error(asio::error::operation_aborted);
+        check_open(*st);
         if (ec || !st->input.is_open())
             throw_os(EPIPE, "the session's input was closed after " + std::to_string(off) +
                                 " bytes were written");
@@ -307,6 +342,11 @@ boost::system::error_code session::close_input()
         return errc::session_closed;
     if (st_->exited || !st_->input.is_open())
         return {};
+    if (st_->writing && !st_->tty)
+    {
+        st_->close_input_after_write = true; // after the write in progress, as issued
+        return {};
+    }
     if (st_->tty)
         return type_control(st_->input.native_handle(), VEOF);
     boost::system::error_code ignored;
@@ -342,7 +382,8 @@ boost::system::error_code session::signal(session_signal sig)
         return {ESRCH, boost::system::system_category()};
     if (sig == session_signal::interrupt && st_->tty && st_->input.is_open())
         return type_control(st_->input.native_handle(), VINTR);
-    st_->child->signal(signo);
+    if (!st_->child->signal(signo))
+        return {ESRCH, boost::system::system_category()}; // its worker already reported
     return {};
 }
 
@@ -368,27 +409,36 @@ asio::awaitable<exec_result> session::wait()
 asio::awaitable<void> session::close()
 {
     auto st = st_;
-    if (st->closed || st->closing)
+    if (st->closed)
         co_return;
-    st->closing = true;
-    if (!st->exited)
+    if (st->closing) // another close is under way: done when it is
     {
-        st->child->terminate(0ns);
-        asio::steady_timer bound(st->ex, close_bound);
-        bound.async_wait([w = std::weak_ptr<session_state>(st)](boost::system::error_code ec) {
-            if (auto p = w.lock(); p && !ec)
-                p->notify();
-        });
-        const auto deadline = std::chrono::steady_clock::now() + close_bound;
-        while (!st->exited && std::chrono::steady_clock::now() < deadline)
+        while (!st->closed)
             co_await st->wait_change();
+        co_return;
     }
-    st->closed = true;
-    boost::system::error_code ignored;
-    st->input.close(ignored);
-    st->notify();
-    if (auto hook = std::move(st->on_close_hook))
-        hook();
+    st->closing = true;
+    try
+    {
+        if (!st->exited)
+        {
+            st->child->terminate(0ns);
+            const auto deadline = std::chrono::steady_clock::now() + close_bound;
+            asio::steady_timer bound(st->ex, deadline);
+            bound.async_wait([w = std::weak_ptr<session_state>(st)](boost::system::error_code ec) {
+                if (auto p = w.lock(); p && !ec)
+                    p->notify();
+            });
+            while (!st->exited && std::chrono::steady_clock::now() < deadline)
+                co_await st->wait_change();
+        }
+    }
+    catch (...)
+    {
+        st->finish_close(); // cancelled: the kill is sent, the session is closed anyway
+        throw;
+    }
+    st->finish_close();
 }
 
 session_watcher session::watch(std::uint64_t from)
@@ -407,7 +457,7 @@ struct session_watcher::impl
 
 session_watcher::session_watcher(std::shared_ptr<session_state> st, std::uint64_t from,
                                  std::size_t max_chunk)
-    : impl_(new impl{std::move(st), detail::watch_cursor(from, max_chunk)})
+    : impl_(std::make_shared<impl>(impl{std::move(st), detail::watch_cursor(from, max_chunk)}))
 {
 }
 
@@ -415,16 +465,22 @@ session_watcher::session_watcher(session_watcher&&) noexcept = default;
 session_watcher& session_watcher::operator=(session_watcher&&) noexcept = default;
 session_watcher::~session_watcher() = default;
 
-std::uint64_t session_watcher::position() const noexcept { return impl_->cursor.position(); }
+std::uint64_t session_watcher::position() const noexcept
+{
+    return impl_ ? impl_->cursor.position() : 0;
+}
 
 asio::awaitable<session_event> session_watcher::next()
 {
-    impl* me = impl_.get(); // the watcher may be moved while this waits; its impl stays
+    // The watcher may be moved or destroyed while this waits: the operation keeps its state.
+    if (!impl_)
+        throw_failure(errc::validation, "this watcher was moved from");
+    auto me = impl_;
     auto st = me->st;
     for (;;)
     {
         if (me->cursor.finished())
-            throw_errc(errc::session_closed, "session " + st->id + " is closed");
+            throw_failure(errc::session_closed, "session " + st->id + " is closed");
         if (auto ev = me->cursor.next(st->log, st->exited, st->closed))
         {
             if (ev->what == session_event::kind::exited)

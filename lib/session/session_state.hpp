@@ -36,6 +36,9 @@ struct session_state : std::enable_shared_from_this<session_state>
 
     void on_output(output_stream s, std::string_view data);
     void on_done(boost::system::error_code ec, exec_result r);
+    /// The end of every close (also a cancelled or abandoned one): closed, input released,
+    /// waiters woken, the registry told once.
+    void finish_close();
 
     boost::asio::any_io_executor ex;
     std::string id;
@@ -52,6 +55,7 @@ struct session_state : std::enable_shared_from_this<session_state>
     bool closed = false;
     bool closing = false;
     bool writing = false;
+    bool close_input_after_write = false;
     /// Set by a spawn failure: what start() reports.
     boost::system::error_code start_error{};
     exec_result exit{};
@@ -59,10 +63,13 @@ struct session_state : std::enable_shared_from_this<session_state>
     std::function<void()> on_exit_hook, on_close_hook;
 };
 
+/// Throws `sandbox::error` with `code`, a message and the field or limit it concerns.
+[[noreturn]] void throw_failure(errc code, std::string message, std::string limit = {});
+
 /// The registry's way into a session's state (for its hooks).
 struct session_access
 {
-    static session_state& state(session& s) noexcept { return *s.st_; }
+    static const std::shared_ptr<session_state>& state(session& s) noexcept { return s.st_; }
 };
 
 /// Ids: generated ones are 20 characters of base32hex (a 4-byte second count, 5 random bytes

@@ -33,7 +33,7 @@ std::optional<watch_event> watch_cursor::next(const output_log& log, bool exited
             return e;
         }
     }
-    if ((exited || closed) && !exit_sent_) // a session ends its command before it closes
+    if (exited && !exit_sent_)
     {
         exit_sent_ = true;
         e.what = watch_event::kind::exited;

@@ -39,8 +39,8 @@ public:
     ///
     /// `exited` and `closed` are the session's state now. Output that is in the log comes
     /// before the exit event (the log holds everything read up to the exit); the close event
-    /// comes last and ends the watch. A closed session has ended its command, so `closed`
-    /// implies the exit event too.
+    /// comes last and ends the watch. A session closed before its command was seen to end
+    /// (close gave up waiting) has no exit event: none is made up.
     std::optional<watch_event> next(const output_log& log, bool exited, bool closed);
 
     std::uint64_t position() const noexcept { return at_; }

@@ -247,8 +247,8 @@ void worker::on_message(proto::message& m)
 // unreaped (a zombie at worst) neither the pid nor the group id can be reused.
 void worker::signal_group(int signo)
 {
-    if (!cur_ || cur_->leader_reaped || cur_->reason != end_reason::none)
-        return;
+    if (!cur_ || cur_->leader_reaped)
+        return; // (during a graceful stop too: a SIGKILL may not wait for the grace)
     if (::kill(-cur_->pid, signo) != 0)
         ::kill(cur_->pid, signo); // the group is gone (the leader left it): the leader alone
 }

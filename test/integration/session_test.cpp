@@ -810,6 +810,95 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
     });
 }
 
+BOOST_FIXTURE_TEST_CASE(a_watcher_destroyed_while_waiting_is_harmless, sbx_test::local_fixture)
+{
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await runner.sessions()->start(shell("read x; echo $x"));
+        auto ex = co_await asio::this_coro::executor;
+        int completions = 0;
+        {
+            auto w = s->watch();
+            sandbox::async_next(w, ex, [&](std::exception_ptr, sandbox::session_event) {
+                ++completions;
+            });
+        } // destroyed while its next() waits
+        co_await s->write("late\n");
+        co_await s->wait();
+        co_await s->close();
+        asio::steady_timer t(ex, 10ms);
+        co_await t.async_wait(asio::use_awaitable);
+        BOOST_TEST(completions == 1); // the pending next() completed, on its own state
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(a_cancelled_close_still_closes, sbx_test::local_fixture)
+{
+    auto& pm = *runner.sessions();
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await pm.start(shell("exec sleep 30", "c1"));
+        auto ex = co_await asio::this_coro::executor;
+        auto v = co_await (s->close() || asio::post(ex, asio::use_awaitable));
+        BOOST_TEST(v.index() == 1u); // the close was cancelled while it waited for the exit
+        BOOST_TEST(s->closed());
+        BOOST_TEST(pm.find("c1") == nullptr); // released, the id free again
+        auto r = co_await s->wait(); // the kill was sent before the cancellation
+        BOOST_TEST((r.status == exec_status::terminated));
+        auto again = co_await pm.start(shell("true", "c1"));
+        co_await again->close();
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(close_input_waits_for_the_write_in_progress, sbx_test::local_fixture)
+{
+    const auto go = root.path() / "go";
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await runner.sessions()->start(
+            shell("while [ ! -e " + go.string() + " ]; do sleep 0.01; done; wc -c"));
+        auto ex = co_await asio::this_coro::executor;
+        const std::string big(1 << 20, 'q'); // more than the pipe holds: the write parks
+        bool written = false;
+        asio::co_spawn(ex, s->write(big), [&](std::exception_ptr e) { written = !e; });
+        asio::steady_timer t(ex, 20ms);
+        co_await t.async_wait(asio::use_awaitable);
+        BOOST_TEST(!written);
+        BOOST_TEST(!s->close_input()); // issued after the write: applied after it
+        touch(go);
+        auto d = co_await read_all(*s);
+        BOOST_TEST(written);
+        BOOST_TEST(std::stoul(d.out) == big.size());
+        co_await s->close();
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(a_kill_signal_cuts_a_terminate_grace_short, sbx_test::local_fixture)
+{
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await runner.sessions()->start(
+            shell("trap '' TERM; echo ready; while :; do sleep 0.02; done"));
+        std::uint64_t at = 0;
+        co_await read_until(*s, at, "ready");
+        auto ex = co_await asio::this_coro::executor;
+        const auto start = std::chrono::steady_clock::now();
+        bool ended = false;
+        sandbox::exec_result r;
+        asio::co_spawn(ex, s->terminate(20s), [&](std::exception_ptr, sandbox::exec_result got) {
+            r = std::move(got);
+            ended = true;
+        });
+        asio::steady_timer t(ex, 50ms); // SIGTERM delivered and ignored
+        co_await t.async_wait(asio::use_awaitable);
+        BOOST_TEST(!s->signal(sandbox::session_signal::kill));
+        co_await s->wait();
+        BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
+        t.expires_after(1ms);
+        co_await t.async_wait(asio::use_awaitable);
+        BOOST_TEST(ended);
+        BOOST_TEST((r.status == exec_status::terminated));
+        BOOST_TEST(r.signal == SIGKILL);
+        co_await s->close();
+    });
+}
+
 BOOST_FIXTURE_TEST_CASE(what_the_command_leaves_behind_dies_with_it, sbx_test::local_fixture)
 {
     const auto pidfile = root.path() / "pids";

@@ -48,17 +48,23 @@ BOOST_AUTO_TEST_CASE(replay_then_live_then_exit_then_close)
     BOOST_TEST(!w.next(log, true, true).has_value());
 }
 
-BOOST_AUTO_TEST_CASE(a_close_always_comes_after_an_exit)
+BOOST_AUTO_TEST_CASE(a_close_comes_after_an_exit_and_never_invents_one)
 {
     output_log log(64);
     watch_cursor w(0, 4096);
-    auto e = w.next(log, false, true); // closed: its command has ended
+    auto e = w.next(log, true, true); // ended, then closed: both, in that order
     BOOST_TEST_REQUIRE(e.has_value());
     BOOST_TEST((e->what == kind::exited));
-    e = w.next(log, false, true);
+    e = w.next(log, true, true);
     BOOST_TEST_REQUIRE(e.has_value());
     BOOST_TEST((e->what == kind::closed));
     BOOST_TEST(!w.next(log, true, true).has_value());
+
+    watch_cursor v(0, 4096); // closed before its command was seen to end
+    e = v.next(log, false, true);
+    BOOST_TEST_REQUIRE(e.has_value());
+    BOOST_TEST((e->what == kind::closed));
+    BOOST_TEST(!v.next(log, false, true).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(lag_names_the_first_missed_offset_and_loses_nothing_else)

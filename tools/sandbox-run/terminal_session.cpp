@@ -185,6 +185,12 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     std::shared_ptr<session> s;
     try
     {
+        if (!r.sessions())
+            throw sandbox::error(make_error_code(errc::not_available), [] {
+                diagnostics d;
+                d.message = "this backend has no sessions, so no --tty";
+                return d;
+            }());
         s = co_await r.sessions()->start(std::move(spec));
     }
     catch (const sandbox::error& e)
@@ -201,7 +207,21 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     std::uint64_t at = 0;
     for (;;)
     {
-        auto o = co_await s->read(at, 64 * 1024);
+        session_output o;
+        try
+        {
+            o = co_await s->read(at, 64 * 1024);
+        }
+        catch (const sandbox::error& e)
+        {
+            if (e.code() != errc::sequence_gap) // the log outran us (a small --max-output)
+                throw;
+            const auto resume = static_cast<std::uint64_t>(e.diag().observed);
+            write_out(STDOUT_FILENO, "\r\n[sandbox-run: " + std::to_string(resume - at) +
+                                         " bytes of output dropped]\r\n");
+            at = resume;
+            continue;
+        }
         at = o.next;
         for (const auto& c : o.chunks)
             write_out(STDOUT_FILENO, c.data);
