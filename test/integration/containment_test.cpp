@@ -360,53 +360,7 @@ std::string describe_status(const std::optional<int>& st)
     return "status " + std::to_string(*st);
 }
 
-/// RLIMIT_NOFILE lowered so that exactly `headroom` descriptor numbers are free in this
-/// process (all others below the limit hold /dev/null); restored and closed on destruction,
-/// whatever the test does meanwhile.
-class fd_exhaustion
-{
-public:
-    explicit fd_exhaustion(int headroom)
-    {
-        ok_ = ::getrlimit(RLIMIT_NOFILE, &old_) == 0;
-        if (!ok_)
-            return;
-        int highest = 2;
-        for (const auto& e : fs::directory_iterator("/proc/self/fd"))
-            highest = std::max(highest, std::atoi(e.path().filename().c_str()));
-        rlimit low = old_;
-        low.rlim_cur = static_cast<rlim_t>(highest + 1 + headroom + 16);
-        if (low.rlim_cur > old_.rlim_cur || ::setrlimit(RLIMIT_NOFILE, &low) != 0)
-        {
-            ok_ = false;
-            return;
-        }
-        lowered_ = true;
-        for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
-            fds_.push_back(fd);
-        for (int i = 0; i < headroom && !fds_.empty(); ++i)
-        {
-            ::close(fds_.back());
-            fds_.pop_back();
-        }
-    }
-    ~fd_exhaustion()
-    {
-        for (int fd : fds_)
-            ::close(fd);
-        if (lowered_)
-            ::setrlimit(RLIMIT_NOFILE, &old_);
-    }
-    fd_exhaustion(const fd_exhaustion&) = delete;
-    fd_exhaustion& operator=(const fd_exhaustion&) = delete;
-    bool ok() const { return ok_; }
-
-private:
-    rlimit old_{};
-    bool ok_ = false;
-    bool lowered_ = false;
-    std::vector<int> fds_;
-};
+using sbx_test::fd_exhaustion;
 
 /// Watches an exec's leader (the first pid in `pidfile`) through a pidfd of our own and, once
 /// it has exited, posts a terminal cancellation of `op` unless `op` completed meanwhile.

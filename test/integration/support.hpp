@@ -7,10 +7,16 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace sbx_test {
 
@@ -82,6 +88,54 @@ struct local_fixture
     {
         return sbx_test::run(ioc, runner, std::move(req), limit);
     }
+};
+
+/// RLIMIT_NOFILE lowered so that exactly `headroom` descriptor numbers are free in this
+/// process (all others below the limit hold /dev/null); restored and closed on destruction,
+/// whatever the test does meanwhile.
+class fd_exhaustion
+{
+public:
+    explicit fd_exhaustion(int headroom)
+    {
+        ok_ = ::getrlimit(RLIMIT_NOFILE, &old_) == 0;
+        if (!ok_)
+            return;
+        int highest = 2;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::atoi(e.path().filename().c_str()));
+        rlimit low = old_;
+        low.rlim_cur = static_cast<rlim_t>(highest + 1 + headroom + 16);
+        if (low.rlim_cur > old_.rlim_cur || ::setrlimit(RLIMIT_NOFILE, &low) != 0)
+        {
+            ok_ = false;
+            return;
+        }
+        lowered_ = true;
+        for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+            fds_.push_back(fd);
+        for (int i = 0; i < headroom && !fds_.empty(); ++i)
+        {
+            ::close(fds_.back());
+            fds_.pop_back();
+        }
+    }
+    ~fd_exhaustion()
+    {
+        for (int fd : fds_)
+            ::close(fd);
+        if (lowered_)
+            ::setrlimit(RLIMIT_NOFILE, &old_);
+    }
+    fd_exhaustion(const fd_exhaustion&) = delete;
+    fd_exhaustion& operator=(const fd_exhaustion&) = delete;
+    bool ok() const { return ok_; }
+
+private:
+    rlimit old_{};
+    bool ok_ = false;
+    bool lowered_ = false;
+    std::vector<int> fds_;
 };
 
 } // namespace sbx_test
