@@ -11,6 +11,7 @@
 #   libboost-program-options1.81-dev  sandbox-run's command line
 #   libboost-test1.81-dev             the test suites
 #   procps                            `ps`, used only by the benchmark's baseline
+#   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-          libboost-program-options1.81-dev libboost-test1.81-dev procps)
+          libboost-program-options1.81-dev libboost-test1.81-dev procps bubblewrap)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

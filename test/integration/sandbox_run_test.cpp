@@ -283,7 +283,7 @@ BOOST_FIXTURE_TEST_CASE(usage_errors_exit_125, cli_fixture)
     BOOST_TEST(missing.exit_code == 125);
     BOOST_TEST(first_line(missing.err.data).find("missing COMMAND") != std::string::npos);
 
-    auto backend = run_cli({"--backend", "bwrap", sbx_test::target, "exit", "0"});
+    auto backend = run_cli({"--backend", "firecracker", sbx_test::target, "exit", "0"});
     BOOST_TEST(backend.exit_code == 125);
     BOOST_TEST(first_line(backend.err.data).find("unknown backend") != std::string::npos,
                backend.err.data);

@@ -512,9 +512,10 @@ BOOST_AUTO_TEST_CASE(usage_errors)
 
 BOOST_AUTO_TEST_CASE(unknown_backend)
 {
-    check_fails({"--backend", "bwrap", "cmd"}, errc::not_available, "unknown backend");
+    check_fails({"--backend", "firecracker", "cmd"}, errc::not_available, "unknown backend");
     check_fails({"--backend", "", "cmd"}, errc::not_available, "unknown backend");
-    check_fails({"--enforcement", "--backend", "bwrap"}, errc::not_available, "bwrap");
+    check_fails({"--enforcement", "--backend", "nspawn"}, errc::not_available, "nspawn");
+    BOOST_TEST(parse({"--backend", "bwrap", "cmd"})->backend == "bwrap");
     auto ok = parse({"--backend", "local", "cmd"});
     BOOST_REQUIRE(ok.has_value());
     BOOST_TEST(ok->backend == "local");

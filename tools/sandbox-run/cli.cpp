@@ -359,10 +359,10 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
 
     if (has("backend"))
         cfg.backend = text("backend");
-    if (cfg.backend != "local")
+    if (cfg.backend != "local" && cfg.backend != "bwrap")
     {
         auto f = make_failure(errc::not_available,
-                              "unknown backend " + quoted(cfg.backend) + " (only \"local\")",
+                              "unknown backend " + quoted(cfg.backend) + " (\"local\" or \"bwrap\")",
                               "backend");
         f.diag.backend = cfg.backend;
         return f;
@@ -687,7 +687,9 @@ std::string usage()
     return "Usage: sandbox-run [options] [--] COMMAND [ARG...]\n"
            "\n"
            "Runs COMMAND on the local backend (host processes in their own process group, no\n"
-           "isolation) under the policy below, and exits with its exit status. Options end at\n"
+           "isolation; or, with --backend bwrap, inside bubblewrap: host / read-only, the root\n"
+           "writable, private /tmp and pid namespace, credentials hidden, no capabilities)\n"
+           "under the policy below, and exits with its exit status. Options end at\n"
            "\"--\" or at the first argument that is not an option or an option's value; all\n"
            "arguments from there on belong to COMMAND, even those that look like options.\n"
            "\n"
@@ -722,7 +724,7 @@ std::string usage()
            "                      ours (which must be a terminal): raw mode while it runs,\n"
            "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
-           "  --backend NAME      the backend; only \"local\" exists (default: local)\n"
+           "  --backend NAME      local or bwrap (default: local)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -5,6 +5,7 @@
 
 #include <sandbox/enforcement.hpp>
 #include <sandbox/error.hpp>
+#include <sandbox/bwrap_runner.hpp>
 #include <sandbox/local_runner.hpp>
 #include <sandbox/runner.hpp>
 
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -193,10 +195,23 @@ int report_stream_end(const cli::output_writer& out)
     }
 }
 
+std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::run_config& cfg)
+{
+    if (cfg.backend == "bwrap")
+    {
+        sandbox::bwrap_runner_options o;
+        o.root = cfg.runner.root;
+        o.default_max_output_bytes = cfg.runner.default_max_output_bytes;
+        return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
+    }
+    return std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
+}
+
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
-    sandbox::local_runner runner(ioc.get_executor(), cfg.runner);
+    auto owned = make_runner(ioc, cfg);
+    sandbox::runner& runner = *owned;
 
     if (cfg.enforcement)
     {

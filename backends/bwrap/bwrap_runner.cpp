@@ -1,0 +1,312 @@
+// backends/bwrap/bwrap_runner.cpp: request → checks → the bwrap command line → the shared
+// supervisor (which owns bwrap and everything below it).
+#include <sandbox/bwrap_runner.hpp>
+
+#include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/request.hpp>
+#include <sandbox/backend/supervise.hpp>
+
+#include "bwrap_args.hpp"
+#include "command_lookup.hpp"
+#include "work_dir.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sandbox {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+struct bwrap_runner::state
+{
+    std::string bwrap;          // the program, or empty when not found
+    std::string home;           // the caller's home (for the built-in read-deny list)
+    std::vector<std::string> writable;
+    std::vector<bwrap::masked_path> masked;
+    std::optional<failure> setup_error; // a bad option, found at construction
+    bool probed = false;
+    std::optional<failure> unusable; // set by the probe
+};
+
+namespace {
+
+std::string find_bwrap(const std::string& configured)
+{
+    if (!configured.empty())
+        return ::access(configured.c_str(), X_OK) == 0 ? configured : std::string();
+    if (const char* path = std::getenv("PATH"))
+    {
+        std::string p = path;
+        for (std::size_t start = 0; start <= p.size();)
+        {
+            std::size_t end = p.find(':', start);
+            if (end == std::string::npos)
+                end = p.size();
+            const std::string dir = p.substr(start, end - start);
+            if (!dir.empty() && dir[0] == '/' && ::access((dir + "/bwrap").c_str(), X_OK) == 0)
+                return dir + "/bwrap";
+            start = end + 1;
+        }
+    }
+    return ::access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : std::string();
+}
+
+std::string canonical_or_empty(const std::string& p)
+{
+    std::error_code ec;
+    auto c = fs::canonical(p, ec);
+    return ec ? std::string() : c.string();
+}
+
+// Existing read-deny paths, resolved, as masks (directories and files).
+std::vector<bwrap::masked_path> resolve_masks(const std::vector<std::string>& paths)
+{
+    std::vector<bwrap::masked_path> out;
+    for (const auto& p : paths)
+    {
+        const std::string c = canonical_or_empty(p);
+        struct stat st{};
+        if (c.empty() || ::stat(c.c_str(), &st) != 0)
+            continue;
+        out.push_back({c, S_ISDIR(st.st_mode)});
+    }
+    return out;
+}
+
+// The options, checked once: writable paths exist and are safe to bind.
+void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
+{
+    s.bwrap = find_bwrap(o.bwrap_path);
+    const char* home = std::getenv("HOME");
+    s.home = home && *home ? canonical_or_empty(home) : std::string();
+    auto deny = bwrap::default_read_deny(s.home);
+    deny.insert(deny.end(), o.read_deny.begin(), o.read_deny.end());
+    s.masked = resolve_masks(deny);
+    if (auto r = bwrap::check_writable(o.root, s.home, s.masked, "root"); !r)
+        s.setup_error = r.error();
+    for (const auto& w : o.writable_paths)
+    {
+        const std::string c = canonical_or_empty(w);
+        if (c.empty())
+        {
+            failure f = make_failure(errc::validation, "writable path " + w + " must exist",
+                                     "writable_paths");
+            f.diag.path = w;
+            s.setup_error = f;
+            continue;
+        }
+        if (auto r = bwrap::check_writable(c, s.home, s.masked, "writable_paths"); !r)
+            s.setup_error = r.error();
+        s.writable.push_back(c);
+    }
+}
+
+std::string fd_path(int fd)
+{
+    char buf[4096];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_options& opts,
+                                     const bwrap_runner::state& st)
+{
+    if (st.setup_error)
+        return *st.setup_error;
+    if (st.unusable)
+        return *st.unusable;
+    const exec_options& o = req.options;
+    const bool sampler_ok = !o.limits.has_sampled_caps() || sampler_usable();
+    if (auto r = backend::check_request(req, sampler_ok); !r)
+        return r.error();
+    if (o.net.mode != net_mode::inherit && o.net.mode != net_mode::deny_all)
+        return make_failure(errc::not_available,
+                            std::string("the bwrap backend has no network proxy yet (mode ") +
+                                to_string(o.net.mode) + ")",
+                            "net.mode");
+    auto dir = local::open_work_dir(opts.root, o.work_dir);
+    if (!dir)
+        return dir.error();
+    bwrap::sandbox_view v;
+    v.root = opts.root;
+    v.writable = st.writable;
+    v.read_deny = st.masked;
+    v.isolate_network = o.net.mode == net_mode::deny_all;
+    v.new_session = !req.tty.has_value();
+    v.work_dir = fd_path(dir->get());
+    if (v.work_dir.empty())
+        return make_failure(errc::internal, "cannot name the work directory", "work_dir");
+
+    backend::spawn_plan plan;
+    plan.envp = backend::build_environment(o.env, backend::host_environment());
+    // Classify a missing command here; bwrap looks it up again, on the same PATH, inside.
+    if (auto exe = local::find_command(req.command, plan.envp, dir->get()); !exe)
+        return exe.error();
+    plan.executable = st.bwrap;
+    plan.argv = bwrap::build_args(v, req.command, req.args);
+    plan.input = o.input;
+    plan.stdin_fd = std::move(req.stdin_fd);
+    plan.on_output = std::move(req.on_output);
+    plan.tty = req.tty;
+    plan.max_output_bytes = backend::output_cap(o, opts.default_max_output_bytes);
+    plan.timeout = o.timeout;
+    plan.kill_grace = o.kill_grace;
+    plan.caps = backend::caps_of(o);
+    plan.sample_interval = opts.sample_interval;
+    plan.backend_name = "bwrap";
+    return plan;
+}
+
+[[noreturn]] void throw_failure(failure f)
+{
+    f.diag.backend = "bwrap";
+    throw error(f.code, std::move(f.diag));
+}
+
+// Sessions wait for the probe like exec does, then go to the shared registry.
+class bwrap_sessions final : public process_manager
+{
+public:
+    bwrap_sessions(bwrap_runner& r, std::unique_ptr<session_registry> reg,
+                   std::function<asio::awaitable<void>()> probe)
+        : r_(r), reg_(std::move(reg)), probe_(std::move(probe))
+    {
+    }
+    executor_type get_executor() const noexcept override { return r_.get_executor(); }
+    asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
+    {
+        co_await probe_();
+        co_return co_await reg_->start(std::move(spec));
+    }
+    std::vector<session_info> list() const override { return reg_->list(); }
+    std::shared_ptr<session> find(std::string_view id) const override { return reg_->find(id); }
+    asio::awaitable<exec_result> terminate(std::string id,
+                                           std::chrono::nanoseconds grace) override
+    {
+        return reg_->terminate(std::move(id), grace);
+    }
+
+private:
+    bwrap_runner& r_;
+    std::unique_ptr<session_registry> reg_;
+    std::function<asio::awaitable<void>()> probe_;
+};
+
+} // namespace
+
+bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
+    : ex_(std::move(ex)), opts_(std::move(opts)), st_(std::make_shared<state>())
+{
+    opts_.root = local::canonical_root(opts_.root);
+    prepare_state(*st_, opts_);
+    auto reg = std::make_unique<session_registry>(
+        ex_,
+        [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
+            exec_request req;
+            req.command = spec.command;
+            req.args = spec.args;
+            req.options = spec.options;
+            req.tty = spec.tty;
+            auto plan = prepare(req, opts_, *st_);
+            if (!plan)
+            {
+                failure f = plan.error();
+                f.diag.backend = "bwrap";
+                return f;
+            }
+            return plan;
+        },
+        opts_.sessions);
+    sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),
+                                                 [this] { return ensure_usable(); });
+}
+
+bwrap_runner::~bwrap_runner() = default;
+
+// Runs bwrap once, with the namespaces every command gets, on /bin/true.
+asio::awaitable<void> bwrap_runner::ensure_usable()
+{
+    auto st = st_;
+    if (st->probed)
+        co_return;
+    if (st->bwrap.empty())
+    {
+        st->unusable = make_failure(errc::not_available,
+                                    "bubblewrap (bwrap) was not found; install the Debian "
+                                    "package bubblewrap or set bwrap_runner_options::bwrap_path",
+                                    "backend");
+        st->probed = true;
+        co_return;
+    }
+    backend::spawn_plan plan;
+    bwrap::sandbox_view v;
+    v.root = "/tmp";
+    v.work_dir = "/";
+    plan.executable = st->bwrap;
+    plan.argv = bwrap::build_args(v, "/bin/true", {});
+    plan.envp = {"PATH=/usr/bin:/bin"};
+    plan.max_output_bytes = 4096;
+    plan.timeout = std::chrono::seconds(10);
+    plan.backend_name = "bwrap";
+    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(plan),
+                                                     asio::as_tuple(asio::use_awaitable));
+    if (st->probed)
+        co_return; // another call probed meanwhile
+    st->probed = true;
+    if (ec || r.status != exec_status::exited || r.exit_code != 0)
+    {
+        std::string why = r.err.data.substr(0, 300);
+        while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
+            why.pop_back();
+        st->unusable = make_failure(
+            errc::not_available,
+            "bwrap cannot create its namespaces on this host (user namespaces may be "
+            "disabled): " +
+                (why.empty() ? (ec ? ec.message() : "exit " + std::to_string(r.exit_code))
+                             : why),
+            "backend");
+    }
+}
+
+enforcement_report bwrap_runner::enforcement() const
+{
+    enforcement_report e;
+    if (st_->bwrap.empty() || st_->setup_error || st_->unusable)
+        return e;
+    e.env_allow_list = true;
+    e.net_modes = {net_mode::deny_all};
+    const bool s = sampler_usable();
+    e.memory_cap = s;
+    e.cpu_cap = s;
+    e.process_cap = s;
+    e.task_cap = s;
+    e.filesystem_bounds = true;
+    e.tree_kill = true;
+    return e;
+}
+
+asio::awaitable<exec_result> bwrap_runner::exec(exec_request req)
+{
+    co_await ensure_usable();
+    auto plan = prepare(req, opts_, *st_);
+    if (!plan)
+        throw_failure(plan.error());
+    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(*plan),
+                                                     asio::as_tuple(asio::use_awaitable));
+    if (ec)
+    {
+        diagnostics d = r.diag;
+        throw error(ec, std::move(d), std::move(r));
+    }
+    co_return std::move(r);
+}
+
+} // namespace sandbox

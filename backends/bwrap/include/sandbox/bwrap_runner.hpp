@@ -1,0 +1,76 @@
+// sandbox/bwrap_runner.hpp: the "bwrap" backend: commands inside bubblewrap namespaces.
+#ifndef SANDBOX_BWRAP_RUNNER_HPP
+#define SANDBOX_BWRAP_RUNNER_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/process_manager.hpp>
+#include <sandbox/runner.hpp>
+#include <sandbox/sampler.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandbox {
+
+/// \brief Construction options of `bwrap_runner`.
+struct bwrap_runner_options
+{
+    /// The root: bound read-write, and the directory work dirs are confined to.
+    std::string root = ".";
+    /// More directories bound read-write at the same paths (must exist; not `/`, not the
+    /// home directory, not an ancestor of a read-deny path).
+    std::vector<std::string> writable_paths{};
+    /// Paths hidden from the command, on top of the built-in list (credentials and keys
+    /// under `$HOME`: `.ssh`, `.aws`, `.gnupg`, `.config/gcloud`, `.azure`, `.kube`,
+    /// `.docker/config.json`, `.netrc`, `.git-credentials`, `.config/gh/hosts.yml`, `.npmrc`,
+    /// `.pypirc`). Paths that do not exist are skipped.
+    std::vector<std::string> read_deny{};
+    /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
+    std::string bwrap_path{};
+    /// Per-stream output cap when the request sets none. Zero or negative: no cap.
+    std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
+    std::chrono::nanoseconds sample_interval = default_sample_interval;
+    session_registry_options sessions{};
+};
+
+/// \brief Runs commands inside bubblewrap: host `/` read-only, the root (and the writable
+/// paths) read-write, a private `/tmp`, credentials masked, its own pid, IPC, UTS, cgroup and
+/// user namespaces with no capabilities, optionally no network. Timeouts, caps and the
+/// whole-tree kill as in the local backend (the supervisor worker owns bwrap and everything
+/// below it).
+///
+/// The first call runs bwrap once to check that it can create its namespaces here (user
+/// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
+/// `errc::not_available` and the reason. `net_mode::allow_list` and `proxy` are
+/// `not_available` (no proxy yet), as is a disk quota.
+class SANDBOX_DECL bwrap_runner final : public runner
+{
+public:
+    bwrap_runner(executor_type ex, bwrap_runner_options opts = {});
+    ~bwrap_runner() override;
+
+    executor_type get_executor() const noexcept override { return ex_; }
+    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    enforcement_report enforcement() const override;
+    process_manager* sessions() noexcept override { return sessions_.get(); }
+
+    const std::string& root() const noexcept { return opts_.root; }
+
+    struct state;
+
+private:
+    boost::asio::awaitable<void> ensure_usable();
+
+    executor_type ex_;
+    bwrap_runner_options opts_;
+    std::shared_ptr<state> st_;
+    std::unique_ptr<process_manager> sessions_; // the shared registry behind the probe
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_BWRAP_RUNNER_HPP

@@ -1,0 +1,310 @@
+// test/integration/bwrap_test.cpp: the bwrap backend on the real bubblewrap, run as root
+// (as CI is): the filesystem view, masks, the pid and network namespaces, no capabilities,
+// the environment kept off the command line, the tree kill, timeouts, sessions, refusals.
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+#include <sandbox/bwrap_runner.hpp>
+#include <sandbox/error.hpp>
+#include <sandbox/process_manager.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using sandbox::errc;
+using sandbox::exec_status;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+struct bwrap_fixture
+{
+    asio::io_context ioc;
+    sbx_test::temp_dir root;
+    sbx_test::temp_dir outside; // host files the sandbox must not see or reach
+    sandbox::bwrap_runner runner;
+
+    explicit bwrap_fixture(sandbox::bwrap_runner_options o = {})
+        : runner(ioc.get_executor(), with_root(std::move(o), root.str()))
+    {
+    }
+    ~bwrap_fixture()
+    {
+        auto left = sbx_test::helper_processes();
+        BOOST_CHECK_MESSAGE(left.empty(), "helper processes survived the test");
+        for (pid_t p : left)
+            ::kill(p, SIGKILL);
+    }
+    static sandbox::bwrap_runner_options with_root(sandbox::bwrap_runner_options o,
+                                                   std::string r)
+    {
+        o.root = std::move(r);
+        return o;
+    }
+
+    sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = {})
+    {
+        sandbox::exec_request req;
+        req.command = "/bin/sh";
+        req.args = {"-c", script};
+        req.options = std::move(o);
+        if (req.options.timeout == std::chrono::nanoseconds(0))
+            req.options.timeout = 20s;
+        return sbx_test::run(ioc, runner, std::move(req));
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(bwrap)
+
+BOOST_FIXTURE_TEST_CASE(runs_a_command_and_passes_its_exit_code_and_output, bwrap_fixture)
+{
+    auto r = sh("echo out; echo err >&2; exit 3");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.exit_code == 3);
+    BOOST_TEST(r.result.out.data == "out\n");
+    BOOST_TEST(r.result.err.data == "err\n");
+    BOOST_TEST(r.result.diag.backend == "bwrap");
+    auto e = runner.enforcement();
+    BOOST_TEST(e.filesystem_bounds);
+    BOOST_TEST(e.tree_kill);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_host_is_read_only_and_the_root_writable, bwrap_fixture)
+{
+    const auto probe = outside.path() / "written-from-inside";
+    auto r = sh("touch /etc/sbx-bwrap-probe 2>/dev/null && echo wrote-etc; "
+                "touch " + probe.string() + " 2>/dev/null && echo wrote-outside; "
+                "echo data > in-root && pwd");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(!contains(r.result.out.data, "wrote-"));
+    BOOST_TEST(r.result.out.data == root.str() + "\n"); // it starts in the root
+    BOOST_TEST(!std::filesystem::exists("/etc/sbx-bwrap-probe"));
+    BOOST_TEST(!std::filesystem::exists(probe));
+    std::ifstream in(root.path() / "in-root");
+    std::string line;
+    std::getline(in, line);
+    BOOST_TEST(line == "data");
+}
+
+BOOST_FIXTURE_TEST_CASE(tmp_is_private, bwrap_fixture)
+{
+    const auto host_file = std::filesystem::path("/tmp") /
+                           ("sbx-bwrap-host-" + std::to_string(::getpid()));
+    std::ofstream(host_file) << "host";
+    auto r = sh("test -e " + host_file.string() + " && echo visible; "
+                "echo mine > /tmp/sbx-bwrap-inside-$$ && echo wrote");
+    std::filesystem::remove(host_file);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "wrote\n"); // /tmp writable, the host's not visible
+    for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+        BOOST_TEST(!contains(e.path().filename().string(), "sbx-bwrap-inside-"));
+}
+
+BOOST_FIXTURE_TEST_CASE(host_processes_are_out_of_sight_and_reach, bwrap_fixture)
+{
+    auto r = sh("kill -0 " + std::to_string(::getpid()) +
+                " 2>/dev/null && echo reached; ls /proc | grep -c '^[0-9]'; echo pid=$$");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(!contains(r.result.out.data, "reached"));
+    BOOST_TEST(std::stoi(r.result.out.data) < 10); // bwrap's init, the shell, ls, grep
+    BOOST_TEST(contains(r.result.out.data, "pid=2")); // pid 1 is the namespace's init
+}
+
+BOOST_FIXTURE_TEST_CASE(no_capabilities_even_for_root_no_remount_no_nested_namespaces,
+                        bwrap_fixture)
+{
+    auto r = sh("grep CapEff /proc/self/status; id -u; "
+                "mount -o remount,rw / 2>/dev/null && echo remounted; "
+                "unshare -U true 2>/dev/null && echo nested");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(contains(r.result.out.data, "CapEff:\t0000000000000000"));
+    BOOST_TEST(!contains(r.result.out.data, "remounted"));
+    BOOST_TEST(!contains(r.result.out.data, "nested"));
+}
+
+BOOST_FIXTURE_TEST_CASE(deny_all_leaves_only_loopback_and_masks_run, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.net.mode = sandbox::net_mode::deny_all;
+    auto r = sh("grep -c ':' /proc/net/dev; grep -o 'lo:' /proc/net/dev; ls -A /run | wc -l", o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "1\nlo:\n0\n"); // one interface, loopback; /run empty
+}
+
+BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.env.allow = std::vector<std::string>{"PATH"};
+    o.env.inject["SBX_SECRET"] = "s3cr3t-value";
+    // Inside, pid 1 is bwrap's init: its command line is bwrap's.
+    auto r = sh("echo \"$SBX_SECRET\"; tr '\\0' ' ' < /proc/1/cmdline", o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data.rfind("s3cr3t-value\nbwrap ", 0) == 0, r.result.out.data);
+    BOOST_TEST(r.result.out.data.find("s3cr3t-value", 1) == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
+{
+    sbx_test::temp_dir secrets;
+    std::filesystem::create_directories(secrets.path() / "keys");
+    std::ofstream(secrets.path() / "keys" / "id") << "private";
+    std::ofstream(secrets.path() / "token") << "t0ken";
+    sandbox::bwrap_runner_options o;
+    o.read_deny = {(secrets.path() / "keys").string(), (secrets.path() / "token").string(),
+                   (secrets.path() / "absent").string()};
+    bwrap_fixture f(o);
+    auto r = f.sh("cat " + (secrets.path() / "keys" / "id").string() + " 2>/dev/null; "
+                  "ls -A " + (secrets.path() / "keys").string() + "; cat " +
+                  (secrets.path() / "token").string() + "; echo end");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "end\n");
+}
+
+BOOST_AUTO_TEST_CASE(unsafe_writable_paths_and_roots_are_refused)
+{
+    for (auto set : {std::function<void(sandbox::bwrap_runner_options&)>(
+                         [](auto& o) { o.writable_paths = {"/"}; }),
+                     std::function<void(sandbox::bwrap_runner_options&)>(
+                         [](auto& o) { o.writable_paths = {"/no/such/dir"}; })})
+    {
+        sandbox::bwrap_runner_options o;
+        set(o);
+        bwrap_fixture f(o);
+        auto r = f.sh("true");
+        BOOST_TEST((r.ec == errc::validation));
+        BOOST_TEST(r.result.diag.limit == "writable_paths");
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(nothing_escapes_the_tree, bwrap_fixture)
+{
+    // A daemon that double-forks and leaves the session: killed when the command ends.
+    auto r = sh("setsid " + sbx_test::target + " sleep 30000 > /dev/null 2>&1 & echo started");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "started\n");
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+    // A timeout kills everything inside.
+    sandbox::exec_options o;
+    o.timeout = 500ms;
+    auto t = sh(sbx_test::target + " sleep 30000 & " + sbx_test::target + " sleep 30000", o);
+    BOOST_TEST((t.result.status == exec_status::timed_out));
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+}
+
+BOOST_FIXTURE_TEST_CASE(caps_follow_the_processes_inside, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.timeout = 20s;
+    o.limits.max_processes = 8;
+    auto r = sh("while :; do sleep 5 & done", o); // a fork bomb inside the pid namespace
+    BOOST_TEST((r.result.status == exec_status::budget_exceeded));
+    BOOST_TEST((r.result.budget == sandbox::budget_kind::processes));
+    sandbox::exec_options c;
+    c.timeout = 20s;
+    c.limits.cpu_millicores = 10; // 200 ms of cpu
+    auto busy = sh("while :; do :; done", c);
+    BOOST_TEST((busy.result.status == exec_status::budget_exceeded));
+    BOOST_TEST((busy.result.budget == sandbox::budget_kind::cpu));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_terminal_inside_the_sandbox, bwrap_fixture)
+{
+    sandbox::exec_request req;
+    req.command = "/bin/sh";
+    req.args = {"-c", "tty >/dev/null && echo is-a-tty; stty size"};
+    req.tty = sandbox::terminal_size{33, 99};
+    req.options.timeout = 20s;
+    auto r = sbx_test::run(ioc, runner, std::move(req));
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "is-a-tty\r\n33 99\r\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.net.mode = sandbox::net_mode::allow_list;
+    o.net.allow_hosts = {"example.com"};
+    BOOST_TEST((sh("true", o).ec == errc::not_available));
+    sandbox::exec_request missing;
+    missing.command = "no-such-command-here";
+    BOOST_TEST((sbx_test::run(ioc, runner, missing).ec == errc::not_found));
+    sandbox::exec_options outside_root;
+    outside_root.work_dir = "/etc";
+    BOOST_TEST((sh("true", outside_root).ec == errc::forbidden));
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_bwrap_is_not_available)
+{
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = "/no/such/bwrap";
+    bwrap_fixture f(o);
+    auto r = f.sh("true");
+    BOOST_TEST((r.ec == errc::not_available));
+    BOOST_TEST(contains(r.result.diag.message, "bubblewrap"));
+    BOOST_TEST(!f.runner.enforcement().filesystem_bounds);
+}
+
+BOOST_FIXTURE_TEST_CASE(sandbox_run_backend_bwrap, sbx_test::local_fixture)
+{
+    sandbox::exec_request req;
+    req.command = SBX_SANDBOX_RUN;
+    req.args = {"--backend", "bwrap", "--root", root.str(), "--", "/bin/sh", "-c",
+                "touch /etc/sbx-x 2>/dev/null || echo read-only; echo hi > f; exit 4"};
+    req.options.timeout = 20s;
+    auto r = run(std::move(req));
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.exit_code == 4);
+    BOOST_TEST(r.result.out.data == "read-only\n");
+    BOOST_TEST(std::filesystem::exists(root.path() / "f"));
+}
+
+BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
+{
+    bool done = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            sandbox::session_spec spec;
+            spec.command = "/bin/sh";
+            spec.args = {"-c", "read x; echo got-$x; grep -c '^[0-9]' /dev/null; "
+                               "touch /etc/sbx-x 2>/dev/null || echo ro"};
+            auto s = co_await runner.sessions()->start(spec);
+            co_await s->write("hi\n");
+            std::string all;
+            std::uint64_t at = 0;
+            for (;;)
+            {
+                auto o = co_await s->read(at, 4096);
+                at = o.next;
+                for (auto& c : o.chunks)
+                    all += c.data;
+                if (o.eof)
+                    break;
+            }
+            BOOST_TEST(contains(all, "got-hi"));
+            BOOST_TEST(contains(all, "ro"));
+            co_await s->close();
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(20s);
+    BOOST_TEST(done);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
