@@ -65,4 +65,14 @@ std::uint64_t output_cap(const exec_options& o, std::int64_t runner_default) noe
     return cap > 0 ? static_cast<std::uint64_t>(cap) : std::numeric_limits<std::uint64_t>::max();
 }
 
+exec_request request_of(const session_spec& spec)
+{
+    exec_request req;
+    req.command = spec.command;
+    req.args = spec.args;
+    req.options = spec.options;
+    req.tty = spec.tty;
+    return req;
+}
+
 } // namespace sandbox::backend

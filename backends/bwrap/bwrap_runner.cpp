@@ -152,23 +152,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
         return exe.error();
     plan.executable = st.bwrap;
     plan.argv = bwrap::build_args(v, req.command, req.args);
-    plan.input = o.input;
-    plan.stdin_fd = std::move(req.stdin_fd);
-    plan.on_output = std::move(req.on_output);
-    plan.tty = req.tty;
-    plan.max_output_bytes = backend::output_cap(o, opts.default_max_output_bytes);
-    plan.timeout = o.timeout;
-    plan.kill_grace = o.kill_grace;
-    plan.caps = backend::caps_of(o);
+    backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.backend_name = "bwrap";
     return plan;
-}
-
-[[noreturn]] void throw_failure(failure f)
-{
-    f.diag.backend = "bwrap";
-    throw error(f.code, std::move(f.diag));
 }
 
 // Sessions wait for the probe like exec does, then go to the shared registry.
@@ -210,11 +196,7 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
     auto reg = std::make_unique<session_registry>(
         ex_,
         [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
-            exec_request req;
-            req.command = spec.command;
-            req.args = spec.args;
-            req.options = spec.options;
-            req.tty = spec.tty;
+            exec_request req = backend::request_of(spec);
             auto plan = prepare(req, opts_, *st_);
             if (!plan)
             {
@@ -296,17 +278,7 @@ enforcement_report bwrap_runner::enforcement() const
 asio::awaitable<exec_result> bwrap_runner::exec(exec_request req)
 {
     co_await ensure_usable();
-    auto plan = prepare(req, opts_, *st_);
-    if (!plan)
-        throw_failure(plan.error());
-    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(*plan),
-                                                     asio::as_tuple(asio::use_awaitable));
-    if (ec)
-    {
-        diagnostics d = r.diag;
-        throw error(ec, std::move(d), std::move(r));
-    }
-    co_return std::move(r);
+    co_return co_await backend::exec_plan(ex_, prepare(req, opts_, *st_), "bwrap");
 }
 
 } // namespace sandbox

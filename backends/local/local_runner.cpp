@@ -51,16 +51,8 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     plan.argv.reserve(req.args.size() + 1);
     plan.argv.push_back(req.command);
     plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
-    plan.input = o.input;
-    plan.stdin_fd = std::move(req.stdin_fd);
-    plan.on_output = std::move(req.on_output);
-    plan.tty = req.tty;
-    plan.max_output_bytes = backend::output_cap(o, opts.default_max_output_bytes);
-    plan.timeout = o.timeout;
-    plan.kill_grace = o.kill_grace;
-    plan.caps = backend::caps_of(o);
+    backend::take_common(req, opts.default_max_output_bytes, "local", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.backend_name = "local";
     return plan;
 }
 
@@ -75,11 +67,7 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
     sessions_ = std::make_unique<session_registry>(
         ex_,
         [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
-            exec_request req;
-            req.command = spec.command;
-            req.args = spec.args;
-            req.options = spec.options;
-            req.tty = spec.tty;
+            exec_request req = backend::request_of(spec);
             auto plan = prepare(req, opts_, root_fd_.get());
             if (!plan)
             {
@@ -109,21 +97,7 @@ enforcement_report local_runner::enforcement() const
 
 asio::awaitable<exec_result> local_runner::exec(exec_request req)
 {
-    auto plan = prepare(req, opts_, root_fd_.get());
-    if (!plan)
-    {
-        diagnostics d = plan.error().diag;
-        d.backend = "local";
-        throw error(plan.error().code, std::move(d));
-    }
-    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(*plan),
-                                                     asio::as_tuple(asio::use_awaitable));
-    if (ec)
-    {
-        diagnostics d = r.diag;
-        throw error(ec, std::move(d), std::move(r));
-    }
-    co_return std::move(r);
+    co_return co_await backend::exec_plan(ex_, prepare(req, opts_, root_fd_.get()), "local");
 }
 
 } // namespace sandbox

@@ -5,6 +5,7 @@
 // and reaps the whole tree and reports; we complete once that report is in and both pipes
 // are at EOF.
 #include <sandbox/backend/supervise.hpp>
+#include <sandbox/backend/request.hpp>
 #include <sandbox/error.hpp>
 
 #include "process/child_control.hpp"
@@ -12,6 +13,7 @@
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -22,6 +24,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <csignal>
 #include <cstring>
@@ -799,6 +802,40 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
 
 } // namespace
 
+
+void take_common(exec_request& req, std::int64_t default_max_output_bytes,
+                 std::string backend_name, spawn_plan& plan)
+{
+    const exec_options& o = req.options;
+    plan.input = o.input;
+    plan.stdin_fd = std::move(req.stdin_fd);
+    plan.on_output = std::move(req.on_output);
+    plan.tty = req.tty;
+    plan.max_output_bytes = output_cap(o, default_max_output_bytes);
+    plan.timeout = o.timeout;
+    plan.kill_grace = o.kill_grace;
+    plan.caps = caps_of(o);
+    plan.backend_name = std::move(backend_name);
+}
+
+asio::awaitable<exec_result> exec_plan(asio::any_io_executor ex, outcome<spawn_plan> plan,
+                                       std::string backend)
+{
+    if (!plan)
+    {
+        diagnostics d = plan.error().diag;
+        d.backend = std::move(backend);
+        throw error(plan.error().code, std::move(d));
+    }
+    auto [ec, r] = co_await async_supervise(std::move(ex), std::move(*plan),
+                                            asio::as_tuple(asio::use_awaitable));
+    if (ec)
+    {
+        diagnostics d = r.diag;
+        throw error(ec, std::move(d), std::move(r));
+    }
+    co_return std::move(r);
+}
 
 void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_handler handler)
 {

@@ -501,7 +501,9 @@ BOOST_AUTO_TEST_CASE(no_cpu_kill_before_the_budget_is_used)
     BOOST_TEST(!ec);
     BOOST_TEST(r.status == sandbox::exec_status::exited);
     BOOST_TEST(r.cpu_time >= std::chrono::nanoseconds(840ms));
-    BOOST_TEST(r.cpu_time < std::chrono::nanoseconds(1s));
+    // No upper bound here: under the sanitizers the job itself costs ~20 % more and may reach
+    // the budget in its last milliseconds, after the last sample (a kill happens only at a
+    // sample). How exact the count is, is checked against bare runs above.
 }
 
 BOOST_AUTO_TEST_CASE(cpu_time_of_kernel_reaped_children_is_counted_while_sampled)

@@ -7,6 +7,7 @@
 #include <sandbox/config.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/failure.hpp>
+#include <sandbox/session.hpp>
 
 #include <cstdint>
 
@@ -26,6 +27,9 @@ SANDBOX_DECL cap_limits caps_of(const exec_options& opts) noexcept;
 /// are zero or negative.
 SANDBOX_DECL std::uint64_t output_cap(const exec_options& opts,
                                       std::int64_t runner_default) noexcept;
+
+/// The exec request a session spec stands for (its command, arguments, options, terminal).
+SANDBOX_DECL exec_request request_of(const session_spec& spec);
 
 } // namespace sandbox::backend
 

@@ -10,11 +10,13 @@
 #include <sandbox/config.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/failure.hpp>
 #include <sandbox/sampler.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -62,6 +64,12 @@ struct spawn_plan
     std::string backend_name{};
 };
 
+/// \brief Moves into `plan` what every backend passes through as it is: input, the stdin
+/// descriptor, the output handler, the terminal, the output cap (the request's, else
+/// `default_max_output_bytes`), timeout, kill grace and caps; and names the backend.
+SANDBOX_DECL void take_common(exec_request& req, std::int64_t default_max_output_bytes,
+                              std::string backend_name, spawn_plan& plan);
+
 using supervise_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)>;
 
@@ -86,6 +94,12 @@ auto async_supervise(boost::asio::any_io_executor ex, spawn_plan plan, Completio
         },
         token, std::move(ex), std::move(plan));
 }
+
+/// \brief Runs a backend's plan as `runner::exec` does: a refusal (no plan) throws
+/// `sandbox::error` naming `backend`; a failed run throws it with the partial result.
+SANDBOX_DECL boost::asio::awaitable<exec_result> exec_plan(boost::asio::any_io_executor ex,
+                                                           outcome<spawn_plan> plan,
+                                                           std::string backend);
 
 } // namespace sandbox::backend
 
