@@ -2,6 +2,7 @@
 //
 // Cases (each prints a table and one JSON line per figure; ratio = value / baseline):
 //   seq_true               sequential /bin/true, stdout+stderr captured: median and p99 us
+//   seq_true_bwrap         the same inside bwrap, against the local backend: median us
 //   conc64_true            /bin/true with 64 in flight on one thread: execs/s
 //   out512_discard         `head -c 512MiB /dev/zero`, max_output_bytes = 1: MB/s
 //   out512_cap1m           the same with a 1 MiB cap: MB/s, and peak RSS of the process
@@ -20,6 +21,7 @@
 
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/bwrap_runner.hpp>
 #include <sandbox/local_runner.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
@@ -72,7 +74,8 @@ struct config
 };
 
 const char* const all_cases[] = {"seq_true",     "conc64_true",        "out512_discard",
-                                 "out512_cap1m", "sampler_1tree_10ms", "sampler_100trees_50ms"};
+                                 "out512_cap1m", "sampler_1tree_10ms", "sampler_100trees_50ms",
+                                 "seq_true_bwrap"};
 
 [[noreturn]] void fail(const std::string& what)
 {
@@ -204,10 +207,29 @@ sandbox::local_runner_options runner_options(std::chrono::nanoseconds interval)
 }
 
 // A chain: each completion handler starts the next exec. Per-exec microseconds.
+std::vector<double> sequential_on(asio::io_context& ioc, sandbox::runner& runner,
+                                  const sandbox::exec_request& proto, int n);
+
 std::vector<double> ours_sequential(const sandbox::exec_request& proto, int n)
 {
     asio::io_context ioc;
     sandbox::local_runner runner(ioc.get_executor(), runner_options(sandbox::default_sample_interval));
+    return sequential_on(ioc, runner, proto, n);
+}
+
+// The same chain on the bwrap backend (root /tmp: the bench writes nothing).
+std::vector<double> bwrap_sequential(const sandbox::exec_request& proto, int n)
+{
+    asio::io_context ioc;
+    sandbox::bwrap_runner_options o;
+    o.root = "/tmp";
+    sandbox::bwrap_runner runner(ioc.get_executor(), o);
+    return sequential_on(ioc, runner, proto, n);
+}
+
+std::vector<double> sequential_on(asio::io_context& ioc, sandbox::runner& runner,
+                                  const sandbox::exec_request& proto, int n)
+{
     std::vector<double> us;
     us.reserve(static_cast<std::size_t>(n));
     std::function<void()> next = [&] {
@@ -488,6 +510,32 @@ void case_seq_true(const config& cfg)
                  "pidfd) + waitid(P_PIDFD)",
                  "ours: async_exec chain, the next started from the completion handler, one "
                  "io_context"});
+}
+
+// What the sandbox costs per exec: the bwrap backend against the local one, same chain.
+void case_seq_true_bwrap(const config& cfg)
+{
+    const auto req = make_request("/bin/true", {});
+    const int n = std::max(10, cfg.n / 4); // each bwrap start builds five namespaces
+    ours_sequential(req, 5);
+    bwrap_sequential(req, 5);
+    figure med{"seq_true_bwrap", "median per exec", "us"};
+    for (int r = 0; r < cfg.rounds; ++r)
+    {
+        auto local = ours_sequential(req, n);
+        auto bw = bwrap_sequential(req, n);
+        med.baseline_rounds.push_back(percentile(local, 50));
+        med.value_rounds.push_back(percentile(bw, 50));
+    }
+    med.value = median(med.value_rounds);
+    med.baseline = median(med.baseline_rounds);
+    print_block("seq_true_bwrap: sequential /bin/true inside bwrap, N=" + std::to_string(n) +
+                    " x " + std::to_string(cfg.rounds) +
+                    " rounds (time per exec; ratio = bwrap/local backend)",
+                "local", {med},
+                {"local: the seq_true chain on local_runner",
+                 "bwrap: the same chain on bwrap_runner (user, pid, ipc, uts, cgroup and "
+                 "mount namespaces; ro / bind; private /tmp)"});
 }
 
 void case_conc64_true(const config& cfg)
@@ -800,6 +848,8 @@ int main(int argc, char** argv)
     std::fflush(stdout);
     if (cfg.want("seq_true"))
         case_seq_true(cfg);
+    if (cfg.want("seq_true_bwrap"))
+        case_seq_true_bwrap(cfg);
     if (cfg.want("conc64_true"))
         case_conc64_true(cfg);
     if (cfg.want("out512_discard") || cfg.want("out512_cap1m"))

@@ -28,11 +28,36 @@ using sandbox::exec_status;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// A directory outside /tmp (which the sandbox replaces with its own): what the sandbox would
+// otherwise see of the host. Removed on destruction.
+class host_dir
+{
+public:
+    host_dir()
+        : path_(std::filesystem::path("/var/tmp") /
+                ("sbx-bwrap-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)))
+    {
+        std::filesystem::create_directories(path_);
+    }
+    ~host_dir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    host_dir(const host_dir&) = delete;
+    host_dir& operator=(const host_dir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    static inline int count_ = 0;
+    std::filesystem::path path_;
+};
+
 struct bwrap_fixture
 {
     asio::io_context ioc;
     sbx_test::temp_dir root;
-    sbx_test::temp_dir outside; // host files the sandbox must not see or reach
+    host_dir outside; // host files the sandbox must not reach
     sandbox::bwrap_runner runner;
 
     explicit bwrap_fixture(sandbox::bwrap_runner_options o = {})
@@ -158,7 +183,7 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
 
 BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
 {
-    sbx_test::temp_dir secrets;
+    host_dir secrets; // readable by the sandbox unless masked
     std::filesystem::create_directories(secrets.path() / "keys");
     std::ofstream(secrets.path() / "keys" / "id") << "private";
     std::ofstream(secrets.path() / "token") << "t0ken";
@@ -166,11 +191,13 @@ BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
     o.read_deny = {(secrets.path() / "keys").string(), (secrets.path() / "token").string(),
                    (secrets.path() / "absent").string()};
     bwrap_fixture f(o);
+    std::ofstream(secrets.path() / "visible") << "shown";
     auto r = f.sh("cat " + (secrets.path() / "keys" / "id").string() + " 2>/dev/null; "
                   "ls -A " + (secrets.path() / "keys").string() + "; cat " +
-                  (secrets.path() / "token").string() + "; echo end");
+                  (secrets.path() / "token").string() + "; cat " +
+                  (secrets.path() / "visible").string() + "; echo end");
     BOOST_TEST(!r.ec, r.result.diag);
-    BOOST_TEST(r.result.out.data == "end\n");
+    BOOST_TEST(r.result.out.data == "shownend\n"); // the unmasked neighbour is readable
 }
 
 BOOST_AUTO_TEST_CASE(unsafe_writable_paths_and_roots_are_refused)
@@ -189,18 +216,28 @@ BOOST_AUTO_TEST_CASE(unsafe_writable_paths_and_roots_are_refused)
     }
 }
 
-BOOST_FIXTURE_TEST_CASE(nothing_escapes_the_tree, bwrap_fixture)
+// The helper program must be visible inside: a build tree under /tmp is not (private /tmp).
+sandbox::bwrap_runner_options with_target_visible()
 {
-    // A daemon that double-forks and leaves the session: killed when the command ends.
-    auto r = sh("setsid " + sbx_test::target + " sleep 30000 > /dev/null 2>&1 & echo started");
+    sandbox::bwrap_runner_options o;
+    o.writable_paths = {std::filesystem::path(sbx_test::target).parent_path().string()};
+    return o;
+}
+
+BOOST_AUTO_TEST_CASE(nothing_escapes_the_tree)
+{
+    bwrap_fixture f(with_target_visible());
+    // A daemon that leaves the session: killed when the command ends.
+    auto r = f.sh("setsid " + sbx_test::target + " sleep 30000 > /dev/null 2>&1 & "
+                  "sleep 0.1; kill -0 $! && echo alive");
     BOOST_TEST(!r.ec, r.result.diag);
-    BOOST_TEST(r.result.out.data == "started\n");
+    BOOST_TEST(r.result.out.data == "alive\n"); // it really ran
     BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
     // A timeout kills everything inside.
     sandbox::exec_options o;
     o.timeout = 500ms;
-    auto t = sh(sbx_test::target + " sleep 30000 & " + sbx_test::target + " sleep 30000", o);
-    BOOST_TEST((t.result.status == exec_status::timed_out));
+    auto t = f.sh(sbx_test::target + " sleep 30000 & " + sbx_test::target + " sleep 30000", o);
+    BOOST_TEST((t.result.status == exec_status::timed_out), t.result.err.data);
     BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
 }
 
