@@ -900,68 +900,6 @@ BOOST_FIXTURE_TEST_CASE(a_kill_signal_cuts_a_terminate_grace_short, sbx_test::lo
     });
 }
 
-// Descriptors other than sockets, by number and target. The supervisor keeps up to 64 idle
-// worker channels (sockets), so starts that fail or succeed may move that pool either way.
-std::set<std::string> non_socket_fds()
-{
-    std::set<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
-    {
-        std::error_code ec;
-        const auto t = std::filesystem::read_symlink(e.path(), ec).string();
-        if (t.rfind("socket:", 0) != 0 && t.find("/proc/") == std::string::npos)
-            out.insert(e.path().filename().string() + " -> " + t);
-    }
-    return out;
-}
-
-BOOST_FIXTURE_TEST_CASE(starts_without_spare_descriptors_fail_cleanly, sbx_test::local_fixture)
-{
-    auto& pm = *runner.sessions();
-    run_coro(ioc, [&]() -> asio::awaitable<void> {
-        auto warm = co_await pm.start(shell("true")); // the helper starts with our full limit
-        co_await warm->close();
-    });
-    int failed = 0, started = 0;
-    for (int headroom = 0; headroom <= 10; ++headroom)
-    {
-        const auto before = non_socket_fds();
-        {
-            sbx_test::fd_exhaustion ex(headroom);
-            BOOST_REQUIRE(ex.ok());
-            run_coro(ioc, [&]() -> asio::awaitable<void> {
-                for (bool tty : {false, true})
-                {
-                    auto spec = shell("exec cat");
-                    if (tty)
-                        spec.tty = sandbox::terminal_size{};
-                    try
-                    {
-                        auto s = co_await pm.start(spec);
-                        ++started;
-                        co_await s->close();
-                    }
-                    catch (const boost::system::system_error& e) // classified, never a crash
-                    {
-                        ++failed;
-                        BOOST_TEST_CONTEXT("headroom " << headroom << ": " << e.what())
-                        BOOST_TEST((e.code() == errc::internal ||
-                                    e.code() == boost::system::errc::too_many_files_open));
-                    }
-                }
-            });
-        }
-        ioc.restart(); // run_coro stopped at its completion: let what it left pending run
-        for (int i = 0; i < 100 && ioc.poll() > 0; ++i)
-        {
-        }
-        BOOST_TEST(pm.list().empty());
-        BOOST_TEST((non_socket_fds() == before), "headroom " << headroom);
-    }
-    BOOST_TEST(failed > 0); // the small headrooms did run out
-    BOOST_TEST(started > 0);
-}
-
 BOOST_FIXTURE_TEST_CASE(a_fork_bomb_in_a_session_meets_the_process_cap, sbx_test::local_fixture)
 {
     run_coro(ioc, [&]() -> asio::awaitable<void> {
