@@ -195,16 +195,9 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
     prepare_state(*st_, opts_);
     auto reg = std::make_unique<session_registry>(
         ex_,
-        [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
+        [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            auto plan = prepare(req, opts_, *st_);
-            if (!plan)
-            {
-                failure f = plan.error();
-                f.diag.backend = "bwrap";
-                return f;
-            }
-            return plan;
+            return backend::named(prepare(req, opts_, *st_), "bwrap");
         },
         opts_.sessions);
     sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),

@@ -8,8 +8,6 @@
 #include "command_lookup.hpp"
 #include "work_dir.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 namespace sandbox {
 
@@ -66,16 +64,9 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
         root_fd_ = std::move(*fd);
     sessions_ = std::make_unique<session_registry>(
         ex_,
-        [this](const session_spec& spec) -> outcome<backend::spawn_plan> {
+        [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            auto plan = prepare(req, opts_, root_fd_.get());
-            if (!plan)
-            {
-                failure f = plan.error();
-                f.diag.backend = "local";
-                return f;
-            }
-            return plan;
+            return backend::named(prepare(req, opts_, root_fd_.get()), "local");
         },
         opts_.sessions);
 }

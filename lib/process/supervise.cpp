@@ -818,15 +818,21 @@ void take_common(exec_request& req, std::int64_t default_max_output_bytes,
     plan.backend_name = std::move(backend_name);
 }
 
+outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend)
+{
+    if (plan)
+        return plan;
+    failure f = plan.error();
+    f.diag.backend = backend;
+    return f;
+}
+
 asio::awaitable<exec_result> exec_plan(asio::any_io_executor ex, outcome<spawn_plan> plan,
                                        std::string backend)
 {
+    plan = named(std::move(plan), backend.c_str());
     if (!plan)
-    {
-        diagnostics d = plan.error().diag;
-        d.backend = std::move(backend);
-        throw error(plan.error().code, std::move(d));
-    }
+        throw error(plan.error().code, plan.error().diag);
     auto [ec, r] = co_await async_supervise(std::move(ex), std::move(*plan),
                                             asio::as_tuple(asio::use_awaitable));
     if (ec)

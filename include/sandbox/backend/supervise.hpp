@@ -95,6 +95,10 @@ auto async_supervise(boost::asio::any_io_executor ex, spawn_plan plan, Completio
         token, std::move(ex), std::move(plan));
 }
 
+/// A backend's plan, or its refusal with `diag.backend` set to `backend` (what session
+/// starters return and `exec_plan` throws).
+SANDBOX_DECL outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend);
+
 /// \brief Runs a backend's plan as `runner::exec` does: a refusal (no plan) throws
 /// `sandbox::error` naming `backend`; a failed run throws it with the partial result.
 SANDBOX_DECL boost::asio::awaitable<exec_result> exec_plan(boost::asio::any_io_executor ex,
