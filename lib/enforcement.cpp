@@ -30,6 +30,8 @@ std::string to_json(const enforcement_report& e)
         {"filesystem_bounds", e.filesystem_bounds},
         {"tree_kill", e.tree_kill},
     };
+    if (!e.unavailable.empty())
+        o["unavailable"] = e.unavailable;
     return boost::json::serialize(o);
 }
 

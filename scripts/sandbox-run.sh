@@ -1,10 +1,28 @@
 #!/usr/bin/env bash
 # scripts/sandbox-run.sh: run a command through sandbox-run with its built-in default policy,
-# after installing what is missing and building what is stale.
+# after installing what is missing and building what is stale. The command runs inside
+# bubblewrap (--backend bwrap) when bwrap can create its namespaces here; otherwise on the
+# local backend, with a warning that nothing confines it. An explicit --backend wins.
 #
 #   scripts/sandbox-run.sh [sandbox-run options] [--] COMMAND [ARG...]
 #   scripts/sandbox-run.sh --json -- sh -c 'echo hello from the sandbox'
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 "$here/scripts/setup.sh" --target sandbox-run
-exec "$here/build/tools/sandbox-run/sandbox-run" "$@"
+bin="$here/build/tools/sandbox-run/sandbox-run"
+
+for a in "$@"; do
+  case "$a" in
+    --) break ;;
+    --backend|--backend=*) exec "$bin" "$@" ;;
+  esac
+done
+report="$("$bin" --enforcement --backend bwrap)"
+if [[ "$report" == *'"filesystem_bounds":true'* ]]; then
+  echo "sandbox-run.sh: backend bwrap (host read-only, private /tmp and pid namespace)" >&2
+  exec "$bin" --backend bwrap "$@"
+fi
+reason="$(sed -n 's/.*"unavailable":"\(.*\)".*/\1/p' <<<"$report")"
+echo "sandbox-run.sh: WARNING: bubblewrap is not usable here (${reason:-unknown reason});" \
+     "running on the local backend, which confines nothing" >&2
+exec "$bin" "$@"

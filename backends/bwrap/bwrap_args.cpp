@@ -1,11 +1,10 @@
 // backends/bwrap/bwrap_args.cpp: the bubblewrap command line (see bwrap_args.hpp).
 #include "bwrap_args.hpp"
 
+#include <algorithm>
+
 namespace sandbox::bwrap {
 
-namespace {
-
-// True when `path` is `dir` or below it (both absolute and clean).
 bool within(const std::string& path, const std::string& dir)
 {
     if (dir == "/")
@@ -13,6 +12,8 @@ bool within(const std::string& path, const std::string& dir)
     return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
                            path[dir.size()] == '/');
 }
+
+namespace {
 
 void add(std::vector<std::string>& a, std::initializer_list<const char*> flags)
 {
@@ -40,8 +41,14 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
     for (const auto& w : v.writable)
         if (w != v.root)
             a.insert(a.end(), {"--bind", w, w});
+    for (const auto& s : v.sockets)
+        a.insert(a.end(), {"--bind", s, s});
     add(a, {"--proc", "/proc", "--dev", "/dev"});
-    // Masks last: they hide what the binds above exposed.
+    a.insert(a.end(), v.extra_flags.begin(), v.extra_flags.end());
+    // Then what stays read-only inside the writable directories, and the masks last: they
+    // hide what the binds above exposed.
+    for (const auto& r : v.read_only)
+        a.insert(a.end(), {"--ro-bind", r, r});
     for (const auto& m : v.read_deny)
     {
         if (m.directory)
@@ -74,6 +81,110 @@ outcome<void> check_writable(const std::string& path, const std::string& home,
         if (within(m.path, path))
             return refuse("it contains the masked path " + m.path);
     return {};
+}
+
+namespace {
+
+enum class operand
+{
+    plain,   // any value
+    source,  // a host path shown inside: checked against the masks
+    octal,   // 1-4 octal digits
+    number,  // decimal digits
+};
+
+struct flag_rule
+{
+    const char* name;
+    std::vector<operand> operands;
+};
+
+const std::vector<flag_rule>& allowed_flags()
+{
+    using o = operand;
+    static const std::vector<flag_rule> rules{
+        {"--ro-bind", {o::source, o::plain}}, {"--ro-bind-try", {o::source, o::plain}},
+        {"--symlink", {o::plain, o::plain}},  {"--dir", {o::plain}},
+        {"--tmpfs", {o::plain}},              {"--remount-ro", {o::plain}},
+        {"--perms", {o::octal}},              {"--size", {o::number}},
+        {"--hostname", {o::plain}},           {"--unshare-net", {}},
+        {"--new-session", {}},
+    };
+    return rules;
+}
+
+bool well_formed(operand kind, const std::string& v)
+{
+    auto all = [&](const char* set) {
+        return !v.empty() && v.find_first_not_of(set) == std::string::npos;
+    };
+    switch (kind)
+    {
+    case operand::octal: return v.size() <= 4 && all("01234567");
+    case operand::number: return v.size() <= 19 && all("0123456789");
+    default: return true;
+    }
+}
+
+} // namespace
+
+outcome<void> check_extra_flags(const std::vector<std::string>& flags,
+                                const std::vector<masked_path>& masked,
+                                const std::function<std::string(const std::string&)>& resolve)
+{
+    auto refuse = [](const std::string& why) -> outcome<void> {
+        return make_failure(errc::validation, "extra bwrap flags: " + why, "extra_flags");
+    };
+    for (std::size_t i = 0; i < flags.size();)
+    {
+        const std::string& f = flags[i];
+        const auto& rules = allowed_flags();
+        auto rule = std::find_if(rules.begin(), rules.end(),
+                                 [&](const flag_rule& r) { return f == r.name; });
+        if (rule == rules.end())
+            return refuse(f + " is not allowed (only flags that cannot weaken the policy are)");
+        if (flags.size() - i - 1 < rule->operands.size())
+            return refuse(f + " needs " + std::to_string(rule->operands.size()) + " value(s)");
+        for (std::size_t k = 0; k < rule->operands.size(); ++k)
+        {
+            const std::string& v = flags[i + 1 + k];
+            if (!well_formed(rule->operands[k], v))
+                return refuse("bad value \"" + v + "\" for " + f);
+            if (rule->operands[k] != operand::source)
+                continue;
+            const std::string src = resolve(v);
+            if (src.empty() && f == "--ro-bind")
+                return refuse(f + " " + v + ": no such path");
+            for (const auto& m : masked)
+                if (!src.empty() && (within(src, m.path) || within(m.path, src)))
+                    return refuse(f + " " + v + " would show the hidden path " + m.path);
+        }
+        i += 1 + rule->operands.size();
+        // --perms and --size modify the next flag, which must be one they apply to.
+        if (f == "--perms" || f == "--size")
+        {
+            const std::string next = i < flags.size() ? flags[i] : std::string();
+            if (next != "--tmpfs" && !(f == "--perms" && next == "--dir"))
+                return refuse(f + " must be followed by --tmpfs" +
+                              (f == "--perms" ? " or --dir" : ""));
+        }
+    }
+    return {};
+}
+
+const std::vector<write_deny_entry>& default_write_deny()
+{
+    // Git runs hooks and reads config (core.hooksPath, core.fsmonitor) on the host later;
+    // shells and direnv run rc files. .git is kept even where it does not exist yet, so a
+    // command cannot `git init` and plant a hook.
+    static const std::vector<write_deny_entry> entries{
+        {".git/hooks", true}, {".git/config", true}, {".gitmodules", false},
+        {".bashrc", false},   {".bash_profile", false}, {".bash_login", false},
+        {".profile", false},  {".zshrc", false},        {".zshenv", false},
+        {".zprofile", false}, {".zlogin", false},       {".envrc", false},
+        {".gitconfig", false},
+    };
+    return entries;
 }
 
 std::vector<std::string> default_read_deny(const std::string& home)

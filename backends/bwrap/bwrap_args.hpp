@@ -5,6 +5,7 @@
 
 #include <sandbox/failure.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ struct sandbox_view
     std::string root;
     /// Also bound read-write at the same paths (existing directories).
     std::vector<std::string> writable{};
+    /// Bound read-only again after the writable binds: paths inside writable directories
+    /// that the command may read but not change (`.git/hooks`, shell rc files, ...). Each
+    /// exists (the runner makes an empty directory for one that did not).
+    std::vector<std::string> read_only{};
+    /// Host unix sockets bound into the sandbox at the same paths (after the /tmp and /run
+    /// tmpfs, so they show through them).
+    std::vector<std::string> sockets{};
+    /// Extra bwrap flags, already checked by `check_extra_flags`: they go after the binds and
+    /// before `read_only` and the masks, so neither can be undone by them.
+    std::vector<std::string> extra_flags{};
     /// Hidden (existing paths only: a mount needs its target).
     std::vector<masked_path> read_deny{};
     /// A private network namespace with only loopback, and /run masked.
@@ -50,6 +61,33 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
 /// of (or equal to) a masked path. `errc::validation` naming `field`.
 outcome<void> check_writable(const std::string& path, const std::string& home,
                              const std::vector<masked_path>& masked, const char* field);
+
+/// \brief Checks extra bwrap flags against an allow-list of flags that cannot weaken the
+/// policy, each with its number of values, so a value can never be read as a flag (nor a
+/// flag swallowed as a value). Allowed: `--ro-bind[-try] SRC DEST`, `--symlink SRC DEST`,
+/// `--dir DEST`, `--tmpfs DEST`, `--remount-ro DEST`, `--perms OCTAL`, `--size BYTES`,
+/// `--hostname NAME`, `--unshare-net`, `--new-session` (`--perms` only before `--tmpfs` or
+/// `--dir`, `--size` only before `--tmpfs`). Everything else
+/// (writable or device binds, capabilities, shared namespaces, descriptors, environment,
+/// work directory, ...) is `errc::validation` naming the flag. `resolve` maps a bind source
+/// to its absolute, symlink-resolved path (empty: it does not exist); a source that is, is
+/// inside or contains a masked path is refused (it would show the path elsewhere).
+outcome<void> check_extra_flags(const std::vector<std::string>& flags,
+                                const std::vector<masked_path>& masked,
+                                const std::function<std::string(const std::string&)>& resolve);
+
+/// \brief The built-in write-deny entries, relative to each writable directory. `always`:
+/// protected even when missing (an empty read-only directory takes the first missing
+/// component's place, so the command cannot create it); otherwise only when present.
+struct write_deny_entry
+{
+    std::string relative;
+    bool always = false;
+};
+const std::vector<write_deny_entry>& default_write_deny();
+
+/// True when `path` is `dir` or below it (both absolute and clean).
+bool within(const std::string& path, const std::string& dir);
 
 /// The built-in read-deny list under `home` (credentials and keys), whether they exist or not.
 std::vector<std::string> default_read_deny(const std::string& home);

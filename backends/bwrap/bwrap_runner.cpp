@@ -7,6 +7,7 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "bwrap_args.hpp"
+#include "write_deny.hpp"
 #include "command_lookup.hpp"
 #include "work_dir.hpp"
 
@@ -30,6 +31,8 @@ struct bwrap_runner::state
     std::string home;           // the caller's home (for the built-in read-deny list)
     std::vector<std::string> writable;
     std::vector<bwrap::masked_path> masked;
+    std::vector<bwrap::write_deny_target> write_deny;
+    std::vector<std::string> sockets;
     std::optional<failure> setup_error; // a bad option, found at construction
     bool probed = false;
     std::optional<failure> unusable; // set by the probe
@@ -80,6 +83,26 @@ std::vector<bwrap::masked_path> resolve_masks(const std::vector<std::string>& pa
     return out;
 }
 
+// Unix-socket entries: each must be a socket.
+void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& paths)
+{
+    for (const auto& p : paths)
+    {
+        const std::string c = canonical_or_empty(p);
+        struct stat st{};
+        if (c.empty() || ::stat(c.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+        {
+            failure f = make_failure(errc::validation,
+                                     "unix socket " + p + " is not an existing socket",
+                                     "unix_sockets");
+            f.diag.path = p;
+            s.setup_error = f;
+            continue;
+        }
+        s.sockets.push_back(c);
+    }
+}
+
 // The options, checked once: writable paths exist and are safe to bind.
 void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
 {
@@ -106,6 +129,15 @@ void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
             s.setup_error = r.error();
         s.writable.push_back(c);
     }
+    std::vector<std::string> dirs{o.root};
+    dirs.insert(dirs.end(), s.writable.begin(), s.writable.end());
+    if (auto t = bwrap::write_deny_targets(dirs, o.write_deny); t)
+        s.write_deny = std::move(*t);
+    else
+        s.setup_error = t.error();
+    prepare_sockets(s, o.unix_sockets);
+    if (auto r = bwrap::check_extra_flags(o.extra_flags, s.masked, canonical_or_empty); !r)
+        s.setup_error = r.error();
 }
 
 std::string fd_path(int fd)
@@ -114,6 +146,13 @@ std::string fd_path(int fd)
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
     ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// The host's TMPDIR names a host directory the command cannot write; /tmp is its own.
+void set_tmpdir(std::vector<std::string>& envp)
+{
+    std::erase_if(envp, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    envp.emplace_back("TMPDIR=/tmp");
 }
 
 outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_options& opts,
@@ -139,6 +178,12 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     v.root = opts.root;
     v.writable = st.writable;
     v.read_deny = st.masked;
+    v.sockets = st.sockets;
+    v.extra_flags = opts.extra_flags;
+    std::vector<std::string> dirs{opts.root};
+    dirs.insert(dirs.end(), st.writable.begin(), st.writable.end());
+    auto protect = bwrap::resolve_write_deny(st.write_deny, dirs);
+    v.read_only = std::move(protect.read_only);
     v.isolate_network = o.net.mode == net_mode::deny_all;
     v.new_session = !req.tty.has_value();
     v.work_dir = fd_path(dir->get());
@@ -147,6 +192,8 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
 
     backend::spawn_plan plan;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
+    if (!o.env.inject.count("TMPDIR"))
+        set_tmpdir(plan.envp);
     // Classify a missing command here; bwrap looks it up again, on the same PATH, inside.
     if (auto exe = local::find_command(req.command, plan.envp, dir->get()); !exe)
         return exe.error();
@@ -154,6 +201,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     plan.argv = bwrap::build_args(v, req.command, req.args);
     backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
+    plan.held = std::move(protect.lease);
     return plan;
 }
 
@@ -251,11 +299,27 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
     }
 }
 
+asio::awaitable<std::optional<failure>> bwrap_runner::check()
+{
+    co_await ensure_usable();
+    if (st_->setup_error)
+        co_return st_->setup_error;
+    co_return st_->unusable;
+}
+
 enforcement_report bwrap_runner::enforcement() const
 {
     enforcement_report e;
-    if (st_->bwrap.empty() || st_->setup_error || st_->unusable)
+    if (st_->setup_error || st_->unusable)
+    {
+        e.unavailable = (st_->setup_error ? st_->setup_error : st_->unusable)->diag.message;
         return e;
+    }
+    if (st_->bwrap.empty())
+    {
+        e.unavailable = "bubblewrap (bwrap) was not found";
+        return e;
+    }
     e.env_allow_list = true;
     e.net_modes = {net_mode::deny_all};
     const bool s = sampler_usable();

@@ -35,6 +35,8 @@ struct enforcement_report
     /// The whole process tree is killed on timeout, cancellation and exit, including
     /// descendants that left the process group (double-forked daemons excepted).
     bool tree_kill = false;
+    /// Empty, or why the runner cannot run anything on this host (then every flag is false).
+    std::string unavailable{};
 
     friend bool operator==(const enforcement_report&, const enforcement_report&) = default;
 };

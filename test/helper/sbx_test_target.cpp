@@ -68,6 +68,8 @@
 //   trap-term-late MS FILE    on SIGTERM sleep MS ms, append "<own pid>\n" to FILE, exit 0
 //                             (children forked later inherit the handler)
 //   touch FILE                create FILE (or truncate it)
+//   connect-unix PATH         connect to the unix stream socket PATH: "connected\n", or
+//                             "refused <errno name>\n" (for example ENOENT, ECONNREFUSED)
 //   wait-file FILE            wait until FILE exists (polled every ms); exit 3 after 20 s
 //   pidfile                   append own pid to $SBX_PIDFILE (which must be set)
 //   kill-self SIG             reset signal SIG to SIG_DFL, unblock it and raise it
@@ -81,6 +83,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -456,6 +460,7 @@ constexpr mode_spec modes[] = {
     {"print-fds", 0, 0},    {"print-proc", 0, 0},    {"closed-child", 1, 1}, {"leave-group", 1, 1},
     {"setsid-chain", 2, 2}, {"fork-tree", 2, 2},     {"kill-parents", 2, 2}, {"cpu-stream", 2, 2},
     {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},       {"wait-file", 1, 1},
+    {"connect-unix", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},
 };
@@ -672,6 +677,20 @@ action_t prepare(std::string_view name, const args_t& a)
             int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (fd < 0) die_errno("touch: open " + file);
             ::close(fd);
+        };
+    if (mode == "connect-unix") // "connected\n" or "refused <errno name>\n"
+        return [path = std::string(a[0])] {
+            sockaddr_un addr{};
+            addr.sun_family = AF_UNIX;
+            if (path.size() >= sizeof addr.sun_path) die("connect-unix: path too long");
+            std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+            int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) die_errno("connect-unix: socket");
+            const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+            const std::string line = ok ? "connected\n"
+                                        : std::string("refused ") + strerrorname_np(errno) + "\n";
+            ::close(fd);
+            out(line);
         };
     if (mode == "wait-file") // until FILE exists; exit 3 after 20 s (the test never made it)
         return [file = std::string(a[0])] {

@@ -17,6 +17,11 @@
 #include <fstream>
 #include <string>
 
+#include <cstring>
+#include <optional>
+
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace {
@@ -342,6 +347,207 @@ BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
         });
     ioc.run_for(20s);
     BOOST_TEST(done);
+}
+
+
+BOOST_FIXTURE_TEST_CASE(git_and_rc_files_stay_read_only_inside_the_root, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    fs::create_directories(root.path() / ".git" / "hooks");
+    std::ofstream(root.path() / ".git" / "config") << "[core]\n";
+    std::ofstream(root.path() / ".bashrc") << "# host\n";
+    auto r = sh("echo evil > .git/hooks/pre-commit || echo no-hook; "
+                "echo evil >> .git/config || echo no-config; "
+                "echo evil >> .bashrc || echo no-rc; "
+                "echo ok > .git/HEAD && echo ok > notes && echo rest-writable");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "no-hook\nno-config\nno-rc\nrest-writable\n");
+    BOOST_TEST(!fs::exists(root.path() / ".git" / "hooks" / "pre-commit"));
+    std::ifstream cfg(root.path() / ".git" / "config"), rc(root.path() / ".bashrc");
+    std::string c((std::istreambuf_iterator<char>(cfg)), {}), b((std::istreambuf_iterator<char>(rc)), {});
+    BOOST_TEST(c == "[core]\n");
+    BOOST_TEST(b == "# host\n");
+}
+
+// Where .git does not exist, a command cannot create it (so it cannot plant a hook that the
+// host runs later), even while another command in the same root ends; nothing is left.
+BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    std::string first_out;
+    bool done = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            sandbox::session_spec spec;
+            spec.command = "/bin/sh";
+            spec.args = {"-c", "read x; mkdir -p .git/hooks 2>/dev/null || echo blocked; "
+                               "git init -q . 2>/dev/null || echo no-init"};
+            auto s = co_await runner.sessions()->start(spec);
+            // A second command in the same root starts and ends meanwhile.
+            sandbox::exec_request other;
+            other.command = "/bin/sh";
+            other.args = {"-c", "test -d .git && echo stand-in"};
+            other.options.timeout = 20s;
+            auto o = co_await runner.exec(std::move(other));
+            BOOST_TEST(o.out.data == "stand-in\n");
+            co_await s->write("go\n");
+            auto w = co_await s->wait();
+            BOOST_TEST((w.status == exec_status::exited));
+            auto all = co_await s->read(0, 4096);
+            for (auto& c : all.chunks)
+                first_out += c.data;
+            co_await s->close();
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(30s);
+    BOOST_TEST(done);
+    BOOST_TEST(first_out.rfind("blocked\n", 0) == 0, first_out);
+    BOOST_TEST(!fs::exists(root.path() / ".git")); // the stand-in went with the last command
+}
+
+BOOST_AUTO_TEST_CASE(extra_write_deny_paths_and_their_refusals)
+{
+    namespace fs = std::filesystem;
+    sandbox::bwrap_runner_options o;
+    o.write_deny = {"Makefile", "ci/deploy.sh"};
+    bwrap_fixture f(o);
+    std::ofstream(f.root.path() / "Makefile") << "all:\n";
+    fs::create_directories(f.root.path() / "ci");
+    auto r = f.sh("echo x >> Makefile || echo no-make; "
+                  "echo x > ci/deploy.sh || echo no-deploy; echo x > ci/other && echo other");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "no-make\nno-deploy\nother\n");
+    BOOST_TEST(fs::file_size(f.root.path() / "Makefile") == 5u);
+    BOOST_TEST(!fs::exists(f.root.path() / "ci" / "deploy.sh"));
+    // A missing directory on the way is kept whole: nothing can be made below it.
+    auto gone = f.sh("mkdir -p .git/hooks 2>/dev/null || echo no-git; ls -A");
+    BOOST_TEST(gone.result.out.data == "no-git\n.git\nMakefile\nci\n");
+    BOOST_TEST(!fs::exists(f.root.path() / ".git"));
+    sandbox::bwrap_runner_options bad;
+    bad.write_deny = {"../outside"};
+    bwrap_fixture g(bad);
+    auto refused = g.sh("true");
+    BOOST_TEST((refused.ec == errc::validation));
+    BOOST_TEST(refused.result.diag.limit == "write_deny");
+}
+
+BOOST_FIXTURE_TEST_CASE(tmpdir_is_the_private_tmp, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.env.allow = std::vector<std::string>{"PATH", "TMPDIR"};
+    ::setenv("TMPDIR", outside.path().c_str(), 1); // a host directory, read-only inside
+    auto r = sh("echo $TMPDIR; touch \"$TMPDIR/x\" && echo writable", o);
+    ::unsetenv("TMPDIR");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "/tmp\nwritable\n");
+    o.env.inject["TMPDIR"] = root.str(); // an explicit choice stands
+    auto chosen = sh("echo $TMPDIR", o);
+    BOOST_TEST(chosen.result.out.data == root.str() + "\n");
+}
+
+namespace {
+
+// A listening unix socket at `path` (connects succeed while the backlog has room).
+struct unix_listener
+{
+    int fd = -1;
+    explicit unix_listener(const std::string& path)
+    {
+        fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+        BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        BOOST_REQUIRE(::listen(fd, 8) == 0);
+    }
+    ~unix_listener() { ::close(fd); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(host_unix_sockets_only_where_allowed)
+{
+    sbx_test::temp_dir dir; // under /tmp: hidden by the private /tmp
+    const std::string sock = (dir.path() / "agent.sock").string();
+    unix_listener l(sock);
+    sandbox::exec_options deny;
+    deny.net.mode = sandbox::net_mode::deny_all;
+    {
+        bwrap_fixture f(with_target_visible());
+        auto r = f.sh(sbx_test::target + " connect-unix " + sock, deny);
+        BOOST_TEST(!r.ec, r.result.diag);
+        BOOST_TEST(r.result.out.data == "refused ENOENT\n");
+    }
+    auto o = with_target_visible();
+    o.unix_sockets = {sock};
+    bwrap_fixture f(o);
+    auto r = f.sh(sbx_test::target + " connect-unix " + sock, deny);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "connected\n");
+    // An entry must be a socket.
+    sandbox::bwrap_runner_options bad;
+    bad.unix_sockets = {"/etc/hostname"};
+    bwrap_fixture g(bad);
+    auto refused = g.sh("true");
+    BOOST_TEST((refused.ec == errc::validation));
+    BOOST_TEST(refused.result.diag.limit == "unix_sockets");
+}
+
+BOOST_AUTO_TEST_CASE(extra_flags_through_the_allow_list)
+{
+    sandbox::bwrap_runner_options o;
+    o.extra_flags = {"--hostname", "box", "--tmpfs", "/srv"};
+    bwrap_fixture f(o);
+    auto r = f.sh("hostname; touch /srv/x && echo srv-tmpfs");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "box\nsrv-tmpfs\n");
+    // A flag that would widen the policy, a flag without its value, a bind that would show a
+    // hidden path elsewhere: refused.
+    host_dir secrets;
+    for (auto flags : {std::vector<std::string>{"--bind", "/", "/"},
+                       std::vector<std::string>{"--cap-add", "ALL"},
+                       std::vector<std::string>{"--hostname"},
+                       std::vector<std::string>{"--ro-bind", secrets.path().string(), "/x"}})
+    {
+        sandbox::bwrap_runner_options bad;
+        bad.extra_flags = flags;
+        bad.read_deny = {secrets.path().string()};
+        bwrap_fixture g(bad);
+        auto refused = g.sh("true");
+        BOOST_TEST((refused.ec == errc::validation), flags[0]);
+        BOOST_TEST(refused.result.diag.limit == "extra_flags");
+        BOOST_TEST(!g.runner.enforcement().unavailable.empty());
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(enforcement_after_the_probe, bwrap_fixture)
+{
+    std::optional<sandbox::failure> why{sandbox::make_failure(errc::internal, "unset")};
+    asio::co_spawn(ioc, runner.check(), [&](std::exception_ptr, std::optional<sandbox::failure> f) {
+        why = std::move(f);
+    });
+    ioc.run();
+    BOOST_TEST(!why.has_value());
+    const auto e = runner.enforcement();
+    BOOST_TEST(e.filesystem_bounds);
+    BOOST_TEST(e.unavailable.empty());
+    // A bwrap that cannot start its sandbox: every call and the report say why.
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = "/bin/false";
+    bwrap_fixture f(o);
+    asio::co_spawn(f.ioc, f.runner.check(), [&](std::exception_ptr, std::optional<sandbox::failure> r) {
+        why = std::move(r);
+    });
+    f.ioc.run();
+    BOOST_TEST_REQUIRE(why.has_value());
+    BOOST_TEST((why->code == errc::not_available));
+    BOOST_TEST(!f.runner.enforcement().filesystem_bounds);
+    BOOST_TEST(contains(f.runner.enforcement().unavailable, "namespaces"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

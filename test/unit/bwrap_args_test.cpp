@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "bwrap_args.hpp"
+#include "write_deny.hpp"
 
 #include <algorithm>
 #include <string>
@@ -96,6 +97,132 @@ BOOST_AUTO_TEST_CASE(the_built_in_read_deny_list)
     BOOST_TEST((std::find(d.begin(), d.end(), "/home/u/.docker/config.json") != d.end()));
     BOOST_TEST(bw::default_read_deny("").empty());
     BOOST_TEST(bw::default_read_deny("/")[0] == "/.ssh");
+}
+
+BOOST_AUTO_TEST_CASE(read_only_paths_sockets_and_extra_flags_in_their_places)
+{
+    bw::sandbox_view v;
+    v.root = "/srv/p";
+    v.work_dir = "/srv/p";
+    v.sockets = {"/run/user/0/agent.sock"};
+    v.extra_flags = {"--hostname", "box"};
+    v.read_only = {"/srv/p/.git", "/srv/p/.git/hooks"};
+    v.read_deny = {{"/root/.ssh", true}};
+    const std::string s = joined(bw::build_args(v, "true", {}));
+    // Sockets after the /tmp and /run tmpfs; extra flags after every bind; read-only paths
+    // after the extra flags (which cannot undo them); masks last.
+    BOOST_TEST(s.find("--tmpfs /tmp") < s.find("--bind /run/user/0/agent.sock"));
+    BOOST_TEST(s.find("--bind /srv/p /srv/p") < s.find("--hostname box"));
+    BOOST_TEST(s.find("--hostname box") < s.find("--ro-bind /srv/p/.git /srv/p/.git"));
+    BOOST_TEST(s.find("--ro-bind /srv/p/.git /srv/p/.git") <
+               s.find("--ro-bind /srv/p/.git/hooks /srv/p/.git/hooks"));
+    BOOST_TEST(s.find("--ro-bind /srv/p/.git/hooks") < s.find("--tmpfs /root/.ssh"));
+}
+
+namespace {
+
+// Paths under /host exist (resolved to themselves); everything else does not.
+std::string fake_resolve(const std::string& p) { return p.rfind("/host", 0) == 0 ? p : ""; }
+
+sandbox::outcome<void> check(std::vector<std::string> flags)
+{
+    const std::vector<bw::masked_path> masked{{"/host/home/.ssh", true}};
+    return bw::check_extra_flags(flags, masked, fake_resolve);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(extra_flags_allowed)
+{
+    for (const auto& ok : std::vector<std::vector<std::string>>{
+             {},
+             {"--hostname", "box"},
+             {"--ro-bind", "/host/data", "/data", "--ro-bind-try", "/nowhere", "/opt/x"},
+             {"--symlink", "/usr/bin", "/bin2", "--dir", "/work"},
+             {"--perms", "0700", "--tmpfs", "/scratch", "--size", "1048576", "--tmpfs", "/s2"},
+             {"--perms", "755", "--dir", "/d", "--remount-ro", "/d"},
+             {"--unshare-net", "--new-session"},
+             {"--hostname", "--bind"}, // a value, by position: it cannot become a flag
+         })
+        BOOST_TEST(check(ok).has_value(), joined(ok));
+}
+
+BOOST_AUTO_TEST_CASE(extra_flags_refused)
+{
+    for (const auto& bad : std::vector<std::vector<std::string>>{
+             {"--bind", "/host/data", "/data"},        // writable
+             {"--bind-try", "/host/data", "/data"},
+             {"--dev-bind", "/dev", "/dev"},           // devices
+             {"--cap-add", "ALL"},                     // capabilities
+             {"--share-net"},                          // namespaces back
+             {"--setenv", "TOKEN", "x"},               // environment on the command line
+             {"--unsetenv", "PATH"},
+             {"--chdir", "/"},                         // the work directory is ours
+             {"--seccomp", "5"},                       // descriptors we do not pass
+             {"--args", "3"},
+             {"--uid", "0"},
+             {"--hostname"},                           // missing value: would swallow ours
+             {"--ro-bind", "/host/data"},
+             {"--ro-bind", "/nowhere", "/x"},          // a source that does not exist
+             {"--ro-bind", "/host/home/.ssh", "/x"},   // shows a hidden path elsewhere
+             {"--ro-bind", "/host/home/.ssh/id", "/x"},
+             {"--ro-bind", "/host/home", "/x"},        // contains one
+             {"--perms", "0999", "--tmpfs", "/x"},     // not octal
+             {"--perms", "0700", "--ro-bind", "/host/data", "/x"}, // --perms before a bind
+             {"--perms", "0700"},
+             {"--size", "1k", "--tmpfs", "/x"},
+             {"--size", "100", "--dir", "/x"},
+             {"tmpfs", "/x"},
+         })
+    {
+        auto r = check(bad);
+        BOOST_TEST(!r.has_value(), joined(bad));
+        if (!r)
+        {
+            BOOST_TEST(r.error().code == errc::validation);
+            BOOST_TEST(r.error().diag.limit == "extra_flags");
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_built_in_write_deny_list)
+{
+    const auto& d = bw::default_write_deny();
+    auto find = [&](const char* rel) {
+        return std::find_if(d.begin(), d.end(), [&](auto& e) { return e.relative == rel; });
+    };
+    BOOST_TEST_REQUIRE((find(".git/hooks") != d.end()));
+    BOOST_TEST(find(".git/hooks")->always);
+    BOOST_TEST(find(".git/config")->always);
+    BOOST_TEST_REQUIRE((find(".bashrc") != d.end()));
+    BOOST_TEST(!find(".bashrc")->always);
+}
+
+BOOST_AUTO_TEST_CASE(write_deny_targets_per_writable_directory)
+{
+    auto t = bw::write_deny_targets({"/srv/p", "/srv/cache"},
+                                    {"Makefile", "/srv/p/ci/./deploy.sh", "/elsewhere/x"});
+    BOOST_TEST_REQUIRE(t.has_value());
+    auto has = [&](const std::string& dir, const std::string& rel, bool always) {
+        return std::any_of(t->begin(), t->end(), [&](const bw::write_deny_target& x) {
+            return x.dir == dir && x.entry.relative == rel && x.entry.always == always;
+        });
+    };
+    BOOST_TEST(has("/srv/p", ".git/hooks", true));
+    BOOST_TEST(has("/srv/cache", ".git/hooks", true));
+    BOOST_TEST(has("/srv/p", "Makefile", true)); // relative: in every directory, kept if missing
+    BOOST_TEST(has("/srv/cache", "Makefile", true));
+    BOOST_TEST(has("/srv/p", "ci/deploy.sh", true)); // absolute: where it lies
+    BOOST_TEST(!has("/srv/cache", "ci/deploy.sh", true));
+    const std::size_t builtin = bw::default_write_deny().size();
+    BOOST_TEST(t->size() == 2 * builtin + 3); // outside every writable directory: read-only anyway
+    for (const char* bad : {"", "..", "a/../../b", "/srv/p/../etc"})
+    {
+        auto r = bw::write_deny_targets({"/srv/p"}, {bad});
+        BOOST_TEST(!r.has_value(), bad);
+        if (!r)
+            BOOST_TEST(r.error().diag.limit == "write_deny");
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -341,6 +341,27 @@ BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
     BOOST_TEST(m->runner.default_max_output_bytes == 0);
 }
 
+BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
+{
+    auto d = parse({"--backend", "bwrap", "--net", "deny", "--writable", "/srv/cache",
+                    "--writable", "/srv/out", "--read-deny", "/srv/secret", "--write-deny",
+                    "Makefile", "--unix-socket", "/run/agent.sock", "--", "make"});
+    BOOST_TEST_REQUIRE(d.has_value());
+    BOOST_TEST((d->request.options.net.mode == sandbox::net_mode::deny_all));
+    BOOST_TEST((d->bwrap.writable == std::vector<std::string>{"/srv/cache", "/srv/out"}));
+    BOOST_TEST((d->bwrap.read_deny == std::vector<std::string>{"/srv/secret"}));
+    BOOST_TEST((d->bwrap.write_deny == std::vector<std::string>{"Makefile"}));
+    BOOST_TEST((d->bwrap.unix_sockets == std::vector<std::string>{"/run/agent.sock"}));
+    BOOST_TEST((parse({"--net", "inherit", "ls"})->request.options.net.mode ==
+                sandbox::net_mode::inherit));
+    BOOST_TEST(parse({"ls"})->bwrap.empty());
+    // The local backend cannot enforce a filesystem view; an unknown mode is a usage error.
+    check_fails({"--writable", "/srv", "ls"}, errc::validation, "--backend bwrap");
+    check_fails({"--backend", "local", "--read-deny", "/srv", "ls"}, errc::validation,
+                "cannot enforce");
+    check_fails({"--net", "allow", "ls"}, errc::validation, "inherit or deny");
+}
+
 BOOST_AUTO_TEST_CASE(env_flags)
 {
     auto allow = parse({"--env-allow", "FOO", "--env-allow=BAR", "cmd"});

@@ -4,6 +4,7 @@
 #include <sandbox/error.hpp>
 
 #include <boost/asio/error.hpp>
+#include <utility>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
 #include <boost/program_options/errors.hpp>
@@ -223,6 +224,11 @@ po::options_description make_options()
         ("tty", po::bool_switch(), "")
         ("enforcement", po::bool_switch(), "")
         ("backend", po::value<std::string>(), "")
+        ("net", po::value<std::string>(), "")
+        ("writable", po::value<std::vector<std::string>>()->composing(), "")
+        ("read-deny", po::value<std::vector<std::string>>()->composing(), "")
+        ("write-deny", po::value<std::vector<std::string>>()->composing(), "")
+        ("unix-socket", po::value<std::vector<std::string>>()->composing(), "")
         ("help,h", po::bool_switch(), "");
     // clang-format on
     return d;
@@ -367,6 +373,27 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
         f.diag.backend = cfg.backend;
         return f;
     }
+
+    if (has("net"))
+    {
+        const std::string n = text("net");
+        if (n == "deny" || n == "deny_all")
+            o.net.mode = sandbox::net_mode::deny_all;
+        else if (n != "inherit" && n != "default")
+            return make_failure(errc::validation,
+                                "--net: expected inherit or deny, got " + quoted(n), "net.mode");
+    }
+    for (auto [name, target] :
+         {std::pair{"writable", &cfg.bwrap.writable}, std::pair{"read-deny", &cfg.bwrap.read_deny},
+          std::pair{"write-deny", &cfg.bwrap.write_deny},
+          std::pair{"unix-socket", &cfg.bwrap.unix_sockets}})
+        if (has(name))
+            *target = vm[name].as<std::vector<std::string>>();
+    if (!cfg.bwrap.empty() && cfg.backend != "bwrap")
+        return make_failure(errc::validation,
+                            "--writable, --read-deny, --write-deny and --unix-socket need "
+                            "--backend bwrap (the local backend cannot enforce them)",
+                            "backend");
 
     if (has("root"))
     {
@@ -725,6 +752,17 @@ std::string usage()
            "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
            "  --backend NAME      local or bwrap (default: local)\n"
+           "  --net MODE          inherit (default) or deny: no network but loopback, host\n"
+           "                      sockets under /run hidden (bwrap only)\n"
+           "  --writable DIR      with bwrap: also bind DIR read-write (repeatable)\n"
+           "  --read-deny PATH    with bwrap: hide PATH, on top of the built-in list of\n"
+           "                      credentials under $HOME (repeatable)\n"
+           "  --write-deny PATH   with bwrap: keep PATH read-only inside the writable\n"
+           "                      directories, even if missing (repeatable; relative: in\n"
+           "                      each of them; .git/hooks, .git/config and rc files are\n"
+           "                      built in)\n"
+           "  --unix-socket PATH  with bwrap: let the command connect to this host socket\n"
+           "                      (repeatable)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -69,8 +69,22 @@ struct run_config
     bool enforcement = false;
     /// Print the usage text and exit.
     bool help = false;
-    /// The backend name; only "local" exists.
+    /// The backend name: "local" or "bwrap".
     std::string backend = "local";
+    /// Filesystem view of the bwrap backend (`--writable`, `--read-deny`, `--write-deny`,
+    /// `--unix-socket`); refused with the local backend, which cannot enforce them.
+    struct bwrap_view
+    {
+        std::vector<std::string> writable{};
+        std::vector<std::string> read_deny{};
+        std::vector<std::string> write_deny{};
+        std::vector<std::string> unix_sockets{};
+        bool empty() const
+        {
+            return writable.empty() && read_deny.empty() && write_deny.empty() &&
+                   unix_sockets.empty();
+        }
+    } bwrap{};
 };
 
 /// \brief The built-in policy that every run starts from (each flag overrides its field).

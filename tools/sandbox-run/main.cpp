@@ -11,6 +11,8 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -201,6 +203,10 @@ std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::r
     {
         sandbox::bwrap_runner_options o;
         o.root = cfg.runner.root;
+        o.writable_paths = cfg.bwrap.writable;
+        o.read_deny = cfg.bwrap.read_deny;
+        o.write_deny = cfg.bwrap.write_deny;
+        o.unix_sockets = cfg.bwrap.unix_sockets;
         o.default_max_output_bytes = cfg.runner.default_max_output_bytes;
         return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
     }
@@ -215,6 +221,13 @@ int run(cli::run_config& cfg)
 
     if (cfg.enforcement)
     {
+        // bwrap's report covers its availability probe (namespaces may be disabled here).
+        if (auto* b = dynamic_cast<sandbox::bwrap_runner*>(owned.get()))
+        {
+            asio::co_spawn(ioc, b->check(), asio::detached);
+            ioc.run();
+            ioc.restart();
+        }
         write_all(STDOUT_FILENO, sandbox::to_json(runner.enforcement()) + "\n");
         return 0;
     }

@@ -62,6 +62,9 @@ struct spawn_plan
     std::uint32_t test_sample_faults = 0;
     /// Configured values, echoed in diagnostics.
     std::string backend_name{};
+    /// Kept alive until the command's result is delivered (its whole tree is gone): a
+    /// backend's resources for this command, released by their destructor.
+    std::shared_ptr<void> held{};
 };
 
 /// \brief Moves into `plan` what every backend passes through as it is: input, the stdin

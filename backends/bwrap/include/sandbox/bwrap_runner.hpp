@@ -29,6 +29,21 @@ struct bwrap_runner_options
     /// `.docker/config.json`, `.netrc`, `.git-credentials`, `.config/gh/hosts.yml`, `.npmrc`,
     /// `.pypirc`). Paths that do not exist are skipped.
     std::vector<std::string> read_deny{};
+    /// Paths inside the writable directories that the command may read but not change, on
+    /// top of the built-in list (`.git/hooks` and `.git/config`, kept even where they do not
+    /// exist yet; and, where they exist, `.gitmodules`, `.gitconfig`, `.envrc` and shell rc
+    /// files). Absolute, or relative to each writable directory (the root included); no `..`.
+    /// These are kept even where they do not exist: an empty read-only directory takes the
+    /// place of the first missing component while a command runs, and is removed after.
+    std::vector<std::string> write_deny{};
+    /// Host unix sockets the command may connect to (each must be a socket): bound at the
+    /// same path, through the private /tmp and, under `net_mode::deny_all`, the masked /run.
+    std::vector<std::string> unix_sockets{};
+    /// Extra bwrap flags from an allow-list of flags that cannot weaken the policy, each with
+    /// its number of values (see `bwrap::check_extra_flags`); anything else is
+    /// `errc::validation`. They apply after the binds and before the read-only and masked
+    /// paths.
+    std::vector<std::string> extra_flags{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
     /// Per-stream output cap when the request sets none. Zero or negative: no cap.
@@ -41,11 +56,12 @@ struct bwrap_runner_options
 /// paths) read-write, a private `/tmp`, credentials masked, its own pid, IPC, UTS, cgroup and
 /// user namespaces with no capabilities, optionally no network. Timeouts, caps and the
 /// whole-tree kill as in the local backend (the supervisor worker owns bwrap and everything
-/// below it).
+/// below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
 ///
 /// The first call runs bwrap once to check that it can create its namespaces here (user
 /// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
-/// `errc::not_available` and the reason. `net_mode::allow_list` and `proxy` are
+/// `errc::not_available` and the reason. `enforcement()` says so (`unavailable`) once the
+/// probe has run (`check()` runs it); before, it reports what bwrap would enforce. `net_mode::allow_list` and `proxy` are
 /// `not_available` (no proxy yet), as is a disk quota.
 class SANDBOX_DECL bwrap_runner final : public runner
 {
@@ -59,6 +75,11 @@ public:
     process_manager* sessions() noexcept override { return sessions_.get(); }
 
     const std::string& root() const noexcept { return opts_.root; }
+
+    /// \brief Runs the availability probe now (once per runner; later calls return at once):
+    /// afterwards `enforcement()` reports the outcome. Null when bwrap is usable, else the
+    /// `errc::not_available` (or `errc::validation`, for bad options) that every call gets.
+    boost::asio::awaitable<std::optional<failure>> check();
 
     struct state;
 

@@ -1,0 +1,47 @@
+// backends/bwrap/write_deny.hpp: which paths inside the writable directories are bound
+// read-only for one command, and the empty directories that stand in for missing ones.
+#ifndef SANDBOX_BACKENDS_BWRAP_WRITE_DENY_HPP
+#define SANDBOX_BACKENDS_BWRAP_WRITE_DENY_HPP
+
+#include "bwrap_args.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sandbox::bwrap {
+
+/// One protected path: `relative` below the writable directory `dir`.
+struct write_deny_target
+{
+    std::string dir;
+    write_deny_entry entry;
+};
+
+/// \brief The targets for `dirs` (absolute, resolved): every built-in entry in every
+/// directory, and `extra` (absolute: in each directory that holds it; relative: in every
+/// directory), which is kept even where missing. `errc::validation` for an extra path that
+/// is empty or climbs with `..`.
+outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std::string>& dirs,
+                                                           const std::vector<std::string>& extra);
+
+/// What one command gets: the paths to bind read-only (sorted, so a parent is bound before
+/// what lies below it) and the stand-in directories it holds (removed when the last command
+/// holding them lets go).
+struct write_deny_view
+{
+    std::vector<std::string> read_only;
+    std::shared_ptr<void> lease;
+};
+
+/// \brief Looks at the file system now (a path can appear between two commands). For each
+/// target, walking from its directory: a missing component of an `always` entry becomes an
+/// empty directory of ours, bound read-only; a component that is a file (a `.git` gitfile)
+/// is bound read-only; a symbolic link protects what it resolves to inside the writable
+/// directories and, below the writable directory itself, the directory holding the link.
+write_deny_view resolve_write_deny(const std::vector<write_deny_target>& targets,
+                                   const std::vector<std::string>& writable_dirs);
+
+} // namespace sandbox::bwrap
+
+#endif // SANDBOX_BACKENDS_BWRAP_WRITE_DENY_HPP
