@@ -29,8 +29,8 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
     std::vector<std::string> a{"bwrap"};
     add(a, {"--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent"});
-    if (v.new_session)
-        a.emplace_back("--new-session");
+    if (!v.init.empty())
+        a.emplace_back("--as-pid-1"); // the init is ours
     if (v.isolate_network)
         a.emplace_back("--unshare-net");
     // The /tmp tmpfs comes before the binds, so a root or writable path under /tmp shows.
@@ -56,7 +56,9 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
         else
             a.insert(a.end(), {"--ro-bind", "/dev/null", m.path});
     }
-    a.insert(a.end(), {"--chdir", v.work_dir, "--", command});
+    a.insert(a.end(), {"--chdir", v.work_dir, "--"});
+    a.insert(a.end(), v.init.begin(), v.init.end());
+    a.push_back(command);
     a.insert(a.end(), args.begin(), args.end());
     return a;
 }
@@ -108,7 +110,6 @@ const std::vector<flag_rule>& allowed_flags()
         {"--tmpfs", {o::plain}},              {"--remount-ro", {o::plain}},
         {"--perms", {o::octal}},              {"--size", {o::number}},
         {"--hostname", {o::plain}},           {"--unshare-net", {}},
-        {"--new-session", {}},
     };
     return rules;
 }

@@ -40,19 +40,20 @@ struct sandbox_view
     std::vector<masked_path> read_deny{};
     /// A private network namespace with only loopback, and /run masked.
     bool isolate_network = false;
-    /// The command leads a new session (false on a terminal: it keeps its controlling
-    /// terminal).
-    bool new_session = true;
+    /// Runs before the command inside, as the namespace's pid 1 (`--as-pid-1`): the helper's
+    /// status init and its arguments. Empty: bwrap's own init, then the command.
+    std::vector<std::string> init{};
     /// The directory the command starts in (inside the root).
     std::string work_dir;
 };
 
-/// \brief `bwrap` flags, `--`, then `command` and `args` (bwrap looks the command up on the
-/// PATH of its own environment, which is the command's).
+/// \brief `bwrap` flags, `--`, then `init`, `command` and `args` (the command is looked up
+/// on the PATH of bwrap's own environment, which is the command's, inside the sandbox).
 ///
 /// Always: a user namespace with every capability dropped and nested user namespaces
 /// disabled; private pid, IPC, UTS and (when possible) cgroup namespaces; death with the
-/// parent; host `/` read-only; a private `/tmp`; a fresh `/proc` and a minimal `/dev`. No
+/// parent (no new session: the supervisor's worker has no controlling terminal to begin
+/// with, and the job signals it sends to the group must reach the command); host `/` read-only; a private `/tmp`; a fresh `/proc` and a minimal `/dev`. No
 /// variable is put on the command line: the environment is bwrap's own.
 std::vector<std::string> build_args(const sandbox_view& v, const std::string& command,
                                     const std::vector<std::string>& args);
@@ -66,9 +67,10 @@ outcome<void> check_writable(const std::string& path, const std::string& home,
 /// policy, each with its number of values, so a value can never be read as a flag (nor a
 /// flag swallowed as a value). Allowed: `--ro-bind[-try] SRC DEST`, `--symlink SRC DEST`,
 /// `--dir DEST`, `--tmpfs DEST`, `--remount-ro DEST`, `--perms OCTAL`, `--size BYTES`,
-/// `--hostname NAME`, `--unshare-net`, `--new-session` (`--perms` only before `--tmpfs` or
-/// `--dir`, `--size` only before `--tmpfs`). Everything else
-/// (writable or device binds, capabilities, shared namespaces, descriptors, environment,
+/// `--hostname NAME`, `--unshare-net` (`--perms` only before `--tmpfs` or `--dir`, `--size`
+/// only before `--tmpfs`). Everything else (`--new-session` too: the job signals the
+/// supervisor sends to the group would no longer reach the command;
+/// writable or device binds, capabilities, shared namespaces, descriptors, environment,
 /// work directory, ...) is `errc::validation` naming the flag. `resolve` maps a bind source
 /// to its absolute, symlink-resolved path (empty: it does not exist); a source that is, is
 /// inside or contains a masked path is refused (it would show the path elsewhere).

@@ -8,7 +8,6 @@
 
 #include "bwrap_args.hpp"
 #include "write_deny.hpp"
-#include "command_lookup.hpp"
 #include "work_dir.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -185,20 +184,25 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     auto protect = bwrap::resolve_write_deny(st.write_deny, dirs);
     v.read_only = std::move(protect.read_only);
     v.isolate_network = o.net.mode == net_mode::deny_all;
-    v.new_session = !req.tty.has_value();
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
         return make_failure(errc::internal, "cannot name the work directory", "work_dir");
 
+    // The command runs under the helper's status init, which looks it up on the PATH inside
+    // the sandbox and reports how it ended (see backend::make_status_init).
+    auto init = backend::make_status_init();
+    if (!init)
+        return init.error();
+    v.init = std::move(init->argv);
     backend::spawn_plan plan;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
     if (!o.env.inject.count("TMPDIR"))
         set_tmpdir(plan.envp);
-    // Classify a missing command here; bwrap looks it up again, on the same PATH, inside.
-    if (auto exe = local::find_command(req.command, plan.envp, dir->get()); !exe)
-        return exe.error();
     plan.executable = st.bwrap;
     plan.argv = bwrap::build_args(v, req.command, req.args);
+    plan.extra_fds = std::move(init->fds);
+    plan.inner_status = std::move(init->status);
+    plan.inner_command = req.command;
     backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
     plan.held = std::move(protect.lease);

@@ -37,6 +37,14 @@ public:
         return true;
     }
 
+    // True when `path` is a stand-in of another command, now held once more.
+    bool share(const std::string& path)
+    {
+        std::lock_guard l(mu_);
+        auto it = held_.find(path);
+        return it != held_.end() && ++it->second > 0;
+    }
+
     void release(const std::vector<std::string>& paths)
     {
         std::lock_guard l(mu_);
@@ -90,6 +98,12 @@ void walk(const write_deny_target& t, const std::vector<std::string>& dirs,
         const std::string next = (cur == "/" ? "" : cur) + "/" + parts[i];
         if (std::find(made.begin(), made.end(), next) != made.end())
             return; // a stand-in of this command: read-only as a whole
+        if (stand_ins::instance().share(next))
+        {
+            made.push_back(next); // another command's, shared: it stays until both are done
+            ro.push_back(next);
+            return;
+        }
         struct stat st{};
         if (::lstat(next.c_str(), &st) != 0)
         {

@@ -1,10 +1,14 @@
 // lib/process/spawn.cpp: posix_spawn of the command (inside the worker).
 #include "process/spawn.hpp"
+#include "supervisor/status_init.hpp"
+
+#include <sandbox/unique_fd.hpp>
 
 #include <cerrno>
 #include <csignal>
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <optional>
 
 #include <fcntl.h>
@@ -62,6 +66,37 @@ posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int&
     return &cache.fa;
 }
 
+// The extra descriptors onto 3, 4, ... (their sources lie above that range: see
+// spawn_command), then everything above them closed.
+int add_extra(posix_spawn_file_actions_t& fa, const std::vector<int>& extra)
+{
+    int rc = 0;
+    for (std::size_t i = 0; i < extra.size() && rc == 0; ++i)
+        rc = ::posix_spawn_file_actions_adddup2(&fa, extra[i], 3 + static_cast<int>(i));
+    return rc ? rc
+              : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3 + static_cast<int>(extra.size()));
+}
+
+// Runs with extra descriptors: a fresh set each time (rare: wrapped commands only).
+struct extra_actions
+{
+    posix_spawn_file_actions_t fa;
+    int rc = 0;
+    extra_actions(int dir, int in, int out, int err, const std::vector<int>& extra)
+    {
+        ::posix_spawn_file_actions_init(&fa);
+        if (dir >= 0)
+            rc = ::posix_spawn_file_actions_addfchdir_np(&fa, dir);
+        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, in, 0);
+        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, out, 1);
+        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, err, 2);
+        rc = rc ? rc : add_extra(fa, extra);
+    }
+    extra_actions(const extra_actions&) = delete;
+    extra_actions& operator=(const extra_actions&) = delete;
+    ~extra_actions() { ::posix_spawn_file_actions_destroy(&fa); }
+};
+
 // Terminal runs: a fresh set each time (the path differs). The child is a session leader by
 // then (POSIX_SPAWN_SETSID acts before the file actions), so opening the slave without
 // O_NOCTTY makes it the controlling terminal.
@@ -69,7 +104,7 @@ struct tty_actions
 {
     posix_spawn_file_actions_t fa;
     int rc = 0;
-    tty_actions(int dir, const std::string& path)
+    tty_actions(int dir, const std::string& path, const std::vector<int>& extra)
     {
         ::posix_spawn_file_actions_init(&fa);
         if (dir >= 0)
@@ -78,26 +113,30 @@ struct tty_actions
         rc = rc ? rc : ::posix_spawn_file_actions_addopen(&fa, 0, path.c_str(), O_RDWR, 0);
         rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
         rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
-        rc = rc ? rc : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        rc = rc ? rc : add_extra(fa, extra);
     }
     tty_actions(const tty_actions&) = delete;
     tty_actions& operator=(const tty_actions&) = delete;
     ~tty_actions() { ::posix_spawn_file_actions_destroy(&fa); }
 };
 
-// New process group (or session), empty signal mask, default dispositions.
-const posix_spawnattr_t* spawn_attributes(bool session, int& rc)
+// New process group (or session), empty signal mask, default dispositions (but for the job
+// signals when `keep_ignored`: those the worker ignores at the spawn stay ignored).
+const posix_spawnattr_t* spawn_attributes(bool session, bool keep_ignored, int& rc)
 {
     struct attrs
     {
         posix_spawnattr_t attr;
         int rc = 0;
-        explicit attrs(bool session)
+        attrs(bool session, bool keep_ignored)
         {
             ::posix_spawnattr_init(&attr);
             sigset_t none, all;
             sigemptyset(&none);
             sigfillset(&all);
+            if (keep_ignored)
+                for (int s : job_signals)
+                    sigdelset(&all, s);
             rc = ::posix_spawnattr_setpgroup(&attr, 0);
             rc = rc ? rc : ::posix_spawnattr_setsigmask(&attr, &none);
             rc = rc ? rc : ::posix_spawnattr_setsigdefault(&attr, &all);
@@ -111,8 +150,10 @@ const posix_spawnattr_t* spawn_attributes(bool session, int& rc)
         attrs& operator=(const attrs&) = delete;
         ~attrs() { ::posix_spawnattr_destroy(&attr); }
     };
-    static const attrs group(false), own_session(true);
-    const attrs& a = session ? own_session : group;
+    static const attrs group(false, false), own_session(true, false), group_ign(false, true),
+        own_session_ign(true, true);
+    const attrs& a = session ? (keep_ignored ? own_session_ign : own_session)
+                             : (keep_ignored ? group_ign : group);
     rc = a.rc;
     return &a.attr;
 }
@@ -137,14 +178,32 @@ int spawn_command(const spawn_args& a, pid_t& pid)
     }
     int rc = 0;
     const bool tty = !a.tty_path.empty();
-    const posix_spawnattr_t* attr = spawn_attributes(tty, rc);
+    const posix_spawnattr_t* attr = spawn_attributes(tty, a.ignore_job_signals, rc);
+    // Extra descriptors first move above 3 + n, so no dup2 onto 3, 4, ... overwrites a
+    // source still to be copied.
+    std::vector<unique_fd> moved;
+    std::vector<int> extra;
+    for (int fd : a.extra_fds)
+    {
+        moved.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3 + static_cast<int>(a.extra_fds.size())));
+        if (!moved.back())
+            return errno;
+        extra.push_back(moved.back().get());
+    }
     std::optional<tty_actions> on_tty;
+    std::optional<extra_actions> with_extra;
     posix_spawn_file_actions_t* fa = nullptr;
     if (tty && rc == 0)
     {
-        on_tty.emplace(a.work_dir_fd, a.tty_path);
+        on_tty.emplace(a.work_dir_fd, a.tty_path, extra);
         rc = on_tty->rc;
         fa = &on_tty->fa;
+    }
+    else if (rc == 0 && !extra.empty())
+    {
+        with_extra.emplace(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, extra);
+        rc = with_extra->rc;
+        fa = &with_extra->fa;
     }
     else if (rc == 0)
         fa = file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
@@ -160,7 +219,18 @@ int spawn_command(const spawn_args& a, pid_t& pid)
     for (const auto& s : a.envp)
         envp.push_back(const_cast<char*>(s.c_str()));
     envp.push_back(nullptr);
-    return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    if (!a.ignore_job_signals)
+        return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    // Ignored here while the child starts (the worker is single-threaded), so the child
+    // starts with them ignored; then back to what they were.
+    struct sigaction ign{}, old[std::size(job_signals)]{};
+    ign.sa_handler = SIG_IGN;
+    for (std::size_t i = 0; i < std::size(job_signals); ++i)
+        ::sigaction(job_signals[i], &ign, &old[i]);
+    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    for (std::size_t i = 0; i < std::size(job_signals); ++i)
+        ::sigaction(job_signals[i], &old[i], nullptr);
+    return rc;
 }
 
 } // namespace sandbox::detail

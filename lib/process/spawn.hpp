@@ -24,11 +24,16 @@ struct spawn_args
     /// a new session, the terminal opened as fd 0 (so it becomes the controlling terminal)
     /// and duplicated onto 1 and 2.
     std::string tty_path{};
+    /// Handed to the command as fds 3, 4, ... (none: everything from 3 up is closed).
+    std::vector<int> extra_fds{};
+    /// Start with the job signals (status_init.hpp) ignored instead of at their defaults.
+    bool ignore_job_signals = false;
 };
 
 /// \brief Starts the command with posix_spawn: new process group (a new session on a
 /// terminal), default signal dispositions
-/// and an empty signal mask, only fds 0-2 open (everything from 3 up is closed in the child),
+/// and an empty signal mask, only fds 0-2 open (everything from 3 up is closed in the child,
+/// but for `extra_fds`),
 /// work directory entered with fchdir on the already-checked directory fd.
 ///
 /// Returns 0 and sets `pid`, or the errno value of the failure.

@@ -10,6 +10,7 @@
 
 #include "process/child_control.hpp"
 #include "process/exit_classification.hpp"
+#include "supervisor/status_init.hpp"
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
 
@@ -216,7 +217,9 @@ private:
     void on_timeout();
     void maybe_finish();
     void finish();
-    exec_result result_from_report(boost::system::error_code& ec);
+    exec_result result_from_report(boost::system::error_code& ec,
+                                   std::optional<int> wait_status = std::nullopt);
+    exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
     void fail(failure f);
     void complete(boost::system::error_code ec, exec_result r);
 
@@ -333,6 +336,13 @@ outcome<void> supervision::send_first(unique_fd channel)
         p.fixed.fds |= proto::fd_work_dir;
         fds.push_back(dir);
     }
+    if (plan_.extra_fds.size() > proto::max_extra_fds)
+        return make_failure(errc::internal, "too many extra descriptors for the command");
+    for (const auto& x : plan_.extra_fds)
+        fds.push_back(x->get());
+    p.fixed.extra_fds = static_cast<std::uint32_t>(plan_.extra_fds.size());
+    if (plan_.inner_status)
+        p.fixed.options |= proto::opt_ignore_job_signals;
     encoded_ = proto::encode_plan(p);
     const std::size_t n = std::min(encoded_.size(), proto::max_payload);
     const bool last = n == encoded_.size();
@@ -346,6 +356,7 @@ outcome<void> supervision::send_first(unique_fd channel)
         std::string().swap(encoded_);
     plan_.work_dir.reset();
     plan_.stdin_fd.reset(); // ours closes now; the worker holds its own copy
+    plan_.extra_fds.clear(); // the status pipe's write end among them: only the tree holds it
     channel_.assign(channel.release());
     out_.d.assign(stdio->out.release());
     if (plan_.tty)
@@ -721,6 +732,8 @@ void supervision::finish()
         r.diag = std::move(f.diag);
         ec = f.code;
     }
+    else if (report_ && plan_.inner_status)
+        r = wrapped_result(ec, err_.cap.data);
     else if (report_)
         r = result_from_report(ec);
     else
@@ -747,12 +760,52 @@ void supervision::finish()
     complete(ec, std::move(r));
 }
 
-exec_result supervision::result_from_report(boost::system::error_code& ec)
+// A wrapped command (bwrap): the status init inside says how the command itself ended. The
+// tree is gone by now, so whatever the init wrote is in the pipe.
+exec_result supervision::wrapped_result(boost::system::error_code& ec, const std::string& err)
+{
+    std::string text;
+    char buf[256];
+    for (ssize_t n; (n = ::read(plan_.inner_status.get(), buf, sizeof buf)) > 0;)
+        text.append(buf, static_cast<std::size_t>(n));
+    const auto said = detail::parse_init_report(text);
+    const bool by_itself = report_->reason == end_reason::natural && !cancel_requested_;
+    if (by_itself && said.exec_errno)
+    {
+        failure f = spawn_failure(*said.exec_errno, plan_.inner_command);
+        exec_result r;
+        r.diag = std::move(f.diag);
+        ec = f.code;
+        return r;
+    }
+    if (by_itself && !said.started)
+    {
+        // The wrapper ended before the init ran: it could not set the sandbox up. Its
+        // message is all there is on stderr (unless the output was streamed).
+        std::string why = err.substr(0, 400);
+        while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
+            why.pop_back();
+        const int code = WIFEXITED(report_->wait_status) ? WEXITSTATUS(report_->wait_status) : -1;
+        failure f = make_failure(errc::not_available,
+                                 plan_.backend_name + " could not set up the sandbox" +
+                                     (why.empty() ? " (exit status " + std::to_string(code) + ")"
+                                                  : ": " + why),
+                                 "backend");
+        exec_result r; // not_started: the command never ran
+        r.diag = std::move(f.diag);
+        ec = f.code;
+        return r;
+    }
+    return result_from_report(ec, said.wait_status);
+}
+
+exec_result supervision::result_from_report(boost::system::error_code& ec,
+                                            std::optional<int> wait_status)
 {
     const auto& rep = *report_;
     detail::exit_facts f;
     f.reason = rep.reason;
-    f.wait_status = rep.wait_status;
+    f.wait_status = wait_status.value_or(rep.wait_status);
     f.budget = static_cast<budget_kind>(rep.budget_which);
     f.observed = rep.observed;
     f.configured = rep.configured;
@@ -816,6 +869,30 @@ void take_common(exec_request& req, std::int64_t default_max_output_bytes,
     plan.kill_grace = o.kill_grace;
     plan.caps = caps_of(o);
     plan.backend_name = std::move(backend_name);
+}
+
+outcome<status_init> make_status_init()
+{
+    // The helper program, opened once: the wrapper runs it from its fd 4 (/proc/self/fd/4),
+    // so it need not be visible inside the sandbox (a build tree under /tmp is not).
+    static const std::shared_ptr<const unique_fd> program = [] {
+        const std::string path = detail::supervisor_program();
+        return std::make_shared<const unique_fd>(
+            path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    }();
+    if (!*program)
+        return make_failure(errc::not_available,
+                            "the supervisor helper sandbox-supervisor, which also reports how "
+                            "a sandboxed command ended, was not found or cannot be opened",
+                            "supervisor");
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+        return os_failure("cannot create the status pipe", errno);
+    status_init s;
+    s.status = unique_fd(p[0]);
+    s.fds = {std::make_shared<const unique_fd>(p[1]), program};
+    s.argv = {"/proc/self/fd/4", "--init", "3", "--"};
+    return s;
 }
 
 outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend)

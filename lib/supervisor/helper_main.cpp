@@ -10,8 +10,10 @@
 // worker and every process below them, reaps them all, and exits.
 //
 //   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
+//          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
+#include "supervisor/status_init.hpp"
 #include "supervisor/subtree.hpp"
 #include "supervisor/worker.hpp"
 
@@ -137,6 +139,8 @@ int parse_protocol(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
+    if (argc > 1 && std::string_view(argv[1]) == "--init")
+        sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
     if (parse_protocol(argc, argv) != static_cast<int>(proto::version))
     {
         std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "

@@ -24,7 +24,8 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 4; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions
+inline constexpr std::uint32_t version = 5; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+                                             // 5: extra descriptors, ignored job signals
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -32,8 +33,11 @@ inline constexpr int exit_protocol_mismatch = 3;
 /// Largest payload of one message; longer plans go in several chunks.
 inline constexpr std::size_t max_payload = 32 * 1024;
 
-/// Descriptors that can travel with one message (SCM_MAX_FD is 253; we need 4).
-inline constexpr std::size_t max_fds = 4;
+/// Descriptors that can travel with one message (SCM_MAX_FD is 253; we need 4 plus the
+/// extra descriptors of a wrapped command).
+inline constexpr std::size_t max_fds = 8;
+/// Extra descriptors a plan can hand to the command (as fds 3, 4, ...).
+inline constexpr std::size_t max_extra_fds = 4;
 
 enum class msg_type : std::uint32_t
 {
@@ -83,6 +87,9 @@ enum plan_option : std::uint32_t
     opt_tty = 1,
     /// Send `spawned` with the pid once the command runs (sessions report it at start).
     opt_report_spawn = 2,
+    /// The command starts with the job signals (status_init.hpp) ignored: a wrapper that
+    /// does not pass signals on (bwrap) survives them, the command inside gets them.
+    opt_ignore_job_signals = 4,
 };
 
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a
@@ -94,7 +101,7 @@ struct plan_fixed
     std::uint32_t envc = 0;
     std::uint32_t sample_faults = 0; // test seam: fail this many samples (0xffffffff: all)
     std::uint32_t options = 0;       // plan_option bits
-    std::uint32_t pad = 0;
+    std::uint32_t extra_fds = 0;     // sent after the plan_fd ones; the command's fds 3, 4, ...
     backend::cap_limits caps{};
     std::int64_t sample_interval_ns = 0;
 };

@@ -264,8 +264,8 @@ void worker::start_exec(const proto::plan& p)
 {
     const auto& f = p.fixed;
     const std::size_t want = 2 + ((f.fds & proto::fd_stdin) ? 1 : 0) +
-                             ((f.fds & proto::fd_work_dir) ? 1 : 0);
-    if (plan_fds_.size() != want)
+                             ((f.fds & proto::fd_work_dir) ? 1 : 0) + f.extra_fds;
+    if (f.extra_fds > proto::max_extra_fds || plan_fds_.size() != want)
         return spawn_failed(EPROTO);
     spawn_args a;
     a.executable = p.executable;
@@ -278,6 +278,9 @@ void worker::start_exec(const proto::plan& p)
         a.stdin_fd = plan_fds_[next++].get();
     if (f.fds & proto::fd_work_dir)
         a.work_dir_fd = plan_fds_[next++].get();
+    while (next < plan_fds_.size())
+        a.extra_fds.push_back(plan_fds_[next++].get());
+    a.ignore_job_signals = (f.options & proto::opt_ignore_job_signals) != 0;
     if (f.options & proto::opt_tty)
         a.tty_path = p.tty_path;
     pid_t pid = -1;

@@ -146,11 +146,16 @@ BOOST_FIXTURE_TEST_CASE(tmp_is_private, bwrap_fixture)
 BOOST_FIXTURE_TEST_CASE(host_processes_are_out_of_sight_and_reach, bwrap_fixture)
 {
     auto r = sh("kill -0 " + std::to_string(::getpid()) +
-                " 2>/dev/null && echo reached; ls /proc | grep -c '^[0-9]'; echo pid=$$");
+                " 2>/dev/null && echo reached; ls /proc | grep -c '^[0-9]'; echo pid=$$; "
+                "cat /proc/1/comm; cat /proc/1/environ > /dev/null 2>&1 && echo read-init; "
+                "kill -KILL 1 2>/dev/null; kill -TERM 1 2>/dev/null; echo init-survives");
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(!contains(r.result.out.data, "reached"));
-    BOOST_TEST(std::stoi(r.result.out.data) < 10); // bwrap's init, the shell, ls, grep
-    BOOST_TEST(contains(r.result.out.data, "pid=2")); // pid 1 is the namespace's init
+    BOOST_TEST(std::stoi(r.result.out.data) < 10); // the init, the shell, ls, grep
+    // pid 1 is our status init: not dumpable (no ptrace, no reading its memory or
+    // environment) and, as the namespace's init, out of the command's reach.
+    BOOST_TEST(contains(r.result.out.data, "pid=2\nsandbox-init\ninit-survives\n"),
+               r.result.out.data);
 }
 
 BOOST_FIXTURE_TEST_CASE(no_capabilities_even_for_root_no_remount_no_nested_namespaces,
@@ -176,14 +181,40 @@ BOOST_FIXTURE_TEST_CASE(deny_all_leaves_only_loopback_and_masks_run, bwrap_fixtu
 
 BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fixture)
 {
-    sandbox::exec_options o;
-    o.env.allow = std::vector<std::string>{"PATH"};
-    o.env.inject["SBX_SECRET"] = "s3cr3t-value";
-    // Inside, pid 1 is bwrap's init: its command line is bwrap's.
-    auto r = sh("echo \"$SBX_SECRET\"; tr '\\0' ' ' < /proc/1/cmdline", o);
-    BOOST_TEST(!r.ec, r.result.diag);
-    BOOST_TEST(r.result.out.data.rfind("s3cr3t-value\nbwrap ", 0) == 0, r.result.out.data);
-    BOOST_TEST(r.result.out.data.find("s3cr3t-value", 1) == std::string::npos);
+    std::string inside, bwrap_cmdline;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            sandbox::session_spec spec;
+            spec.command = "/bin/sh";
+            spec.args = {"-c", "echo \"$SBX_SECRET\"; tr '\\0' ' ' < /proc/1/cmdline; echo; read x"};
+            spec.options.env.allow = std::vector<std::string>{"PATH"};
+            spec.options.env.inject["SBX_SECRET"] = "s3cr3t-value";
+            auto s = co_await runner.sessions()->start(spec);
+            std::uint64_t at = 0;
+            while (std::count(inside.begin(), inside.end(), '\n') < 2)
+            {
+                auto o = co_await s->read(at, 4096);
+                at = o.next;
+                for (auto& c : o.chunks)
+                    inside += c.data;
+            }
+            // bwrap's command line, seen from the host (any local user can read it); read
+            // once the command ran, as right after the spawn it may not be set up yet.
+            std::ifstream f("/proc/" + std::to_string(s->pid()) + "/cmdline");
+            bwrap_cmdline.assign(std::istreambuf_iterator<char>(f), {});
+            co_await s->close();
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(30s);
+    BOOST_TEST(inside.rfind("s3cr3t-value\n/proc/self/fd/4 --init 3 -- /bin/sh", 0) == 0, inside);
+    BOOST_TEST(inside.find("s3cr3t-value", 1) == std::string::npos);
+    BOOST_TEST(bwrap_cmdline.rfind("bwrap", 0) != std::string::npos, bwrap_cmdline);
+    BOOST_TEST(contains(bwrap_cmdline, "--unshare-pid"));
+    BOOST_TEST(!contains(bwrap_cmdline, "s3cr3t-value"));
 }
 
 BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
@@ -548,6 +579,139 @@ BOOST_FIXTURE_TEST_CASE(enforcement_after_the_probe, bwrap_fixture)
     BOOST_TEST((why->code == errc::not_available));
     BOOST_TEST(!f.runner.enforcement().filesystem_bounds);
     BOOST_TEST(contains(f.runner.enforcement().unavailable, "namespaces"));
+}
+
+// What the command itself did, not what bwrap folds it into: a signal death is `signaled`
+// with that signal; an exit status of 128+N by choice is `exited`.
+BOOST_FIXTURE_TEST_CASE(exit_status_as_the_command_saw_it, bwrap_fixture)
+{
+    auto killed = sh("kill -USR1 $$");
+    BOOST_TEST(!killed.ec, killed.result.diag);
+    BOOST_TEST((killed.result.status == exec_status::signaled));
+    BOOST_TEST(killed.result.signal == SIGUSR1);
+    auto chosen = sh("exit 138");
+    BOOST_TEST((chosen.result.status == exec_status::exited));
+    BOOST_TEST(chosen.result.exit_code == 138);
+    BOOST_TEST(chosen.result.signal == 0);
+}
+
+// The command is looked up inside: a program only the host sees is not_found, named as the
+// caller named it; one that is not executable is refused as on the local backend.
+BOOST_FIXTURE_TEST_CASE(command_lookup_inside_the_sandbox, bwrap_fixture)
+{
+    sbx_test::temp_dir host_only; // under /tmp: hidden by the private /tmp
+    const auto prog = host_only.path() / "tool";
+    std::filesystem::copy_file("/bin/true", prog);
+    sandbox::exec_request req;
+    req.command = prog.string();
+    req.options.timeout = 20s;
+    auto r = sbx_test::run(ioc, runner, req);
+    BOOST_TEST((r.ec == errc::not_found), r.result.diag);
+    BOOST_TEST(r.result.diag.limit == "command");
+    BOOST_TEST(r.result.diag.path == prog.string());
+    BOOST_TEST((r.result.status == exec_status::not_started));
+    std::ofstream(root.path() / "script") << "#!/bin/sh\necho hi\n";
+    req.command = "./script"; // exists inside, not executable
+    auto denied = sbx_test::run(ioc, runner, req);
+    BOOST_TEST((denied.ec == errc::forbidden), denied.result.diag);
+    BOOST_TEST(denied.result.diag.limit == "command");
+    req.command = "sh"; // on the PATH inside
+    req.args = {"-c", "echo found"};
+    auto found = sbx_test::run(ioc, runner, req);
+    BOOST_TEST(found.result.out.data == "found\n");
+}
+
+// bwrap failing to build the sandbox is an error with its message, not the command's exit 1.
+BOOST_AUTO_TEST_CASE(a_sandbox_that_cannot_be_set_up_is_an_error)
+{
+    sandbox::bwrap_runner_options o;
+    o.extra_flags = {"--remount-ro", "/no/such/dir"};
+    bwrap_fixture f(o);
+    auto r = f.sh("echo ran");
+    BOOST_TEST((r.ec == errc::not_available), r.result.diag);
+    BOOST_TEST((r.result.status == exec_status::not_started));
+    BOOST_TEST(r.result.diag.limit == "backend");
+    BOOST_TEST(contains(r.result.diag.message, "could not set up the sandbox: bwrap:"),
+               r.result.diag.message);
+    BOOST_TEST(r.result.out.data.empty());
+}
+
+// Signals a session sends reach the command inside; bwrap and the init survive them.
+BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
+{
+    bool done = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            auto read_until = [](std::shared_ptr<sandbox::session> s, std::string want)
+                -> asio::awaitable<std::string> {
+                std::string all;
+                std::uint64_t at = 0;
+                while (!contains(all, want))
+                {
+                    auto o = co_await s->read(at, 4096);
+                    if (o.chunks.empty() && o.eof)
+                        break;
+                    at = o.next;
+                    for (auto& c : o.chunks)
+                        all += c.data;
+                }
+                co_return all;
+            };
+            // Pipes: SIGINT to the group; the shell traps it and goes on.
+            sandbox::session_spec spec;
+            spec.command = "/bin/sh";
+            // The trapped signal interrupts the first read; the second one gets the line.
+            spec.args = {"-c", "trap 'echo got-int' INT; echo ready; "
+                               "read x || read x; echo line-$x; exit 7"};
+            auto s = co_await runner.sessions()->start(spec);
+            (void)co_await read_until(s, "ready\n");
+            BOOST_TEST(!s->signal(sandbox::session_signal::interrupt));
+            (void)co_await read_until(s, "got-int\n");
+            co_await s->write("a\n");
+            auto out = co_await read_until(s, "line-a\n");
+            BOOST_TEST(contains(out, "got-int\nline-a\n"), out);
+            BOOST_TEST(!s->close_input());
+            auto w = co_await s->wait();
+            BOOST_TEST((w.status == exec_status::exited));
+            BOOST_TEST(w.exit_code == 7);
+            co_await s->close();
+            // terminate(): the command dies of SIGTERM, which is `terminated`.
+            spec.args = {"-c", "echo ready; exec sleep 30"};
+            auto t = co_await runner.sessions()->start(spec);
+            (void)co_await read_until(t, "ready\n");
+            auto tr = co_await t->terminate(5s);
+            BOOST_TEST((tr.status == exec_status::terminated));
+            BOOST_TEST(tr.signal == SIGTERM);
+            co_await t->close();
+            // A terminal: Ctrl-C (VINTR) interrupts the command only.
+            spec.tty = sandbox::terminal_size{24, 80};
+            spec.args = {"-c", "trap 'echo got-int' INT; echo ready; "
+                               "read x || read x; echo line-$x"};
+            auto p = co_await runner.sessions()->start(spec);
+            (void)co_await read_until(p, "ready");
+            BOOST_TEST(!p->signal(sandbox::session_signal::interrupt));
+            (void)co_await read_until(p, "got-int");
+            co_await p->write("b\n");
+            auto pout = co_await read_until(p, "line-b");
+            BOOST_TEST(contains(pout, "line-b"), pout);
+            co_await p->close();
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(60s);
+    BOOST_TEST(done);
+}
+
+// The command has no controlling terminal (the supervisor's session has none), so it cannot
+// push keystrokes into anyone's terminal even without bwrap's --new-session.
+BOOST_FIXTURE_TEST_CASE(no_terminal_to_push_keystrokes_into, bwrap_fixture)
+{
+    auto r = sh("true 2>/dev/null </dev/tty || echo no-tty");
+    BOOST_TEST(r.result.out.data == "no-tty\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

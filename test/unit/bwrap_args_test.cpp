@@ -35,28 +35,30 @@ BOOST_AUTO_TEST_CASE(the_whole_command_line)
     BOOST_TEST(joined(bw::build_args(v, "make", {"-j2", "SECRET=in-args-only-if-asked"})) ==
                "bwrap --unshare-user --disable-userns --cap-drop ALL --unshare-pid "
                "--unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent "
-               "--new-session --ro-bind / / --tmpfs /tmp --bind /srv/p /srv/p "
+               "--ro-bind / / --tmpfs /tmp --bind /srv/p /srv/p "
                "--bind /srv/cache /srv/cache --proc /proc --dev /dev "
                "--perms 0000 --tmpfs /root/.ssh --remount-ro /root/.ssh "
                "--ro-bind /dev/null /root/.netrc "
                "--chdir /srv/p/src -- make -j2 SECRET=in-args-only-if-asked");
 }
 
-BOOST_AUTO_TEST_CASE(no_network_masks_run_and_a_terminal_keeps_its_session)
+BOOST_AUTO_TEST_CASE(no_network_masks_run_and_the_init_precedes_the_command)
 {
     bw::sandbox_view v;
     v.root = "/tmp/r";
     v.work_dir = "/tmp/r";
     v.isolate_network = true;
-    v.new_session = false;
+    v.init = {"/proc/self/fd/4", "--init", "3", "--"};
     const auto a = bw::build_args(v, "sh", {});
     const std::string s = joined(a);
     BOOST_TEST(s.find("--unshare-net") != std::string::npos);
     BOOST_TEST(s.find("--tmpfs /run") != std::string::npos);
-    BOOST_TEST(s.find("--new-session") == std::string::npos);
+    BOOST_TEST(s.find("--new-session") == std::string::npos); // the group must get signals
     // /tmp is private first, then the root under it is bound again.
     BOOST_TEST(s.find("--tmpfs /tmp") < s.find("--bind /tmp/r /tmp/r"));
     BOOST_TEST(a.back() == "sh");
+    BOOST_TEST(s.find("-- /proc/self/fd/4 --init 3 -- sh") != std::string::npos);
+    BOOST_TEST(s.find("--as-pid-1") != std::string::npos); // the init is the namespace's pid 1
 }
 
 BOOST_AUTO_TEST_CASE(no_environment_on_the_command_line)
@@ -141,7 +143,7 @@ BOOST_AUTO_TEST_CASE(extra_flags_allowed)
              {"--symlink", "/usr/bin", "/bin2", "--dir", "/work"},
              {"--perms", "0700", "--tmpfs", "/scratch", "--size", "1048576", "--tmpfs", "/s2"},
              {"--perms", "755", "--dir", "/d", "--remount-ro", "/d"},
-             {"--unshare-net", "--new-session"},
+             {"--unshare-net"},
              {"--hostname", "--bind"}, // a value, by position: it cannot become a flag
          })
         BOOST_TEST(check(ok).has_value(), joined(ok));
@@ -155,6 +157,7 @@ BOOST_AUTO_TEST_CASE(extra_flags_refused)
              {"--dev-bind", "/dev", "/dev"},           // devices
              {"--cap-add", "ALL"},                     // capabilities
              {"--share-net"},                          // namespaces back
+             {"--new-session"},                        // signals would miss the command
              {"--setenv", "TOKEN", "x"},               // environment on the command line
              {"--unsetenv", "PATH"},
              {"--chdir", "/"},                         // the work directory is ours

@@ -1,6 +1,7 @@
 // test/unit/exit_classification_test.cpp: status, code and diagnostics of an ended run,
 // decided from the facts alone (a table; no process involved).
 #include "process/exit_classification.hpp"
+#include "supervisor/status_init.hpp"
 
 #include <sandbox/error.hpp>
 
@@ -195,6 +196,32 @@ BOOST_AUTO_TEST_CASE(durations_are_described_in_a_unit_that_shows_them)
     BOOST_TEST(describe_duration(999ns) == "999 ns");
     BOOST_TEST(describe_duration(400us) == "400 us");
     BOOST_TEST(describe_duration(2s) == "2000 ms");
+}
+
+// What the status init inside a bwrap sandbox writes, read back.
+BOOST_AUTO_TEST_CASE(status_init_reports)
+{
+    using sandbox::detail::parse_init_report;
+    auto none = parse_init_report("");
+    BOOST_TEST(!none.started); // bwrap never got to run the init: a set-up failure
+    BOOST_TEST(!none.wait_status.has_value());
+    auto ended = parse_init_report("started\nstatus 10\n");
+    BOOST_TEST(ended.started);
+    BOOST_TEST_REQUIRE(ended.wait_status.has_value());
+    BOOST_TEST(*ended.wait_status == 10); // raw wait status: killed by SIGUSR1
+    auto missing = parse_init_report("started\nexec 2\nstatus 32512\n");
+    BOOST_TEST_REQUIRE(missing.exec_errno.has_value());
+    BOOST_TEST(*missing.exec_errno == 2);
+    // Cut short or malformed lines count for nothing.
+    auto cut = parse_init_report("started\nstatus 25");
+    BOOST_TEST(cut.started);
+    BOOST_TEST(!cut.wait_status.has_value());
+    for (const char* bad : {"status -1\n", "status 70000\n", "status 1x\n", "exec 0\n",
+                            "exec 99999\n", "statu 1\n", "started now\n"})
+    {
+        auto r = parse_init_report(bad);
+        BOOST_TEST((!r.started && !r.wait_status && !r.exec_errno), bad);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

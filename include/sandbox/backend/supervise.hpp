@@ -62,10 +62,37 @@ struct spawn_plan
     std::uint32_t test_sample_faults = 0;
     /// Configured values, echoed in diagnostics.
     std::string backend_name{};
+    /// Handed to the spawned program as fds 3, 4, ... (at most 4).
+    std::vector<std::shared_ptr<const unique_fd>> extra_fds{};
+    /// Set by a backend that wraps the command (bwrap) under the helper's status init (see
+    /// `make_status_init`): the read end of the status pipe. The command's own end (its wait
+    /// status, or why it could not be executed) is classified instead of the wrapper's exit;
+    /// a wrapper that ends before the init started failed to set up the sandbox. The
+    /// wrapper starts with the job signals (SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
+    /// SIGTERM) ignored, so only the command, which gets them back at their defaults, ends
+    /// by them when they are sent to the group.
+    unique_fd inner_status{};
+    /// The command as the caller named it (diagnostics of a wrapped run).
+    std::string inner_command{};
     /// Kept alive until the command's result is delivered (its whole tree is gone): a
     /// backend's resources for this command, released by their destructor.
     std::shared_ptr<void> held{};
 };
+
+/// The helper's status init for a wrapped command (`spawn_plan::inner_status`).
+struct status_init
+{
+    /// Goes before the command inside the wrapper: the init, run from the wrapper's fd 4.
+    std::vector<std::string> argv;
+    /// `spawn_plan::extra_fds`: the status pipe's write end (fd 3) and the helper program (4).
+    std::vector<std::shared_ptr<const unique_fd>> fds;
+    /// `spawn_plan::inner_status`.
+    unique_fd status;
+};
+
+/// \brief A fresh status pipe and the helper program's descriptor (opened once per process).
+/// `errc::not_available` when the helper is not found, `errc::internal` on an OS error.
+SANDBOX_DECL outcome<status_init> make_status_init();
 
 /// \brief Moves into `plan` what every backend passes through as it is: input, the stdin
 /// descriptor, the output handler, the terminal, the output cap (the request's, else

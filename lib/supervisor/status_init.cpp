@@ -1,0 +1,120 @@
+// lib/supervisor/status_init.cpp: the status init that runs inside a sandbox (see
+// status_init.hpp). Plain syscalls only; it leaves with _exit (no static destructors, no
+// leak check of a sanitizer build: it never allocated on its own behalf).
+#include "supervisor/status_init.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace sandbox::detail {
+
+namespace {
+
+void say(int fd, const char* what, long value, bool with_value)
+{
+    char line[64];
+    const int n = with_value ? std::snprintf(line, sizeof line, "%s %ld\n", what, value)
+                             : std::snprintf(line, sizeof line, "%s\n", what);
+    for (int off = 0; off < n;)
+    {
+        ssize_t w = ::write(fd, line + off, static_cast<std::size_t>(n - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += static_cast<int>(w);
+    }
+}
+
+[[noreturn]] void exec_command(int fd, char** argv)
+{
+    for (int s : job_signals)
+        ::signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvp(argv[0], argv);
+    say(fd, "exec", errno, true); // fd is close-on-exec: only a failed exec gets here
+    ::_exit(127);
+}
+
+} // namespace
+
+void run_status_init(int argc, char** argv)
+{
+    // argv: sandbox-supervisor --init FD -- COMMAND [ARG...]
+    if (argc < 5 || std::strcmp(argv[3], "--") != 0)
+    {
+        std::fprintf(stderr, "sandbox-supervisor --init FD -- COMMAND [ARG...]\n");
+        ::_exit(125);
+    }
+    const int fd = std::atoi(argv[2]);
+    if (fd < 3 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+        ::_exit(125);
+    // Nothing else of the wrapper's reaches the command: our own program's descriptor
+    // (how bwrap ran us) and anything above the status pipe.
+    ::syscall(SYS_close_range, fd + 1, ~0u, 0u);
+    ::prctl(PR_SET_NAME, "sandbox-init");
+    ::prctl(PR_SET_DUMPABLE, 0); // the command cannot ptrace us to forge its own report
+    for (int s : job_signals)
+        ::signal(s, SIG_IGN);
+    say(fd, "started", 0, false);
+    const pid_t child = ::fork();
+    if (child < 0)
+    {
+        say(fd, "exec", errno, true);
+        ::_exit(125);
+    }
+    if (child == 0)
+        exec_command(fd, argv + 4);
+    // As the namespace's pid 1 we also reap what the command's tree orphans; when the
+    // command ends we do, and the kernel kills whatever is left in the namespace.
+    int status = 0;
+    for (;;)
+    {
+        const pid_t p = ::waitpid(-1, &status, 0);
+        if (p == child)
+            break;
+        if (p < 0 && errno != EINTR)
+            ::_exit(125);
+    }
+    say(fd, "status", status, true);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+init_report parse_init_report(std::string_view text)
+{
+    init_report r;
+    while (!text.empty())
+    {
+        const std::size_t nl = text.find('\n');
+        if (nl == std::string_view::npos)
+            break; // a line cut short: the init died while writing it
+        const std::string line(text.substr(0, nl));
+        text.remove_prefix(nl + 1);
+        long v = 0;
+        char extra = 0;
+        if (line == "started")
+            r.started = true;
+        else if (std::sscanf(line.c_str(), "exec %ld%c", &v, &extra) == 1 && v > 0 && v < 4096)
+            r.exec_errno = static_cast<int>(v);
+        else if (std::sscanf(line.c_str(), "status %ld%c", &v, &extra) == 1 && v >= 0 &&
+                 v <= 0xffff)
+            r.wait_status = static_cast<int>(v);
+    }
+    return r;
+}
+
+} // namespace sandbox::detail

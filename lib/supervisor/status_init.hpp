@@ -1,0 +1,43 @@
+// lib/supervisor/status_init.hpp: `sandbox-supervisor --init`, which runs inside a sandbox
+// (bwrap) as its pid 1, starts the command, reaps the orphans, and reports how the command
+// really ended: bwrap folds a signal death into exit 128+N and its own set-up failures into
+// exit 1, so its exit status cannot tell them apart from the command's.
+//
+//   sandbox-supervisor --init FD -- COMMAND [ARG...]
+//
+// FD is the write end of the status pipe (the library holds the read end). Lines written:
+//   "started"          first, before the command is looked up: the sandbox was set up
+//   "exec ERRNO"       the command could not be executed (looked up on the PATH inside)
+//   "status WSTATUS"   the command's raw wait status
+// The job signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are ignored here, as
+// in the wrapper above (the supervisor spawns it so): the command, which gets them back at
+// their default actions, is the only one they reach when the worker signals the group. The
+// init is not dumpable, so the command can neither ptrace it nor read its memory; as pid 1
+// it cannot be killed from inside; when it exits, the kernel kills the rest of the namespace.
+#ifndef SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP
+#define SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP
+
+#include <csignal>
+#include <optional>
+#include <string_view>
+
+namespace sandbox::detail {
+
+/// The job signals a wrapped command's wrapper ignores (see above).
+inline constexpr int job_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
+
+/// The `--init` program; never returns.
+[[noreturn]] void run_status_init(int argc, char** argv);
+
+/// What the status pipe said, parsed (pure; unit-tested).
+struct init_report
+{
+    bool started = false;
+    std::optional<int> exec_errno{};
+    std::optional<int> wait_status{};
+};
+init_report parse_init_report(std::string_view text);
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP
