@@ -11,10 +11,20 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 "$here/scripts/setup.sh" --target sandbox-run
 bin="$here/build/tools/sandbox-run/sandbox-run"
 
+# sandbox-run's options end at "--" or at the first argument that is neither an option nor
+# an option's value (the command): look for --backend only up to there.
+takes_value=" --root --workdir --timeout --kill-grace --memory --cpu --max-processes "
+takes_value+="--max-tasks --max-output --env-allow --env --stdin-file --backend --net "
+takes_value+="--writable --read-deny --write-deny --unix-socket "
+expect_value=0
 for a in "$@"; do
+  if (( expect_value )); then expect_value=0; continue; fi
   case "$a" in
     --) break ;;
     --backend|--backend=*) exec "$bin" "$@" ;;
+    --*=*) ;;
+    -*) [[ "$takes_value" == *" $a "* ]] && expect_value=1 ;;
+    *) break ;;
   esac
 done
 report="$("$bin" --enforcement --backend bwrap)"

@@ -41,14 +41,14 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
     for (const auto& w : v.writable)
         if (w != v.root)
             a.insert(a.end(), {"--bind", w, w});
-    for (const auto& s : v.sockets)
-        a.insert(a.end(), {"--bind", s, s});
+    for (const auto& s : v.sockets) // read-only: connect() needs no write access to the mount
+        a.insert(a.end(), {"--ro-bind", s, s});
     add(a, {"--proc", "/proc", "--dev", "/dev"});
     a.insert(a.end(), v.extra_flags.begin(), v.extra_flags.end());
     // Then what stays read-only inside the writable directories, and the masks last: they
     // hide what the binds above exposed.
-    for (const auto& r : v.read_only)
-        a.insert(a.end(), {"--ro-bind", r, r});
+    for (const auto& p : v.protect)
+        a.insert(a.end(), {p.read_only ? "--ro-bind" : "--bind", p.path, p.path});
     for (const auto& m : v.read_deny)
     {
         if (m.directory)
@@ -89,10 +89,12 @@ namespace {
 
 enum class operand
 {
-    plain,   // any value
-    source,  // a host path shown inside: checked against the masks
-    octal,   // 1-4 octal digits
-    number,  // decimal digits
+    plain,  // any value
+    source, // a host path shown inside: absolute, outside the writable directories, masks
+    target, // a path made inside: absolute, outside the writable directories (where it
+            // would create an entry on the host)
+    octal,  // 1-4 octal digits
+    number, // decimal digits
 };
 
 struct flag_rule
@@ -105,11 +107,11 @@ const std::vector<flag_rule>& allowed_flags()
 {
     using o = operand;
     static const std::vector<flag_rule> rules{
-        {"--ro-bind", {o::source, o::plain}}, {"--ro-bind-try", {o::source, o::plain}},
-        {"--symlink", {o::plain, o::plain}},  {"--dir", {o::plain}},
-        {"--tmpfs", {o::plain}},              {"--remount-ro", {o::plain}},
-        {"--perms", {o::octal}},              {"--size", {o::number}},
-        {"--hostname", {o::plain}},           {"--unshare-net", {}},
+        {"--ro-bind", {o::source, o::target}}, {"--ro-bind-try", {o::source, o::target}},
+        {"--symlink", {o::plain, o::target}},  {"--dir", {o::target}},
+        {"--tmpfs", {o::target}},              {"--remount-ro", {o::plain}},
+        {"--perms", {o::octal}},               {"--size", {o::number}},
+        {"--hostname", {o::plain}},            {"--unshare-net", {}},
     };
     return rules;
 }
@@ -123,15 +125,23 @@ bool well_formed(operand kind, const std::string& v)
     {
     case operand::octal: return v.size() <= 4 && all("01234567");
     case operand::number: return v.size() <= 19 && all("0123456789");
+    case operand::source:
+    case operand::target: return !v.empty() && v[0] == '/';
     default: return true;
     }
+}
+
+bool inside_any(const std::string& p, const std::vector<std::string>& dirs)
+{
+    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return within(p, d); });
 }
 
 } // namespace
 
 outcome<void> check_extra_flags(const std::vector<std::string>& flags,
                                 const std::vector<masked_path>& masked,
-                                const std::function<std::string(const std::string&)>& resolve)
+                                const std::vector<std::string>& writable,
+                                const path_probe& probe)
 {
     auto refuse = [](const std::string& why) -> outcome<void> {
         return make_failure(errc::validation, "extra bwrap flags: " + why, "extra_flags");
@@ -148,16 +158,24 @@ outcome<void> check_extra_flags(const std::vector<std::string>& flags,
             return refuse(f + " needs " + std::to_string(rule->operands.size()) + " value(s)");
         for (std::size_t k = 0; k < rule->operands.size(); ++k)
         {
+            const operand kind = rule->operands[k];
             const std::string& v = flags[i + 1 + k];
-            if (!well_formed(rule->operands[k], v))
-                return refuse("bad value \"" + v + "\" for " + f);
-            if (rule->operands[k] != operand::source)
+            if (!well_formed(kind, v))
+                return refuse("bad value \"" + v + "\" for " + f +
+                              (v.empty() || v[0] != '/' ? " (an absolute path)" : ""));
+            if (kind != operand::source && kind != operand::target)
                 continue;
-            const std::string src = resolve(v);
-            if (src.empty() && f == "--ro-bind")
+            // Resolved as far as it exists; the command can change nothing outside the
+            // writable directories, so the answer holds for every later run.
+            const std::string p = probe.resolve(v);
+            if (inside_any(p, writable))
+                return refuse(f + " " + v + " lies in a writable directory (the command " +
+                              (kind == operand::source ? "could swap it" : "would see a host entry made") +
+                              ")");
+            if (f == "--ro-bind" && kind == operand::source && !probe.exists(p))
                 return refuse(f + " " + v + ": no such path");
             for (const auto& m : masked)
-                if (!src.empty() && (within(src, m.path) || within(m.path, src)))
+                if (kind == operand::source && (within(p, m.path) || within(m.path, p)))
                     return refuse(f + " " + v + " would show the hidden path " + m.path);
         }
         i += 1 + rule->operands.size();
@@ -179,7 +197,10 @@ const std::vector<write_deny_entry>& default_write_deny()
     // shells and direnv run rc files. .git is kept even where it does not exist yet, so a
     // command cannot `git init` and plant a hook.
     static const std::vector<write_deny_entry> entries{
-        {".git/hooks", true}, {".git/config", true}, {".gitmodules", false},
+        {".git/hooks", true},          {".git/config", true},
+        {".git/commondir", false},     {".git/config.worktree", false},
+        {".git/modules", false},       {".git/worktrees", false},
+        {".gitmodules", false},
         {".bashrc", false},   {".bash_profile", false}, {".bash_login", false},
         {".profile", false},  {".zshrc", false},        {".zshenv", false},
         {".zprofile", false}, {".zlogin", false},       {".envrc", false},

@@ -19,6 +19,15 @@ struct masked_path
     bool directory = true;
 };
 
+/// A path inside a writable directory bound onto itself after the writable binds:
+/// read-only, or read-write only to pin it (a directory on the way to a read-only path, made
+/// a mount point so that it can be neither renamed nor removed).
+struct bound_path
+{
+    std::string path;
+    bool read_only = true;
+};
+
 /// What the command sees, every path absolute and symlink-resolved by the caller.
 struct sandbox_view
 {
@@ -26,15 +35,16 @@ struct sandbox_view
     std::string root;
     /// Also bound read-write at the same paths (existing directories).
     std::vector<std::string> writable{};
-    /// Bound read-only again after the writable binds: paths inside writable directories
-    /// that the command may read but not change (`.git/hooks`, shell rc files, ...). Each
-    /// exists (the runner makes an empty directory for one that did not).
-    std::vector<std::string> read_only{};
+    /// Bound again after the writable binds, in this order: paths inside writable
+    /// directories that the command may read but not change (`.git/hooks`, shell rc files,
+    /// ...) and the directories leading to them, pinned. Each exists (the runner makes an
+    /// empty directory for one that did not).
+    std::vector<bound_path> protect{};
     /// Host unix sockets bound into the sandbox at the same paths (after the /tmp and /run
     /// tmpfs, so they show through them).
     std::vector<std::string> sockets{};
     /// Extra bwrap flags, already checked by `check_extra_flags`: they go after the binds and
-    /// before `read_only` and the masks, so neither can be undone by them.
+    /// before `protect` and the masks, so neither can be undone by them.
     std::vector<std::string> extra_flags{};
     /// Hidden (existing paths only: a mount needs its target).
     std::vector<masked_path> read_deny{};
@@ -63,20 +73,31 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
 outcome<void> check_writable(const std::string& path, const std::string& home,
                              const std::vector<masked_path>& masked, const char* field);
 
+/// How `check_extra_flags` looks at host paths (the I/O it needs, injected for tests).
+struct path_probe
+{
+    /// An absolute path resolved as far as it exists (symbolic links followed).
+    std::function<std::string(const std::string&)> resolve;
+    std::function<bool(const std::string&)> exists;
+};
+
 /// \brief Checks extra bwrap flags against an allow-list of flags that cannot weaken the
 /// policy, each with its number of values, so a value can never be read as a flag (nor a
 /// flag swallowed as a value). Allowed: `--ro-bind[-try] SRC DEST`, `--symlink SRC DEST`,
 /// `--dir DEST`, `--tmpfs DEST`, `--remount-ro DEST`, `--perms OCTAL`, `--size BYTES`,
 /// `--hostname NAME`, `--unshare-net` (`--perms` only before `--tmpfs` or `--dir`, `--size`
 /// only before `--tmpfs`). Everything else (`--new-session` too: the job signals the
-/// supervisor sends to the group would no longer reach the command;
-/// writable or device binds, capabilities, shared namespaces, descriptors, environment,
-/// work directory, ...) is `errc::validation` naming the flag. `resolve` maps a bind source
-/// to its absolute, symlink-resolved path (empty: it does not exist); a source that is, is
-/// inside or contains a masked path is refused (it would show the path elsewhere).
+/// supervisor sends to the group would no longer reach the command; writable or device
+/// binds, capabilities, shared namespaces, descriptors, environment, work directory, ...) is
+/// `errc::validation` naming the flag. Bind sources and the paths the flags create are
+/// absolute and lie outside `writable` (a source there could be swapped by a command for a
+/// link to anything; a path made there would appear on the host); a source that is, is
+/// inside or contains a masked path is refused (it would show the path elsewhere), and
+/// `--ro-bind`'s must exist.
 outcome<void> check_extra_flags(const std::vector<std::string>& flags,
                                 const std::vector<masked_path>& masked,
-                                const std::function<std::string(const std::string&)>& resolve);
+                                const std::vector<std::string>& writable,
+                                const path_probe& probe);
 
 /// \brief The built-in write-deny entries, relative to each writable directory. `always`:
 /// protected even when missing (an empty read-only directory takes the first missing

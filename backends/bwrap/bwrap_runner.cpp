@@ -13,6 +13,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -82,18 +83,24 @@ std::vector<bwrap::masked_path> resolve_masks(const std::vector<std::string>& pa
     return out;
 }
 
-// Unix-socket entries: each must be a socket.
-void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& paths)
+// Unix-socket entries: each an existing socket outside the writable directories (there, a
+// command could swap it for a link to anything before the next run binds it).
+void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& paths,
+                     const std::vector<std::string>& dirs)
 {
     for (const auto& p : paths)
     {
         const std::string c = canonical_or_empty(p);
         struct stat st{};
+        const char* why = nullptr;
         if (c.empty() || ::stat(c.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+            why = " is not an existing socket";
+        else if (std::any_of(dirs.begin(), dirs.end(),
+                             [&](const auto& d) { return bwrap::within(c, d); }))
+            why = " lies in a writable directory (the command could replace it)";
+        if (why)
         {
-            failure f = make_failure(errc::validation,
-                                     "unix socket " + p + " is not an existing socket",
-                                     "unix_sockets");
+            failure f = make_failure(errc::validation, "unix socket " + p + why, "unix_sockets");
             f.diag.path = p;
             s.setup_error = f;
             continue;
@@ -130,12 +137,31 @@ void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
     }
     std::vector<std::string> dirs{o.root};
     dirs.insert(dirs.end(), s.writable.begin(), s.writable.end());
-    if (auto t = bwrap::write_deny_targets(dirs, o.write_deny); t)
+    // Absolute entries resolved like the directories (a symlinked /home would not match).
+    std::vector<std::string> deny_write;
+    for (const auto& w : o.write_deny)
+    {
+        std::error_code ec;
+        deny_write.push_back(w.empty() || w[0] != '/'
+                                 ? w
+                                 : fs::weakly_canonical(w, ec).string());
+    }
+    if (auto t = bwrap::write_deny_targets(dirs, deny_write); t)
         s.write_deny = std::move(*t);
     else
         s.setup_error = t.error();
-    prepare_sockets(s, o.unix_sockets);
-    if (auto r = bwrap::check_extra_flags(o.extra_flags, s.masked, canonical_or_empty); !r)
+    prepare_sockets(s, o.unix_sockets, dirs);
+    const bwrap::path_probe probe{
+        [](const std::string& p) {
+            std::error_code ec;
+            auto c = fs::weakly_canonical(p, ec);
+            return ec ? p : c.string();
+        },
+        [](const std::string& p) {
+            std::error_code ec;
+            return fs::exists(p, ec);
+        }};
+    if (auto r = bwrap::check_extra_flags(o.extra_flags, s.masked, dirs, probe); !r)
         s.setup_error = r.error();
 }
 
@@ -182,7 +208,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     std::vector<std::string> dirs{opts.root};
     dirs.insert(dirs.end(), st.writable.begin(), st.writable.end());
     auto protect = bwrap::resolve_write_deny(st.write_deny, dirs);
-    v.read_only = std::move(protect.read_only);
+    if (!protect)
+        return protect.error();
+    v.protect = std::move(protect->paths);
     v.isolate_network = o.net.mode == net_mode::deny_all;
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
@@ -205,7 +233,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     plan.inner_command = req.command;
     backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.held = std::move(protect.lease);
+    plan.held = std::move(protect->lease);
     return plan;
 }
 

@@ -3,10 +3,12 @@
 #include "write_deny.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,50 +89,140 @@ bool inside_any(const std::string& p, const std::vector<std::string>& dirs)
     return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return within(p, d); });
 }
 
-// Walks one target; adds what to bind read-only and the stand-ins made for it.
-void walk(const write_deny_target& t, const std::vector<std::string>& dirs,
-          std::vector<std::string>& ro, std::vector<std::string>& made)
+// True when the directory `path` holds nothing (or cannot be listed).
+bool empty_dir(const std::string& path)
 {
-    const auto parts = components(t.entry.relative);
-    std::string cur = t.dir;
-    for (std::size_t i = 0; i < parts.size(); ++i)
-    {
-        const std::string next = (cur == "/" ? "" : cur) + "/" + parts[i];
-        if (std::find(made.begin(), made.end(), next) != made.end())
-            return; // a stand-in of this command: read-only as a whole
-        if (stand_ins::instance().share(next))
+    DIR* d = ::opendir(path.c_str());
+    if (!d)
+        return true;
+    bool empty = true;
+    while (dirent* e = ::readdir(d))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
         {
-            made.push_back(next); // another command's, shared: it stays until both are done
-            ro.push_back(next);
-            return;
+            empty = false;
+            break;
         }
-        struct stat st{};
-        if (::lstat(next.c_str(), &st) != 0)
-        {
-            if (errno == ENOENT && t.entry.always && stand_ins::instance().acquire(next))
-                made.push_back(next), ro.push_back(next);
-            else if (::lstat(next.c_str(), &st) == 0)
-                ro.push_back(next); // it appeared meanwhile
-            return;
-        }
-        if (S_ISLNK(st.st_mode))
-        {
-            std::error_code ec;
-            const std::string target = std::filesystem::canonical(next, ec).string();
-            if (!ec && inside_any(target, dirs))
-                ro.push_back(target);
-            if (cur != t.dir)
-                ro.push_back(cur); // so the link itself cannot be replaced
-            return;
-        }
-        if (i + 1 == parts.size() || !S_ISDIR(st.st_mode))
-        {
-            ro.push_back(next);
-            return;
-        }
-        cur = next;
-    }
+    ::closedir(d);
+    return empty;
 }
+
+// One target's walk: what it binds, and the stand-ins it made.
+struct walker
+{
+    const write_deny_target& t;
+    const std::vector<std::string>& dirs;
+    std::map<std::string, bool>& bind; // path → read-only (false: pinned as a mount point)
+    std::vector<std::string>& made;
+    std::vector<std::string> on_the_way{}; // directories between t.dir and `cur`
+
+    // `path` read-only, and the directories leading to it pinned: a directory that is a
+    // mount point can be neither renamed nor removed, so what lies below stays put.
+    void keep(const std::string& path)
+    {
+        bind[path] = true;
+        for (const auto& d : on_the_way)
+            if (d != path)
+                bind.emplace(d, false);
+    }
+
+    // Fails closed: the last directory reached goes read-only whole; at the writable
+    // directory itself nothing smaller can be kept, and the command is refused.
+    outcome<void> give_up(const std::string& cur, const std::string& next, int err)
+    {
+        if (cur != t.dir)
+        {
+            on_the_way.pop_back();
+            keep(cur);
+            return {};
+        }
+        failure f = make_failure(errc::internal,
+                                 "cannot keep " + next + " read-only: " + std::strerror(err),
+                                 "write_deny");
+        f.diag.path = next;
+        return f;
+    }
+
+    outcome<void> missing(const std::string& cur, const std::string& next)
+    {
+        if (!t.entry.always)
+            return {};
+        // An empty .git on the way (a stand-in a crashed process left, or made by hand):
+        // kept read-only whole, so no repository can be put together in it.
+        if (cur != t.dir && cur.size() >= 5 && cur.compare(cur.size() - 5, 5, "/.git") == 0 &&
+            empty_dir(cur))
+            return give_up(cur, next, ENOENT);
+        if (stand_ins::instance().acquire(next))
+        {
+            made.push_back(next);
+            keep(next);
+            return {};
+        }
+        const int err = errno;
+        struct stat st{};
+        if (::lstat(next.c_str(), &st) == 0 && !S_ISLNK(st.st_mode))
+        {
+            keep(next); // it appeared meanwhile
+            return {};
+        }
+        return give_up(cur, next, err);
+    }
+
+    outcome<void> link(const std::string& cur, const std::string& next)
+    {
+        // bwrap cannot bind over a link (it follows it); the link itself can be replaced
+        // unless its directory is read-only.
+        if (t.entry.always && cur == t.dir)
+        {
+            failure f = make_failure(errc::validation,
+                                     next + " is a symbolic link: it cannot be kept read-only "
+                                            "(the command could replace it)",
+                                     "write_deny");
+            f.diag.path = next;
+            return f;
+        }
+        std::error_code ec;
+        const std::string target = std::filesystem::canonical(next, ec).string();
+        if (!ec && inside_any(target, dirs))
+            bind[target] = true;
+        if (cur != t.dir)
+        {
+            on_the_way.pop_back();
+            keep(cur);
+        }
+        return {};
+    }
+
+    outcome<void> run()
+    {
+        const auto parts = components(t.entry.relative);
+        std::string cur = t.dir;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+        {
+            const std::string next = (cur == "/" ? "" : cur) + "/" + parts[i];
+            if (std::find(made.begin(), made.end(), next) != made.end())
+                return {}; // a stand-in of this command: read-only as a whole
+            if (stand_ins::instance().share(next))
+            {
+                made.push_back(next); // another command's: it stays until both are done
+                keep(next);
+                return {};
+            }
+            struct stat st{};
+            if (::lstat(next.c_str(), &st) != 0)
+                return errno == ENOENT ? missing(cur, next) : give_up(cur, next, errno);
+            if (S_ISLNK(st.st_mode))
+                return link(cur, next);
+            if (i + 1 == parts.size() || !S_ISDIR(st.st_mode))
+            {
+                keep(next); // the path, or a file on its way (a worktree's .git gitfile)
+                return {};
+            }
+            on_the_way.push_back(next);
+            cur = next;
+        }
+        return {};
+    }
+};
 
 } // namespace
 
@@ -155,32 +247,40 @@ outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std
         std::string clean;
         for (const auto& p : parts)
             clean += (clean.empty() ? "" : "/") + p;
+        bool placed = false;
         for (const auto& d : dirs)
         {
             if (x[0] != '/')
-                out.push_back({d, {clean, true}});
+                out.push_back({d, {clean, true}}), placed = true;
             else if (within("/" + clean, d) && "/" + clean != d)
-                out.push_back({d, {clean.substr(d == "/" ? 0 : d.size()), true}});
+                out.push_back({d, {clean.substr(d == "/" ? 0 : d.size()), true}}), placed = true;
+        }
+        if (!placed)
+        {
+            failure f = make_failure(errc::validation,
+                                     "write-deny path " + x + " is in no writable directory "
+                                     "(it is read-only anyway, or misspelt)",
+                                     "write_deny");
+            f.diag.path = x;
+            return f;
         }
     }
     return out;
 }
 
-write_deny_view resolve_write_deny(const std::vector<write_deny_target>& targets,
-                                   const std::vector<std::string>& writable_dirs)
+outcome<write_deny_view> resolve_write_deny(const std::vector<write_deny_target>& targets,
+                                            const std::vector<std::string>& writable_dirs)
 {
-    write_deny_view v;
-    std::vector<std::string> made;
+    auto l = std::make_shared<lease>(); // releases what it holds on every path out
+    std::map<std::string, bool> bind;
     for (const auto& t : targets)
-        walk(t, writable_dirs, v.read_only, made);
-    std::sort(v.read_only.begin(), v.read_only.end());
-    v.read_only.erase(std::unique(v.read_only.begin(), v.read_only.end()), v.read_only.end());
-    if (!made.empty())
-    {
-        auto l = std::make_shared<lease>(); // built in place: a copy's destructor would release
-        l->paths = std::move(made);
+        if (auto r = walker{t, writable_dirs, bind, l->paths}.run(); !r)
+            return r.error();
+    write_deny_view v;
+    for (auto& [path, read_only] : bind) // sorted: a directory before what lies below it
+        v.paths.push_back({path, read_only});
+    if (!l->paths.empty())
         v.lease = std::move(l);
-    }
     return v;
 }
 

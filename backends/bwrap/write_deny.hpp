@@ -19,27 +19,33 @@ struct write_deny_target
 };
 
 /// \brief The targets for `dirs` (absolute, resolved): every built-in entry in every
-/// directory, and `extra` (absolute: in each directory that holds it; relative: in every
-/// directory), which is kept even where missing. `errc::validation` for an extra path that
-/// is empty or climbs with `..`.
+/// directory, and `extra` (absolute and resolved by the caller: in each directory that holds
+/// it; relative: in every directory), which is kept even where missing. `errc::validation`
+/// for an extra path that is empty, climbs with `..`, or (absolute) lies in no directory.
 outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std::string>& dirs,
                                                            const std::vector<std::string>& extra);
 
-/// What one command gets: the paths to bind read-only (sorted, so a parent is bound before
-/// what lies below it) and the stand-in directories it holds (removed when the last command
-/// holding them lets go).
+/// What one command gets: the paths to bind (sorted, so a directory is bound before what lies
+/// below it) and the stand-in directories it holds (removed when the last command holding
+/// them lets go).
 struct write_deny_view
 {
-    std::vector<std::string> read_only;
+    std::vector<bound_path> paths;
     std::shared_ptr<void> lease;
 };
 
 /// \brief Looks at the file system now (a path can appear between two commands). For each
-/// target, walking from its directory: a missing component of an `always` entry becomes an
-/// empty directory of ours, bound read-only; a component that is a file (a `.git` gitfile)
-/// is bound read-only; a symbolic link protects what it resolves to inside the writable
-/// directories and, below the writable directory itself, the directory holding the link.
-write_deny_view resolve_write_deny(const std::vector<write_deny_target>& targets,
+/// target, walking from its directory: the path is bound read-only and every directory on
+/// the way is pinned (bound onto itself, so it cannot be renamed away with what lies below
+/// it); a missing component of an `always` entry becomes an empty directory of ours, bound
+/// read-only (an empty `.git` on the way is kept read-only whole instead); a component
+/// that is a file (a `.git` gitfile) is bound read-only; a symbolic link keeps what it
+/// resolves to inside the writable directories read-only and, below the writable directory
+/// itself, the directory holding the link. Fails closed: a component that cannot be
+/// examined or made keeps the last directory reached read-only whole; at the writable
+/// directory itself, and for an `always` entry that is a symbolic link there, the command
+/// is refused (`errc::internal`, `errc::validation`).
+outcome<write_deny_view> resolve_write_deny(const std::vector<write_deny_target>& targets,
                                    const std::vector<std::string>& writable_dirs);
 
 } // namespace sandbox::bwrap

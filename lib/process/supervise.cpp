@@ -30,6 +30,7 @@
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -164,6 +165,20 @@ public:
           channel_(ex_), out_{asio::posix::stream_descriptor(ex_)},
           err_{asio::posix::stream_descriptor(ex_)}, in_(ex_)
     {
+    }
+
+    // A backend's resources for a command whose end was never reported (the caller went
+    // away mid-run) are never released: the tree may still be running while the worker
+    // kills it (a write-deny stand-in removed under a live sandbox would unmount it there).
+    ~supervision()
+    {
+        if (plan_.held && !report_)
+        {
+            static std::mutex m;
+            static auto* kept = new std::vector<std::shared_ptr<void>>(); // reachable, never freed
+            std::lock_guard l(m);
+            kept->push_back(std::move(plan_.held));
+        }
     }
 
     void start();
@@ -736,6 +751,8 @@ void supervision::finish()
         r = wrapped_result(ec, err_.cap.data);
     else if (report_)
         r = result_from_report(ec);
+    if (report_ || spawn_error_)
+        plan_.held.reset(); // the tree is gone: the backend's resources for it go now
     else
     {
         ec = make_error_code(errc::internal);
@@ -873,14 +890,24 @@ void take_common(exec_request& req, std::int64_t default_max_output_bytes,
 
 outcome<status_init> make_status_init()
 {
-    // The helper program, opened once: the wrapper runs it from its fd 4 (/proc/self/fd/4),
-    // so it need not be visible inside the sandbox (a build tree under /tmp is not).
-    static const std::shared_ptr<const unique_fd> program = [] {
-        const std::string path = detail::supervisor_program();
-        return std::make_shared<const unique_fd>(
-            path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    }();
-    if (!*program)
+    // The helper program, opened once it can be: the wrapper runs it from its fd 4
+    // (/proc/self/fd/4), so it need not be visible inside the sandbox (a build tree under
+    // /tmp is not). It is the same program as the supervisor's, so it speaks its protocol.
+    static std::mutex m;
+    static std::shared_ptr<const unique_fd> opened;
+    std::shared_ptr<const unique_fd> program;
+    {
+        std::lock_guard l(m);
+        if (!opened)
+        {
+            const std::string path = detail::supervisor_program();
+            unique_fd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+            if (fd)
+                opened = std::make_shared<const unique_fd>(std::move(fd));
+        }
+        program = opened;
+    }
+    if (!program)
         return make_failure(errc::not_available,
                             "the supervisor helper sandbox-supervisor, which also reports how "
                             "a sandboxed command ended, was not found or cannot be opened",

@@ -38,6 +38,41 @@ void say(int fd, const char* what, long value, bool with_value)
     }
 }
 
+// execvp without its fallback of running a file that is not an executable format with
+// /bin/sh (the local backend refuses such a file with ENOEXEC, and so do we): the PATH of
+// our environment (which is the command's), searched as execvp does. Returns the errno.
+int exec_on_path(char** argv)
+{
+    const char* file = argv[0];
+    if (std::strchr(file, '/'))
+    {
+        ::execve(file, argv, environ);
+        return errno;
+    }
+    const char* path = std::getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";
+    bool denied = false;
+    for (const char* p = path;; ++p)
+    {
+        const char* end = std::strchr(p, ':');
+        const std::size_t n = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
+        std::string full = n ? std::string(p, n) : std::string(".");
+        full += '/';
+        full += file;
+        ::execve(full.c_str(), argv, environ);
+        if (errno == EACCES)
+            denied = true;
+        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
+                 errno != ETIMEDOUT)
+            return errno; // it is there but cannot run: say so, as the local backend does
+        if (!end)
+            break;
+        p = end;
+    }
+    return denied ? EACCES : ENOENT;
+}
+
 [[noreturn]] void exec_command(int fd, char** argv)
 {
     for (int s : job_signals)
@@ -45,9 +80,27 @@ void say(int fd, const char* what, long value, bool with_value)
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp(argv[0], argv);
-    say(fd, "exec", errno, true); // fd is close-on-exec: only a failed exec gets here
+    const int err = exec_on_path(argv);
+    say(fd, "exec", err, true); // fd is close-on-exec: only a failed exec gets here
     ::_exit(127);
+}
+
+volatile pid_t g_child = 0;
+
+// A job signal reached us (the worker signals the group, or a terminal its foreground
+// group): the command got it too, unless it has left our group (setsid, setpgid, a job
+// control shell): then it goes on to the command's group.
+void forward(int sig)
+{
+    const int saved = errno;
+    const pid_t child = g_child;
+    if (child > 0)
+    {
+        const pid_t group = ::getpgid(child);
+        if (group > 0 && group != ::getpgrp())
+            ::kill(-group, sig);
+    }
+    errno = saved;
 }
 
 } // namespace
@@ -68,8 +121,18 @@ void run_status_init(int argc, char** argv)
     ::syscall(SYS_close_range, fd + 1, ~0u, 0u);
     ::prctl(PR_SET_NAME, "sandbox-init");
     ::prctl(PR_SET_DUMPABLE, 0); // the command cannot ptrace us to forge its own report
+    ::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the command behind our back
+    sigset_t jobs, old;
+    sigemptyset(&jobs);
     for (int s : job_signals)
-        ::signal(s, SIG_IGN);
+        sigaddset(&jobs, s);
+    ::sigprocmask(SIG_BLOCK, &jobs, &old); // until the command's pid is known
+    struct sigaction on_job{};
+    on_job.sa_handler = forward;
+    on_job.sa_flags = SA_RESTART;
+    sigfillset(&on_job.sa_mask);
+    for (int s : job_signals)
+        ::sigaction(s, &on_job, nullptr);
     say(fd, "started", 0, false);
     const pid_t child = ::fork();
     if (child < 0)
@@ -79,6 +142,8 @@ void run_status_init(int argc, char** argv)
     }
     if (child == 0)
         exec_command(fd, argv + 4);
+    g_child = child;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
     // As the namespace's pid 1 we also reap what the command's tree orphans; when the
     // command ends we do, and the kernel kills whatever is left in the namespace.
     int status = 0;

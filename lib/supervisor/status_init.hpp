@@ -9,9 +9,11 @@
 //   "started"          first, before the command is looked up: the sandbox was set up
 //   "exec ERRNO"       the command could not be executed (looked up on the PATH inside)
 //   "status WSTATUS"   the command's raw wait status
-// The job signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are ignored here, as
-// in the wrapper above (the supervisor spawns it so): the command, which gets them back at
-// their default actions, is the only one they reach when the worker signals the group. The
+// The job signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are ignored by the
+// wrapper above (the supervisor spawns it so); the command gets them back at their default
+// actions, so it is the only one they end when the worker signals the group. The init
+// catches them and passes them on to the command's group if the command has left ours
+// (setsid, setpgid, a job-control shell), so they reach it wherever it went. The
 // init is not dumpable, so the command can neither ptrace it nor read its memory; as pid 1
 // it cannot be killed from inside; when it exits, the kernel kills the rest of the namespace.
 #ifndef SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <optional>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -95,9 +97,32 @@ struct bwrap_fixture
     }
 };
 
+// The suite needs a usable bwrap: on a host where its probe fails, the suite is skipped with
+// the reason (Boost.Test prints it). Under CI (CI set), it runs anyway and fails loudly: CI
+// installs bubblewrap and runs as root, so an unusable bwrap there is a defect.
+boost::test_tools::assertion_result bwrap_usable(boost::unit_test::test_unit_id)
+{
+    static const std::optional<sandbox::failure> why = [] {
+        asio::io_context ioc;
+        sandbox::bwrap_runner r(ioc.get_executor(), {});
+        std::optional<sandbox::failure> out;
+        asio::co_spawn(ioc, r.check(), [&](std::exception_ptr, std::optional<sandbox::failure> f) {
+            out = std::move(f);
+        });
+        ioc.run();
+        return out;
+    }();
+    if (!why || std::getenv("CI"))
+        return true;
+    boost::test_tools::assertion_result res(false);
+    res.message() << "bwrap is not usable on this host, so the bwrap tests are skipped: "
+                  << why->diag.message;
+    return res;
+}
+
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(bwrap)
+BOOST_AUTO_TEST_SUITE(bwrap, *boost::unit_test::precondition(bwrap_usable))
 
 BOOST_FIXTURE_TEST_CASE(runs_a_command_and_passes_its_exit_code_and_output, bwrap_fixture)
 {
@@ -198,6 +223,8 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
                 at = o.next;
                 for (auto& c : o.chunks)
                     inside += c.data;
+                if (o.eof)
+                    break; // it ended early: the checks below say how
             }
             // bwrap's command line, seen from the host (any local user can read it); read
             // once the command ran, as right after the spawn it may not be set up yet.
@@ -275,6 +302,35 @@ BOOST_AUTO_TEST_CASE(nothing_escapes_the_tree)
     auto t = f.sh(sbx_test::target + " sleep 30000 & " + sbx_test::target + " sleep 30000", o);
     BOOST_TEST((t.result.status == exec_status::timed_out), t.result.err.data);
     BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+    // A double-forked daemon (fork, setsid, fork, stdio closed) under a timeout: gone too.
+    auto d = f.sh(sbx_test::target + " double-fork 30000 --then sleep 30000", o);
+    BOOST_TEST((d.result.status == exec_status::timed_out), d.result.err.data);
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+}
+
+// deny_all: a server listening on the host's loopback is out of reach (the sandbox has a
+// loopback of its own); without deny_all the same connect succeeds.
+BOOST_FIXTURE_TEST_CASE(deny_all_cannot_reach_the_hosts_loopback, bwrap_fixture)
+{
+    const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    BOOST_REQUIRE(::listen(l, 8) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+    const std::string port = std::to_string(ntohs(a.sin_port));
+    const std::string probe = "bash -c 'echo > /dev/tcp/127.0.0.1/" + port +
+                              "' 2>/dev/null && echo connected || echo refused";
+    sandbox::exec_options deny;
+    deny.net.mode = sandbox::net_mode::deny_all;
+    auto r = sh(probe, deny);
+    auto open = sh(probe);
+    ::close(l);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "refused\n");
+    BOOST_TEST(open.result.out.data == "connected\n"); // the probe itself works
 }
 
 BOOST_FIXTURE_TEST_CASE(caps_follow_the_processes_inside, bwrap_fixture)
@@ -342,6 +398,37 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_backend_bwrap, sbx_test::local_fixture)
     BOOST_TEST(r.result.exit_code == 4);
     BOOST_TEST(r.result.out.data == "read-only\n");
     BOOST_TEST(std::filesystem::exists(root.path() / "f"));
+}
+
+BOOST_FIXTURE_TEST_CASE(sandbox_run_bwrap_view_flags_and_enforcement, sbx_test::local_fixture)
+{
+    host_dir secret;
+    std::ofstream(secret.path() / "key") << "k";
+    std::ofstream(root.path() / "Makefile") << "all:\n";
+    sandbox::exec_request req;
+    req.command = SBX_SANDBOX_RUN;
+    req.args = {"--backend", "bwrap", "--root", root.str(), "--net", "deny", "--read-deny",
+                secret.path().string(), "--write-deny", "Makefile", "--", "/bin/sh", "-c",
+                "cat " + (secret.path() / "key").string() + " 2>/dev/null || echo hidden; "
+                "echo x >> Makefile 2>/dev/null || echo kept; grep -c ':' /proc/net/dev"};
+    req.options.timeout = 20s;
+    auto r = run(req);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.exit_code == 0);
+    BOOST_TEST(r.result.out.data == "hidden\nkept\n1\n");
+    // The local backend cannot enforce a filesystem view: refused, nothing runs.
+    req.args = {"--root", root.str(), "--write-deny", "Makefile", "--", "/bin/true"};
+    auto local = run(req);
+    BOOST_TEST(local.result.exit_code == 125);
+    BOOST_TEST(contains(local.result.err.data, "--backend bwrap"));
+    // The report runs the probe; a bad option shows as the reason.
+    req.args = {"--backend", "bwrap", "--enforcement"};
+    auto e = run(req);
+    BOOST_TEST(contains(e.result.out.data, "\"filesystem_bounds\":true"), e.result.out.data);
+    req.args = {"--backend", "bwrap", "--writable", "/", "--enforcement"};
+    auto bad = run(req);
+    BOOST_TEST(contains(bad.result.out.data, "\"unavailable\":\"writable_paths / cannot be"),
+               bad.result.out.data);
 }
 
 BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
@@ -456,7 +543,7 @@ BOOST_AUTO_TEST_CASE(extra_write_deny_paths_and_their_refusals)
     BOOST_TEST(fs::file_size(f.root.path() / "Makefile") == 5u);
     BOOST_TEST(!fs::exists(f.root.path() / "ci" / "deploy.sh"));
     // A missing directory on the way is kept whole: nothing can be made below it.
-    auto gone = f.sh("mkdir -p .git/hooks 2>/dev/null || echo no-git; ls -A");
+    auto gone = f.sh("mkdir -p .git/hooks 2>/dev/null || echo no-git; LC_ALL=C ls -A");
     BOOST_TEST(gone.result.out.data == "no-git\n.git\nMakefile\nci\n");
     BOOST_TEST(!fs::exists(f.root.path() / ".git"));
     sandbox::bwrap_runner_options bad;
@@ -527,6 +614,14 @@ BOOST_AUTO_TEST_CASE(host_unix_sockets_only_where_allowed)
     auto refused = g.sh("true");
     BOOST_TEST((refused.ec == errc::validation));
     BOOST_TEST(refused.result.diag.limit == "unix_sockets");
+    // A socket in a writable directory could be swapped for a link to anything: refused.
+    sandbox::bwrap_runner_options swappable;
+    swappable.writable_paths = {dir.str()};
+    swappable.unix_sockets = {sock};
+    bwrap_fixture h(swappable);
+    auto r2 = h.sh("true");
+    BOOST_TEST((r2.ec == errc::validation));
+    BOOST_TEST(contains(r2.result.diag.message, "writable directory"));
 }
 
 BOOST_AUTO_TEST_CASE(extra_flags_through_the_allow_list)
@@ -712,6 +807,95 @@ BOOST_FIXTURE_TEST_CASE(no_terminal_to_push_keystrokes_into, bwrap_fixture)
 {
     auto r = sh("true 2>/dev/null </dev/tty || echo no-tty");
     BOOST_TEST(r.result.out.data == "no-tty\n");
+}
+
+// The directories on the way to a protected path are pinned: renaming .git away (with its
+// read-only hooks and config) and making a new one fails; an empty .git (left by a crash, or
+// fresh) is kept read-only whole; existing commondir and worktree config stay read-only.
+BOOST_FIXTURE_TEST_CASE(protected_paths_cannot_be_renamed_away, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    fs::create_directories(root.path() / ".git" / "hooks");
+    std::ofstream(root.path() / ".git" / "config") << "[core]\n";
+    std::ofstream(root.path() / ".git" / "commondir") << ".\n";
+    auto r = sh("mv .git .git.o 2>/dev/null || echo no-move; rm -rf .git 2>/dev/null; "
+                "mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit || echo no-hook; "
+                "echo ../evil > .git/commondir || echo no-commondir; "
+                "echo ok > .git/HEAD && echo git-usable");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "no-move\nno-hook\nno-commondir\ngit-usable\n");
+    BOOST_TEST(!fs::exists(root.path() / ".git.o"));
+    BOOST_TEST(!fs::exists(root.path() / ".git" / "hooks" / "pre-commit"));
+    BOOST_TEST(fs::exists(root.path() / ".git" / "config"));
+    // An empty .git: nothing can be put in it.
+    sbx_test::temp_dir other;
+    fs::create_directories(other.path() / ".git");
+    sandbox::bwrap_runner_options o;
+    o.root = other.str();
+    sandbox::bwrap_runner in_other(ioc.get_executor(), o);
+    sandbox::exec_request req;
+    req.command = "/bin/sh";
+    req.args = {"-c", "mkdir .git/hooks 2>/dev/null || echo no-hooks; "
+                      "echo x > .git/HEAD 2>/dev/null || echo no-head"};
+    req.options.timeout = 20s;
+    auto e = sbx_test::run(ioc, in_other, req);
+    BOOST_TEST(!e.ec, e.result.diag);
+    BOOST_TEST(e.result.out.data == "no-hooks\nno-head\n");
+    BOOST_TEST(fs::is_empty(other.path() / ".git"));
+}
+
+// A .git that is a symbolic link at the top of a writable directory cannot be kept
+// read-only (the command could replace the link): refused, nothing runs.
+BOOST_FIXTURE_TEST_CASE(a_symlinked_git_is_refused, bwrap_fixture)
+{
+    std::filesystem::create_directories(outside.path() / "repo.git");
+    std::filesystem::create_directory_symlink(outside.path() / "repo.git", root.path() / ".git");
+    auto r = sh("echo ran");
+    BOOST_TEST((r.ec == errc::validation), r.result.diag);
+    BOOST_TEST(r.result.diag.limit == "write_deny");
+    BOOST_TEST(r.result.out.data.empty());
+}
+
+// A session's signal reaches a command that left the init's process group (setsid): the
+// init passes it on to the command's group.
+BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixture)
+{
+    bool done = false;
+    std::string out;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            sandbox::session_spec spec;
+            spec.command = "setsid";
+            spec.args = {"sh", "-c", "trap 'echo got-int; exit 5' INT; echo ready; read x"};
+            auto s = co_await runner.sessions()->start(spec);
+            std::uint64_t at = 0;
+            while (!contains(out, "ready\n"))
+            {
+                auto o = co_await s->read(at, 4096);
+                at = o.next;
+                for (auto& c : o.chunks)
+                    out += c.data;
+                if (o.eof)
+                    break;
+            }
+            BOOST_TEST(!s->signal(sandbox::session_signal::interrupt));
+            auto w = co_await s->wait();
+            auto rest = co_await s->read(at, 4096);
+            for (auto& c : rest.chunks)
+                out += c.data;
+            BOOST_TEST((w.status == exec_status::exited));
+            BOOST_TEST(w.exit_code == 5);
+            co_await s->close();
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(30s);
+    BOOST_TEST(done);
+    BOOST_TEST(out == "ready\ngot-int\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -108,28 +108,30 @@ BOOST_AUTO_TEST_CASE(read_only_paths_sockets_and_extra_flags_in_their_places)
     v.work_dir = "/srv/p";
     v.sockets = {"/run/user/0/agent.sock"};
     v.extra_flags = {"--hostname", "box"};
-    v.read_only = {"/srv/p/.git", "/srv/p/.git/hooks"};
+    v.protect = {{"/srv/p/.git", false}, {"/srv/p/.git/hooks", true}};
     v.read_deny = {{"/root/.ssh", true}};
     const std::string s = joined(bw::build_args(v, "true", {}));
     // Sockets after the /tmp and /run tmpfs; extra flags after every bind; read-only paths
     // after the extra flags (which cannot undo them); masks last.
-    BOOST_TEST(s.find("--tmpfs /tmp") < s.find("--bind /run/user/0/agent.sock"));
+    BOOST_TEST(s.find("--tmpfs /tmp") < s.find("--ro-bind /run/user/0/agent.sock"));
     BOOST_TEST(s.find("--bind /srv/p /srv/p") < s.find("--hostname box"));
-    BOOST_TEST(s.find("--hostname box") < s.find("--ro-bind /srv/p/.git /srv/p/.git"));
-    BOOST_TEST(s.find("--ro-bind /srv/p/.git /srv/p/.git") <
+    BOOST_TEST(s.find("--hostname box") < s.find("--bind /srv/p/.git /srv/p/.git"));
+    BOOST_TEST(s.find("--bind /srv/p/.git /srv/p/.git") < // pinned first
                s.find("--ro-bind /srv/p/.git/hooks /srv/p/.git/hooks"));
     BOOST_TEST(s.find("--ro-bind /srv/p/.git/hooks") < s.find("--tmpfs /root/.ssh"));
 }
 
 namespace {
 
-// Paths under /host exist (resolved to themselves); everything else does not.
-std::string fake_resolve(const std::string& p) { return p.rfind("/host", 0) == 0 ? p : ""; }
-
+// Paths resolve to themselves, but /host/link, which resolves to the masked /host/home/.ssh;
+// only paths under /host exist.
 sandbox::outcome<void> check(std::vector<std::string> flags)
 {
     const std::vector<bw::masked_path> masked{{"/host/home/.ssh", true}};
-    return bw::check_extra_flags(flags, masked, fake_resolve);
+    const bw::path_probe probe{
+        [](const std::string& p) { return p == "/host/link" ? "/host/home/.ssh" : p; },
+        [](const std::string& p) { return p.rfind("/host", 0) == 0; }};
+    return bw::check_extra_flags(flags, masked, {"/host/work", "/srv/p"}, probe);
 }
 
 } // namespace
@@ -140,6 +142,7 @@ BOOST_AUTO_TEST_CASE(extra_flags_allowed)
              {},
              {"--hostname", "box"},
              {"--ro-bind", "/host/data", "/data", "--ro-bind-try", "/nowhere", "/opt/x"},
+             {"--remount-ro", "/srv/p/docs"}, // only makes less writable
              {"--symlink", "/usr/bin", "/bin2", "--dir", "/work"},
              {"--perms", "0700", "--tmpfs", "/scratch", "--size", "1048576", "--tmpfs", "/s2"},
              {"--perms", "755", "--dir", "/d", "--remount-ro", "/d"},
@@ -170,6 +173,13 @@ BOOST_AUTO_TEST_CASE(extra_flags_refused)
              {"--ro-bind", "/host/home/.ssh", "/x"},   // shows a hidden path elsewhere
              {"--ro-bind", "/host/home/.ssh/id", "/x"},
              {"--ro-bind", "/host/home", "/x"},        // contains one
+             {"--ro-bind-try", "/host/link", "/x"},    // resolves into one
+             {"--ro-bind", "host/data", "/x"},         // relative: bwrap reads it from /
+             {"--ro-bind", "/host/work/data", "/x"},   // the command could swap it
+             {"--ro-bind", "/host/data", "/srv/p/x"},  // would make a host entry
+             {"--symlink", "/usr", "/srv/p/usr"},
+             {"--dir", "/srv/p/new"},
+             {"--tmpfs", "relative"},
              {"--perms", "0999", "--tmpfs", "/x"},     // not octal
              {"--perms", "0700", "--ro-bind", "/host/data", "/x"}, // --perms before a bind
              {"--perms", "0700"},
@@ -204,7 +214,7 @@ BOOST_AUTO_TEST_CASE(the_built_in_write_deny_list)
 BOOST_AUTO_TEST_CASE(write_deny_targets_per_writable_directory)
 {
     auto t = bw::write_deny_targets({"/srv/p", "/srv/cache"},
-                                    {"Makefile", "/srv/p/ci/./deploy.sh", "/elsewhere/x"});
+                                    {"Makefile", "/srv/p/ci/./deploy.sh"});
     BOOST_TEST_REQUIRE(t.has_value());
     auto has = [&](const std::string& dir, const std::string& rel, bool always) {
         return std::any_of(t->begin(), t->end(), [&](const bw::write_deny_target& x) {
@@ -218,8 +228,9 @@ BOOST_AUTO_TEST_CASE(write_deny_targets_per_writable_directory)
     BOOST_TEST(has("/srv/p", "ci/deploy.sh", true)); // absolute: where it lies
     BOOST_TEST(!has("/srv/cache", "ci/deploy.sh", true));
     const std::size_t builtin = bw::default_write_deny().size();
-    BOOST_TEST(t->size() == 2 * builtin + 3); // outside every writable directory: read-only anyway
-    for (const char* bad : {"", "..", "a/../../b", "/srv/p/../etc"})
+    BOOST_TEST(t->size() == 2 * builtin + 3);
+    // Outside every writable directory (read-only anyway, or misspelt), empty, climbing: refused.
+    for (const char* bad : {"", "..", "a/../../b", "/srv/p/../etc", "/elsewhere/x", "/srv/p"})
     {
         auto r = bw::write_deny_targets({"/srv/p"}, {bad});
         BOOST_TEST(!r.has_value(), bad);

@@ -74,8 +74,9 @@ struct spawn_plan
     unique_fd inner_status{};
     /// The command as the caller named it (diagnostics of a wrapped run).
     std::string inner_command{};
-    /// Kept alive until the command's result is delivered (its whole tree is gone): a
-    /// backend's resources for this command, released by their destructor.
+    /// A backend's resources for this command, released (by their destructor) once the
+    /// worker reports the whole tree gone; never released when no report comes (the caller
+    /// went away mid-run: the tree may still be running while the worker kills it).
     std::shared_ptr<void> held{};
 };
 
