@@ -544,6 +544,26 @@ sampler_run ours_sampler(int trees, const std::string& secs, std::chrono::nanose
 
 // ---------------------------------------------------------------- cases
 
+// One round of per-exec times: its median and p99 for ours and the baseline.
+void add_round(figure& med, figure& p99, const std::vector<double>& base,
+               const std::vector<double>& ours)
+{
+    med.baseline_rounds.push_back(percentile(base, 50));
+    med.value_rounds.push_back(percentile(ours, 50));
+    p99.baseline_rounds.push_back(percentile(base, 99));
+    p99.value_rounds.push_back(percentile(ours, 99));
+}
+
+// Each figure: the median over its rounds.
+void settle(std::initializer_list<figure*> figs)
+{
+    for (auto* f : figs)
+    {
+        f->value = median(f->value_rounds);
+        f->baseline = median(f->baseline_rounds);
+    }
+}
+
 void case_seq_true(const config& cfg)
 {
     const command floor_cmd({"/bin/true"});
@@ -557,16 +577,9 @@ void case_seq_true(const config& cfg)
     {
         auto f = raw_floor::run_sequential(floor_cmd, cfg.n);
         auto o = ours_sequential(req, cfg.n);
-        med.baseline_rounds.push_back(percentile(f, 50));
-        med.value_rounds.push_back(percentile(o, 50));
-        p99.baseline_rounds.push_back(percentile(f, 99));
-        p99.value_rounds.push_back(percentile(o, 99));
+        add_round(med, p99, f, o);
     }
-    for (auto* f : {&med, &p99})
-    {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
-    }
+    settle({&med, &p99});
     med.target = "ratio <= 1.10";
     med.pass = med.ratio() <= 1.10;
     print_block("seq_true: sequential /bin/true, stdout+stderr captured, N=" +
@@ -598,16 +611,9 @@ void case_seq_true_bwrap(const config& cfg)
             f = raw_floor::run_sequential(bare, n), o = bwrap_sequential(req, n);
         else
             o = bwrap_sequential(req, n), f = raw_floor::run_sequential(bare, n);
-        med.baseline_rounds.push_back(percentile(f, 50));
-        med.value_rounds.push_back(percentile(o, 50));
-        p99.baseline_rounds.push_back(percentile(f, 99));
-        p99.value_rounds.push_back(percentile(o, 99));
+        add_round(med, p99, f, o);
     }
-    for (auto* f : {&med, &p99})
-    {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
-    }
+    settle({&med, &p99});
     med.target = "ratio <= 1.10";
     med.pass = med.ratio() <= 1.10;
     print_block("seq_true_bwrap: sequential /bin/true inside bwrap, N=" + std::to_string(n) +

@@ -35,6 +35,26 @@ using sandbox::exec_status;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// Runs `body` on `ioc` until it completes or `limit` passes; true when it completed. An
+// exception from it fails the test with its message.
+template <class Body>
+bool run_coroutine(asio::io_context& ioc, Body body, std::chrono::seconds limit)
+{
+    bool done = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            co_await body();
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        });
+    ioc.run_for(limit);
+    return done;
+}
+
 // A directory outside /tmp (which the sandbox replaces with its own): what the sandbox would
 // otherwise see of the host. Removed on destruction.
 class host_dir
@@ -207,7 +227,7 @@ BOOST_FIXTURE_TEST_CASE(deny_all_leaves_only_loopback_and_masks_run, bwrap_fixtu
 BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fixture)
 {
     std::string inside, bwrap_cmdline;
-    asio::co_spawn(
+    BOOST_TEST(run_coroutine(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -232,11 +252,7 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
             bwrap_cmdline.assign(std::istreambuf_iterator<char>(f), {});
             co_await s->close();
         },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(30s);
+        30s));
     BOOST_TEST(inside.rfind("s3cr3t-value\n/proc/self/fd/4 --init 3 -- /bin/sh", 0) == 0, inside);
     BOOST_TEST(inside.find("s3cr3t-value", 1) == std::string::npos);
     BOOST_TEST(bwrap_cmdline.rfind("bwrap", 0) != std::string::npos, bwrap_cmdline);
@@ -433,8 +449,7 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_bwrap_view_flags_and_enforcement, sbx_test::
 
 BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
 {
-    bool done = false;
-    asio::co_spawn(
+    BOOST_TEST(run_coroutine(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -457,14 +472,8 @@ BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
             BOOST_TEST(contains(all, "got-hi"));
             BOOST_TEST(contains(all, "ro"));
             co_await s->close();
-            done = true;
         },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(20s);
-    BOOST_TEST(done);
+        20s));
 }
 
 
@@ -493,8 +502,7 @@ BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwr
 {
     namespace fs = std::filesystem;
     std::string first_out;
-    bool done = false;
-    asio::co_spawn(
+    BOOST_TEST(run_coroutine(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -516,14 +524,8 @@ BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwr
             for (auto& c : all.chunks)
                 first_out += c.data;
             co_await s->close();
-            done = true;
         },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(30s);
-    BOOST_TEST(done);
+        30s));
     BOOST_TEST(first_out.rfind("blocked\n", 0) == 0, first_out);
     BOOST_TEST(!fs::exists(root.path() / ".git")); // the stand-in went with the last command
 }
@@ -734,8 +736,7 @@ BOOST_AUTO_TEST_CASE(a_sandbox_that_cannot_be_set_up_is_an_error)
 // Signals a session sends reach the command inside; bwrap and the init survive them.
 BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
 {
-    bool done = false;
-    asio::co_spawn(
+    BOOST_TEST(run_coroutine(
         ioc,
         [&]() -> asio::awaitable<void> {
             auto read_until = [](std::shared_ptr<sandbox::session> s, std::string want)
@@ -791,14 +792,8 @@ BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
             auto pout = co_await read_until(p, "line-b");
             BOOST_TEST(contains(pout, "line-b"), pout);
             co_await p->close();
-            done = true;
         },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(60s);
-    BOOST_TEST(done);
+        60s));
 }
 
 // The command has no controlling terminal (the supervisor's session has none), so it cannot
@@ -860,9 +855,8 @@ BOOST_FIXTURE_TEST_CASE(a_symlinked_git_is_refused, bwrap_fixture)
 // init passes it on to the command's group.
 BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixture)
 {
-    bool done = false;
     std::string out;
-    asio::co_spawn(
+    BOOST_TEST(run_coroutine(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -887,14 +881,8 @@ BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixt
             BOOST_TEST((w.status == exec_status::exited));
             BOOST_TEST(w.exit_code == 5);
             co_await s->close();
-            done = true;
         },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(30s);
-    BOOST_TEST(done);
+        30s));
     BOOST_TEST(out == "ready\ngot-int\n");
 }
 
