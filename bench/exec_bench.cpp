@@ -240,12 +240,17 @@ const std::string& bwrap_root()
     return root;
 }
 
+sandbox::bwrap_runner_options bwrap_options()
+{
+    sandbox::bwrap_runner_options o;
+    o.root = bwrap_root();
+    return o;
+}
+
 std::vector<double> bwrap_sequential(const sandbox::exec_request& proto, int n)
 {
     asio::io_context ioc;
-    sandbox::bwrap_runner_options o;
-    o.root = bwrap_root();
-    sandbox::bwrap_runner runner(ioc.get_executor(), o);
+    sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
     return sequential_on(ioc, runner, proto, n);
 }
 
@@ -254,9 +259,7 @@ std::vector<double> bwrap_sequential(const sandbox::exec_request& proto, int n)
 std::vector<std::string> bare_bwrap_line()
 {
     asio::io_context ioc;
-    sandbox::bwrap_runner_options o;
-    o.root = bwrap_root();
-    sandbox::bwrap_runner runner(ioc.get_executor(), o);
+    sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
     std::string cmdline;
     asio::co_spawn(
         ioc,

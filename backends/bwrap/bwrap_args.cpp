@@ -131,12 +131,12 @@ bool well_formed(operand kind, const std::string& v)
     }
 }
 
-bool inside_any(const std::string& p, const std::vector<std::string>& dirs)
-{
-    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return within(p, d); });
-}
-
 } // namespace
+
+bool inside_any(const std::string& path, const std::vector<std::string>& dirs)
+{
+    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return within(path, d); });
+}
 
 outcome<void> check_extra_flags(const std::vector<std::string>& flags,
                                 const std::vector<masked_path>& masked,

@@ -112,6 +112,9 @@ const std::vector<write_deny_entry>& default_write_deny();
 /// True when `path` is `dir` or below it (both absolute and clean).
 bool within(const std::string& path, const std::string& dir);
 
+/// True when `path` is within one of `dirs`.
+bool inside_any(const std::string& path, const std::vector<std::string>& dirs);
+
 /// The built-in read-deny list under `home` (credentials and keys), whether they exist or not.
 std::vector<std::string> default_read_deny(const std::string& home);
 

@@ -7,6 +7,7 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "bwrap_args.hpp"
+#include "command_lookup.hpp"
 #include "write_deny.hpp"
 #include "work_dir.hpp"
 
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@ struct bwrap_runner::state
     std::string bwrap;          // the program, or empty when not found
     std::string home;           // the caller's home (for the built-in read-deny list)
     std::vector<std::string> writable;
+    std::vector<std::string> dirs; // the root, then the writable paths
     std::vector<bwrap::masked_path> masked;
     std::vector<bwrap::write_deny_target> write_deny;
     std::vector<std::string> sockets;
@@ -40,24 +43,13 @@ struct bwrap_runner::state
 
 namespace {
 
+// The configured program, else `bwrap` on our PATH, else /usr/bin/bwrap; empty: none.
 std::string find_bwrap(const std::string& configured)
 {
     if (!configured.empty())
         return ::access(configured.c_str(), X_OK) == 0 ? configured : std::string();
-    if (const char* path = std::getenv("PATH"))
-    {
-        std::string p = path;
-        for (std::size_t start = 0; start <= p.size();)
-        {
-            std::size_t end = p.find(':', start);
-            if (end == std::string::npos)
-                end = p.size();
-            const std::string dir = p.substr(start, end - start);
-            if (!dir.empty() && dir[0] == '/' && ::access((dir + "/bwrap").c_str(), X_OK) == 0)
-                return dir + "/bwrap";
-            start = end + 1;
-        }
-    }
+    if (auto found = local::find_command("bwrap", backend::host_environment(), AT_FDCWD))
+        return *found;
     return ::access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : std::string();
 }
 
@@ -95,8 +87,7 @@ void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& pat
         const char* why = nullptr;
         if (c.empty() || ::stat(c.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
             why = " is not an existing socket";
-        else if (std::any_of(dirs.begin(), dirs.end(),
-                             [&](const auto& d) { return bwrap::within(c, d); }))
+        else if (bwrap::inside_any(c, dirs))
             why = " lies in a writable directory (the command could replace it)";
         if (why)
         {
@@ -135,8 +126,9 @@ void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
             s.setup_error = r.error();
         s.writable.push_back(c);
     }
-    std::vector<std::string> dirs{o.root};
-    dirs.insert(dirs.end(), s.writable.begin(), s.writable.end());
+    s.dirs = {o.root};
+    s.dirs.insert(s.dirs.end(), s.writable.begin(), s.writable.end());
+    const auto& dirs = s.dirs;
     // Absolute entries resolved like the directories (a symlinked /home would not match).
     std::vector<std::string> deny_write;
     for (const auto& w : o.write_deny)
@@ -205,9 +197,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     v.read_deny = st.masked;
     v.sockets = st.sockets;
     v.extra_flags = opts.extra_flags;
-    std::vector<std::string> dirs{opts.root};
-    dirs.insert(dirs.end(), st.writable.begin(), st.writable.end());
-    auto protect = bwrap::resolve_write_deny(st.write_deny, dirs);
+    auto protect = bwrap::resolve_write_deny(st.write_deny, st.dirs);
     if (!protect)
         return protect.error();
     v.protect = std::move(protect->paths);
@@ -352,15 +342,9 @@ enforcement_report bwrap_runner::enforcement() const
         e.unavailable = "bubblewrap (bwrap) was not found";
         return e;
     }
-    e.env_allow_list = true;
+    e = backend::supervised_enforcement();
     e.net_modes = {net_mode::deny_all};
-    const bool s = sampler_usable();
-    e.memory_cap = s;
-    e.cpu_cap = s;
-    e.process_cap = s;
-    e.task_cap = s;
     e.filesystem_bounds = true;
-    e.tree_kill = true;
     return e;
 }
 

@@ -84,11 +84,6 @@ std::vector<std::string> components(const std::string& rel)
     return out;
 }
 
-bool inside_any(const std::string& p, const std::vector<std::string>& dirs)
-{
-    return std::any_of(dirs.begin(), dirs.end(), [&](const auto& d) { return within(p, d); });
-}
-
 // True when the directory `path` holds nothing (or cannot be listed).
 bool empty_dir(const std::string& path)
 {

@@ -75,15 +75,7 @@ local_runner::~local_runner() = default; // the registry kills the sessions stil
 
 enforcement_report local_runner::enforcement() const
 {
-    enforcement_report e;
-    e.env_allow_list = true;
-    bool s = sampler_usable();
-    e.memory_cap = s;
-    e.cpu_cap = s;
-    e.process_cap = s;
-    e.task_cap = s;
-    e.tree_kill = true;
-    return e;
+    return backend::supervised_enforcement();
 }
 
 asio::awaitable<exec_result> local_runner::exec(exec_request req)

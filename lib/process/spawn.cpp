@@ -40,7 +40,31 @@ struct action_cache
     }
 };
 
-// Returns the file actions for these descriptors, or an errno value in `rc`.
+// What the child does before exec, in order: enter the work directory; take the terminal
+// (when `tty` names one: the child is a session leader by then, since POSIX_SPAWN_SETSID acts
+// before the file actions, so opening the slave without O_NOCTTY makes it the controlling
+// terminal) or the three descriptors as 0-2; the extra descriptors onto 3, 4, ... (their
+// sources lie above that range: see spawn_command); close everything above. 0 or an errno.
+int add_actions(posix_spawn_file_actions_t& fa, int dir, int in, int out, int err,
+                const std::string& tty, const std::vector<int>& extra)
+{
+    int rc = dir >= 0 ? ::posix_spawn_file_actions_addfchdir_np(&fa, dir) : 0;
+    if (!tty.empty())
+    {
+        rc = rc ? rc : ::posix_spawn_file_actions_addclose(&fa, 0);
+        rc = rc ? rc : ::posix_spawn_file_actions_addopen(&fa, 0, tty.c_str(), O_RDWR, 0);
+        in = out = err = 0;
+    }
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, in, 0);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, out, 1);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, err, 2);
+    for (std::size_t i = 0; i < extra.size() && rc == 0; ++i)
+        rc = ::posix_spawn_file_actions_adddup2(&fa, extra[i], 3 + static_cast<int>(i));
+    return rc ? rc
+              : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3 + static_cast<int>(extra.size()));
+}
+
+// Returns the file actions for plain runs, or an errno value in `rc`.
 posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int& rc)
 {
     thread_local action_cache cache;
@@ -50,13 +74,7 @@ posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int&
     cache.reset();
     ::posix_spawn_file_actions_init(&cache.fa);
     cache.valid = true;
-    rc = 0;
-    if (dir >= 0)
-        rc = ::posix_spawn_file_actions_addfchdir_np(&cache.fa, dir);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, in, 0);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, out, 1);
-    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&cache.fa, err, 2);
-    rc = rc ? rc : ::posix_spawn_file_actions_addclosefrom_np(&cache.fa, 3);
+    rc = add_actions(cache.fa, dir, in, out, err, {}, {});
     if (rc != 0)
     {
         cache.reset();
@@ -66,58 +84,21 @@ posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int&
     return &cache.fa;
 }
 
-// The extra descriptors onto 3, 4, ... (their sources lie above that range: see
-// spawn_command), then everything above them closed.
-int add_extra(posix_spawn_file_actions_t& fa, const std::vector<int>& extra)
-{
-    int rc = 0;
-    for (std::size_t i = 0; i < extra.size() && rc == 0; ++i)
-        rc = ::posix_spawn_file_actions_adddup2(&fa, extra[i], 3 + static_cast<int>(i));
-    return rc ? rc
-              : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3 + static_cast<int>(extra.size()));
-}
-
-// Runs with extra descriptors: a fresh set each time (rare: wrapped commands only).
-struct extra_actions
+// Terminal runs and runs with extra descriptors: a fresh set each time (the terminal's path
+// differs; wrapped commands are rare).
+struct fresh_actions
 {
     posix_spawn_file_actions_t fa;
     int rc = 0;
-    extra_actions(int dir, int in, int out, int err, const std::vector<int>& extra)
+    fresh_actions(int dir, int in, int out, int err, const std::string& tty,
+                  const std::vector<int>& extra)
     {
         ::posix_spawn_file_actions_init(&fa);
-        if (dir >= 0)
-            rc = ::posix_spawn_file_actions_addfchdir_np(&fa, dir);
-        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, in, 0);
-        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, out, 1);
-        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, err, 2);
-        rc = rc ? rc : add_extra(fa, extra);
+        rc = add_actions(fa, dir, in, out, err, tty, extra);
     }
-    extra_actions(const extra_actions&) = delete;
-    extra_actions& operator=(const extra_actions&) = delete;
-    ~extra_actions() { ::posix_spawn_file_actions_destroy(&fa); }
-};
-
-// Terminal runs: a fresh set each time (the path differs). The child is a session leader by
-// then (POSIX_SPAWN_SETSID acts before the file actions), so opening the slave without
-// O_NOCTTY makes it the controlling terminal.
-struct tty_actions
-{
-    posix_spawn_file_actions_t fa;
-    int rc = 0;
-    tty_actions(int dir, const std::string& path, const std::vector<int>& extra)
-    {
-        ::posix_spawn_file_actions_init(&fa);
-        if (dir >= 0)
-            rc = ::posix_spawn_file_actions_addfchdir_np(&fa, dir);
-        rc = rc ? rc : ::posix_spawn_file_actions_addclose(&fa, 0);
-        rc = rc ? rc : ::posix_spawn_file_actions_addopen(&fa, 0, path.c_str(), O_RDWR, 0);
-        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
-        rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
-        rc = rc ? rc : add_extra(fa, extra);
-    }
-    tty_actions(const tty_actions&) = delete;
-    tty_actions& operator=(const tty_actions&) = delete;
-    ~tty_actions() { ::posix_spawn_file_actions_destroy(&fa); }
+    fresh_actions(const fresh_actions&) = delete;
+    fresh_actions& operator=(const fresh_actions&) = delete;
+    ~fresh_actions() { ::posix_spawn_file_actions_destroy(&fa); }
 };
 
 // New process group (or session), empty signal mask, default dispositions (but for the job
@@ -190,20 +171,13 @@ int spawn_command(const spawn_args& a, pid_t& pid)
             return errno;
         extra.push_back(moved.back().get());
     }
-    std::optional<tty_actions> on_tty;
-    std::optional<extra_actions> with_extra;
+    std::optional<fresh_actions> fresh;
     posix_spawn_file_actions_t* fa = nullptr;
-    if (tty && rc == 0)
+    if (rc == 0 && (tty || !extra.empty()))
     {
-        on_tty.emplace(a.work_dir_fd, a.tty_path, extra);
-        rc = on_tty->rc;
-        fa = &on_tty->fa;
-    }
-    else if (rc == 0 && !extra.empty())
-    {
-        with_extra.emplace(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, extra);
-        rc = with_extra->rc;
-        fa = &with_extra->fa;
+        fresh.emplace(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, a.tty_path, extra);
+        rc = fresh->rc;
+        fa = &fresh->fa;
     }
     else if (rc == 0)
         fa = file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);

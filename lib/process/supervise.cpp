@@ -888,6 +888,19 @@ void take_common(exec_request& req, std::int64_t default_max_output_bytes,
     plan.backend_name = std::move(backend_name);
 }
 
+enforcement_report supervised_enforcement()
+{
+    enforcement_report e;
+    e.env_allow_list = true;
+    const bool s = sampler_usable();
+    e.memory_cap = s;
+    e.cpu_cap = s;
+    e.process_cap = s;
+    e.task_cap = s;
+    e.tree_kill = true;
+    return e;
+}
+
 outcome<status_init> make_status_init()
 {
     // The helper program, opened once it can be: the wrapper runs it from its fd 4

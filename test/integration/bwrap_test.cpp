@@ -3,6 +3,7 @@
 // the environment kept off the command line, the tree kill, timeouts, sessions, refusals.
 #include <boost/test/unit_test.hpp>
 
+#include "session_support.hpp"
 #include "support.hpp"
 
 #include <sandbox/bwrap_runner.hpp>
@@ -34,26 +35,6 @@ using sandbox::errc;
 using sandbox::exec_status;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-// Runs `body` on `ioc` until it completes or `limit` passes; true when it completed. An
-// exception from it fails the test with its message.
-template <class Body>
-bool run_coroutine(asio::io_context& ioc, Body body, std::chrono::seconds limit)
-{
-    bool done = false;
-    asio::co_spawn(
-        ioc,
-        [&]() -> asio::awaitable<void> {
-            co_await body();
-            done = true;
-        },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(limit);
-    return done;
-}
 
 // A directory outside /tmp (which the sandbox replaces with its own): what the sandbox would
 // otherwise see of the host. Removed on destruction.
@@ -227,32 +208,25 @@ BOOST_FIXTURE_TEST_CASE(deny_all_leaves_only_loopback_and_masks_run, bwrap_fixtu
 BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fixture)
 {
     std::string inside, bwrap_cmdline;
-    BOOST_TEST(run_coroutine(
+    sbx_test::run_coro(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
             spec.command = "/bin/sh";
-            spec.args = {"-c", "echo \"$SBX_SECRET\"; tr '\\0' ' ' < /proc/1/cmdline; echo; read x"};
+            spec.args = {"-c", "echo \"$SBX_SECRET\"; tr '\\0' ' ' < /proc/1/cmdline; echo; "
+                               "echo done-reading; read x"};
             spec.options.env.allow = std::vector<std::string>{"PATH"};
             spec.options.env.inject["SBX_SECRET"] = "s3cr3t-value";
             auto s = co_await runner.sessions()->start(spec);
             std::uint64_t at = 0;
-            while (std::count(inside.begin(), inside.end(), '\n') < 2)
-            {
-                auto o = co_await s->read(at, 4096);
-                at = o.next;
-                for (auto& c : o.chunks)
-                    inside += c.data;
-                if (o.eof)
-                    break; // it ended early: the checks below say how
-            }
+            inside = co_await sbx_test::read_until(*s, at, "done-reading\n");
             // bwrap's command line, seen from the host (any local user can read it); read
             // once the command ran, as right after the spawn it may not be set up yet.
             std::ifstream f("/proc/" + std::to_string(s->pid()) + "/cmdline");
             bwrap_cmdline.assign(std::istreambuf_iterator<char>(f), {});
             co_await s->close();
         },
-        30s));
+        30s);
     BOOST_TEST(inside.rfind("s3cr3t-value\n/proc/self/fd/4 --init 3 -- /bin/sh", 0) == 0, inside);
     BOOST_TEST(inside.find("s3cr3t-value", 1) == std::string::npos);
     BOOST_TEST(bwrap_cmdline.rfind("bwrap", 0) != std::string::npos, bwrap_cmdline);
@@ -449,7 +423,7 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_bwrap_view_flags_and_enforcement, sbx_test::
 
 BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
 {
-    BOOST_TEST(run_coroutine(
+    sbx_test::run_coro(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -458,22 +432,13 @@ BOOST_FIXTURE_TEST_CASE(sessions_run_inside_the_sandbox, bwrap_fixture)
                                "touch /etc/sbx-x 2>/dev/null || echo ro"};
             auto s = co_await runner.sessions()->start(spec);
             co_await s->write("hi\n");
-            std::string all;
-            std::uint64_t at = 0;
-            for (;;)
-            {
-                auto o = co_await s->read(at, 4096);
-                at = o.next;
-                for (auto& c : o.chunks)
-                    all += c.data;
-                if (o.eof)
-                    break;
-            }
+            const auto d = co_await sbx_test::read_all(*s);
+            const std::string all = d.out + d.err;
             BOOST_TEST(contains(all, "got-hi"));
             BOOST_TEST(contains(all, "ro"));
             co_await s->close();
         },
-        20s));
+        20s);
 }
 
 
@@ -502,7 +467,7 @@ BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwr
 {
     namespace fs = std::filesystem;
     std::string first_out;
-    BOOST_TEST(run_coroutine(
+    sbx_test::run_coro(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -520,12 +485,10 @@ BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwr
             co_await s->write("go\n");
             auto w = co_await s->wait();
             BOOST_TEST((w.status == exec_status::exited));
-            auto all = co_await s->read(0, 4096);
-            for (auto& c : all.chunks)
-                first_out += c.data;
+            first_out = (co_await sbx_test::read_all(*s)).out;
             co_await s->close();
         },
-        30s));
+        30s);
     BOOST_TEST(first_out.rfind("blocked\n", 0) == 0, first_out);
     BOOST_TEST(!fs::exists(root.path() / ".git")); // the stand-in went with the last command
 }
@@ -736,23 +699,20 @@ BOOST_AUTO_TEST_CASE(a_sandbox_that_cannot_be_set_up_is_an_error)
 // Signals a session sends reach the command inside; bwrap and the init survive them.
 BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
 {
-    BOOST_TEST(run_coroutine(
+    sbx_test::run_coro(
         ioc,
         [&]() -> asio::awaitable<void> {
-            auto read_until = [](std::shared_ptr<sandbox::session> s, std::string want)
-                -> asio::awaitable<std::string> {
-                std::string all;
+            // Everything a session wrote so far, read on until `want` shows (or the end).
+            struct reader
+            {
+                std::shared_ptr<sandbox::session> s;
                 std::uint64_t at = 0;
-                while (!contains(all, want))
+                std::string seen{};
+                asio::awaitable<std::string> until(std::string want)
                 {
-                    auto o = co_await s->read(at, 4096);
-                    if (o.chunks.empty() && o.eof)
-                        break;
-                    at = o.next;
-                    for (auto& c : o.chunks)
-                        all += c.data;
+                    seen += co_await sbx_test::read_until(*s, at, want);
+                    co_return seen;
                 }
-                co_return all;
             };
             // Pipes: SIGINT to the group; the shell traps it and goes on.
             sandbox::session_spec spec;
@@ -761,11 +721,12 @@ BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
             spec.args = {"-c", "trap 'echo got-int' INT; echo ready; "
                                "read x || read x; echo line-$x; exit 7"};
             auto s = co_await runner.sessions()->start(spec);
-            (void)co_await read_until(s, "ready\n");
+            reader rs{s};
+            (void)co_await rs.until("ready\n");
             BOOST_TEST(!s->signal(sandbox::session_signal::interrupt));
-            (void)co_await read_until(s, "got-int\n");
+            (void)co_await rs.until("got-int\n");
             co_await s->write("a\n");
-            auto out = co_await read_until(s, "line-a\n");
+            auto out = co_await rs.until("line-a\n");
             BOOST_TEST(contains(out, "got-int\nline-a\n"), out);
             BOOST_TEST(!s->close_input());
             auto w = co_await s->wait();
@@ -775,7 +736,8 @@ BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
             // terminate(): the command dies of SIGTERM, which is `terminated`.
             spec.args = {"-c", "echo ready; exec sleep 30"};
             auto t = co_await runner.sessions()->start(spec);
-            (void)co_await read_until(t, "ready\n");
+            reader rt{t};
+            (void)co_await rt.until("ready\n");
             auto tr = co_await t->terminate(5s);
             BOOST_TEST((tr.status == exec_status::terminated));
             BOOST_TEST(tr.signal == SIGTERM);
@@ -785,15 +747,16 @@ BOOST_FIXTURE_TEST_CASE(session_signals_reach_the_command, bwrap_fixture)
             spec.args = {"-c", "trap 'echo got-int' INT; echo ready; "
                                "read x || read x; echo line-$x"};
             auto p = co_await runner.sessions()->start(spec);
-            (void)co_await read_until(p, "ready");
+            reader rp{p};
+            (void)co_await rp.until("ready");
             BOOST_TEST(!p->signal(sandbox::session_signal::interrupt));
-            (void)co_await read_until(p, "got-int");
+            (void)co_await rp.until("got-int");
             co_await p->write("b\n");
-            auto pout = co_await read_until(p, "line-b");
+            auto pout = co_await rp.until("line-b");
             BOOST_TEST(contains(pout, "line-b"), pout);
             co_await p->close();
         },
-        60s));
+        60s);
 }
 
 // The command has no controlling terminal (the supervisor's session has none), so it cannot
@@ -856,7 +819,7 @@ BOOST_FIXTURE_TEST_CASE(a_symlinked_git_is_refused, bwrap_fixture)
 BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixture)
 {
     std::string out;
-    BOOST_TEST(run_coroutine(
+    sbx_test::run_coro(
         ioc,
         [&]() -> asio::awaitable<void> {
             sandbox::session_spec spec;
@@ -864,26 +827,98 @@ BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixt
             spec.args = {"sh", "-c", "trap 'echo got-int; exit 5' INT; echo ready; read x"};
             auto s = co_await runner.sessions()->start(spec);
             std::uint64_t at = 0;
-            while (!contains(out, "ready\n"))
-            {
-                auto o = co_await s->read(at, 4096);
-                at = o.next;
-                for (auto& c : o.chunks)
-                    out += c.data;
-                if (o.eof)
-                    break;
-            }
+            out = co_await sbx_test::read_until(*s, at, "ready\n");
             BOOST_TEST(!s->signal(sandbox::session_signal::interrupt));
             auto w = co_await s->wait();
-            auto rest = co_await s->read(at, 4096);
-            for (auto& c : rest.chunks)
-                out += c.data;
+            out += (co_await sbx_test::read_all(*s, at)).out;
             BOOST_TEST((w.status == exec_status::exited));
             BOOST_TEST(w.exit_code == 5);
             co_await s->close();
         },
-        30s));
+        30s);
     BOOST_TEST(out == "ready\ngot-int\n");
+}
+
+// --- hostile commands inside the sandbox -------------------------------------------------
+
+// A command that ignores SIGTERM and leaves a double-forked daemon: terminate() kills it all
+// after the grace.
+BOOST_AUTO_TEST_CASE(an_ignored_sigterm_and_a_daemon_do_not_survive_terminate)
+{
+    bwrap_fixture f(with_target_visible());
+    sbx_test::run_coro(f.ioc, [&]() -> asio::awaitable<void> {
+        sandbox::session_spec spec;
+        spec.command = sbx_test::target;
+        spec.args = {"ignore-term", "--then", "double-fork", "30000", "--then", "println",
+                     "ready", "--then", "sleep", "30000"};
+        auto s = co_await f.runner.sessions()->start(spec);
+        std::uint64_t at = 0;
+        (void)co_await sbx_test::read_until(*s, at, "ready\n");
+        BOOST_TEST(sbx_test::helper_processes().size() >= 2u); // the command and its daemon
+        auto r = co_await s->terminate(300ms);
+        BOOST_TEST((r.status == exec_status::terminated), to_string(r.status));
+        BOOST_TEST(r.signal == SIGKILL); // SIGTERM was ignored
+        co_await s->close();
+    });
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+}
+
+// The supervisor's worker killed under a running sandbox: bwrap dies with its parent, the
+// namespace with bwrap, and the session reports the lost supervisor.
+BOOST_AUTO_TEST_CASE(the_worker_killed_takes_the_sandbox_with_it)
+{
+    bwrap_fixture f(with_target_visible());
+    sbx_test::run_coro(f.ioc, [&]() -> asio::awaitable<void> {
+        sandbox::session_spec spec;
+        spec.command = "/bin/sh";
+        spec.args = {"-c", sbx_test::target + " setsid-child 30000 detach & " + sbx_test::target +
+                               " println ready --then sleep 30000"};
+        auto s = co_await f.runner.sessions()->start(spec);
+        std::uint64_t at = 0;
+        (void)co_await sbx_test::read_until(*s, at, "ready\n");
+        // bwrap's parent is the worker we started for this session.
+        std::ifstream stat("/proc/" + std::to_string(s->pid()) + "/stat");
+        std::string line((std::istreambuf_iterator<char>(stat)), {});
+        const pid_t worker = std::stoi(line.substr(line.rfind(')') + 4));
+        BOOST_TEST_REQUIRE(worker > 1);
+        BOOST_TEST_REQUIRE(::kill(worker, SIGKILL) == 0);
+        auto r = co_await s->wait();
+        BOOST_TEST((r.status == exec_status::unenforceable), to_string(r.status));
+        BOOST_TEST(r.diag.limit == "supervisor");
+        co_await s->close();
+    });
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+}
+
+// The caller out of descriptors: every exec either runs correctly or fails cleanly before
+// anything starts; nothing is left behind, and the limit comes back.
+BOOST_FIXTURE_TEST_CASE(no_spare_descriptors_for_the_status_pipe, bwrap_fixture)
+{
+    BOOST_TEST_REQUIRE(sh("true").result.status == exec_status::exited); // probe done
+    for (int headroom : {0, 1, 2, 3, 4, 6, 8, 16})
+    {
+        sbx_test::run_outcome r;
+        {
+            sbx_test::fd_exhaustion guard(headroom);
+            BOOST_TEST_REQUIRE(guard.ok(), "could not lower RLIMIT_NOFILE");
+            r = sh("echo ran; kill -USR1 $$");
+        }
+        BOOST_TEST_MESSAGE("free descriptors " << headroom << ": " << r.result.diag.message);
+        if (r.result.status == exec_status::not_started)
+        {
+            BOOST_TEST(r.ec.failed());
+            BOOST_TEST(!r.result.diag.message.empty());
+            BOOST_TEST(r.result.out.data.empty());
+        }
+        else
+        {
+            BOOST_TEST((r.result.status == exec_status::signaled), r.result.diag.message);
+            BOOST_TEST(r.result.signal == SIGUSR1);
+            BOOST_TEST(r.result.out.data == "ran\n");
+        }
+        BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
+    }
+    BOOST_TEST(sh("echo after").result.out.data == "after\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 // replay after a reconnect, gaps, lag, cancellation of reads and writes, and leaks.
 #include <boost/test/unit_test.hpp>
 
+#include "session_support.hpp"
 #include "support.hpp"
 
 #include <sandbox/error.hpp>
@@ -37,67 +38,11 @@ using sandbox::exec_status;
 using sandbox::session;
 using sandbox::session_spec;
 
-void run_coro(asio::io_context& ioc, std::function<asio::awaitable<void>()> f,
-              std::chrono::seconds limit = 30s)
-{
-    bool done = false;
-    std::exception_ptr failure;
-    asio::co_spawn(ioc, std::move(f), [&](std::exception_ptr e) {
-        failure = e;
-        done = true;
-        ioc.stop(); // sessions still running are work; the test goes on without them
-    });
-    ioc.restart();
-    ioc.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(done, "coroutine did not complete within the time limit");
-    if (failure)
-        std::rethrow_exception(failure);
-}
-
-session_spec shell(std::string script, std::string id = {})
-{
-    session_spec s;
-    s.id = std::move(id);
-    s.command = "/bin/sh";
-    s.args = {"-c", std::move(script)};
-    return s;
-}
-
-// Reads from `from` until the output (both streams) contains `needle`; returns all of it.
-asio::awaitable<std::string> read_until(session& s, std::uint64_t& from, const std::string& needle)
-{
-    std::string all;
-    for (;;)
-    {
-        auto o = co_await s.read(from, 4096);
-        from = o.next;
-        for (auto& c : o.chunks)
-            all += c.data;
-        if (all.find(needle) != std::string::npos || o.eof)
-            co_return all;
-    }
-}
-
-// Everything until EOF, per stream.
-struct drained
-{
-    std::string out, err;
-    std::uint64_t next = 0;
-};
-asio::awaitable<drained> read_all(session& s, std::uint64_t from = 0)
-{
-    drained d;
-    d.next = from;
-    for (;;)
-    {
-        auto o = co_await s.read(d.next, 64 * 1024);
-        d.next = o.next;
-        for (auto& c : o.chunks)
-            (c.stream == sandbox::output_stream::err ? d.err : d.out) += c.data;
-        if (o.eof)
-            co_return d;
-    }
-}
+using sbx_test::drained;
+using sbx_test::read_all;
+using sbx_test::read_until;
+using sbx_test::run_coro;
+using sbx_test::shell;
 
 errc code_of(const sandbox::error& e) { return static_cast<errc>(e.code().value()); }
 

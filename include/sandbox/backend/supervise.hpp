@@ -8,6 +8,7 @@
 #include <sandbox/backend/caps.hpp>
 #include <sandbox/unique_fd.hpp>
 #include <sandbox/config.hpp>
+#include <sandbox/enforcement.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/failure.hpp>
@@ -79,6 +80,10 @@ struct spawn_plan
     /// went away mid-run: the tree may still be running while the worker kills it).
     std::shared_ptr<void> held{};
 };
+
+/// What every backend on the supervisor enforces: the environment policy, the sampled caps
+/// (memory, cpu, processes, tasks) where /proc can be read, and the whole-tree kill.
+SANDBOX_DECL enforcement_report supervised_enforcement();
 
 /// The helper's status init for a wrapped command (`spawn_plan::inner_status`).
 struct status_init
