@@ -3,6 +3,9 @@
 // Cases (each prints a table and one JSON line per figure; ratio = value / baseline):
 //   seq_true               sequential /bin/true, stdout+stderr captured: median and p99 us
 //   seq_true_bwrap         the same inside bwrap, against the local backend: median us
+//   seq_true_chain         the same through the policy chain (defaults, approval whose
+//                          predicates do not match, command gate), against the bare local
+//                          runner: median us
 //   conc64_true            /bin/true with 64 in flight on one thread: execs/s
 //   out512_discard         `head -c 512MiB /dev/zero`, max_output_bytes = 1: MB/s
 //   out512_cap1m           the same with a 1 MiB cap: MB/s, and peak RSS of the process
@@ -23,6 +26,7 @@
 #include <sandbox/exec_result.hpp>
 #include <sandbox/bwrap_runner.hpp>
 #include <sandbox/local_runner.hpp>
+#include <sandbox/policy.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
 
@@ -79,7 +83,8 @@ struct config
 
 const char* const all_cases[] = {"seq_true",     "conc64_true",        "out512_discard",
                                  "out512_cap1m", "sampler_1tree_10ms", "sampler_100trees_50ms",
-                                 "seq_true_bwrap"};
+                                 "seq_true_bwrap",
+                                 "seq_true_chain"};
 
 [[noreturn]] void fail(const std::string& what)
 {
@@ -219,6 +224,46 @@ std::vector<double> ours_sequential(const sandbox::exec_request& proto, int n)
     asio::io_context ioc;
     sandbox::local_runner runner(ioc.get_executor(), runner_options(sandbox::default_sample_interval));
     return sequential_on(ioc, runner, proto, n);
+}
+
+// The local runner and the whole policy chain over another local runner (defaults that
+// merge, three approval predicates that do not match /bin/true, the command gate), on one
+// io_context, exec by exec in turn: host drift falls on both alike. Per-exec microseconds:
+// {bare, chain}.
+std::pair<std::vector<double>, std::vector<double>> chain_alternating(
+    const sandbox::exec_request& proto, int n)
+{
+    asio::io_context ioc;
+    sandbox::local_runner bare(ioc.get_executor(), runner_options(sandbox::default_sample_interval));
+    sandbox::local_policy p;
+    p.defaults.timeout = std::chrono::minutes(10);
+    p.defaults.env.inject = {{"SANDBOX_CHAIN", "1"}};
+    p.defaults.limits.max_processes = 1024;
+    p.allowed_commands = std::vector<std::string>{"/bin/true"};
+    p.approval.predicates = {sandbox::command_patterns({"rm", "mkfs*", "dd"}),
+                             sandbox::net_non_default(), sandbox::work_dir_outside_root("/")};
+    auto chain = sandbox::compose_local(
+        std::make_unique<sandbox::local_runner>(ioc.get_executor(),
+                                                runner_options(sandbox::default_sample_interval)),
+        std::move(p));
+    std::vector<double> b, c;
+    b.reserve(static_cast<std::size_t>(n));
+    c.reserve(static_cast<std::size_t>(n));
+    std::function<void()> next = [&] {
+        const bool on_chain = b.size() > c.size();
+        auto& out = on_chain ? c : b;
+        auto t0 = clock_type::now();
+        sandbox::async_exec(on_chain ? *chain : static_cast<sandbox::runner&>(bare), proto,
+                            [&, t0](boost::system::error_code ec, sandbox::exec_result r) {
+                                out.push_back(seconds_since(t0) * 1e6);
+                                check_exited(ec, r, "seq_true_chain /bin/true");
+                                if (static_cast<int>(c.size()) < n)
+                                    next();
+                            });
+    };
+    next();
+    ioc.run();
+    return {std::move(b), std::move(c)};
 }
 
 // The same chain on the bwrap backend (root /tmp: the bench writes nothing).
@@ -629,6 +674,37 @@ void case_seq_true_bwrap(const config& cfg)
                  "(one more exec and fork), write-deny resolution"});
 }
 
+// What the policy chain adds to an exec: the composed chain against the bare local runner,
+// alternating within the same run.
+void case_seq_true_chain(const config& cfg)
+{
+    // The request already holds what the defaults merge in, so both run the same effective
+    // options (a cap would start the sampler) and only the chain's own work differs.
+    auto req = make_request("/bin/true", {});
+    req.options.timeout = std::chrono::minutes(10);
+    req.options.env.inject = {{"SANDBOX_CHAIN", "1"}};
+    req.options.limits.max_processes = 1024;
+    chain_alternating(req, std::max(10, cfg.n / 20)); // warm-up
+    figure med{"seq_true_chain", "median per exec", "us"};
+    figure p99{"seq_true_chain_p99", "p99 per exec", "us"};
+    for (int r = 0; r < cfg.rounds; ++r)
+    {
+        auto [b, o] = chain_alternating(req, cfg.n);
+        add_round(med, p99, b, o);
+    }
+    settle({&med, &p99});
+    med.target = "ratio <= 1.02";
+    med.pass = med.ratio() <= 1.02;
+    print_block("seq_true_chain: sequential /bin/true through the policy chain, N=" +
+                    std::to_string(cfg.n) + " x " + std::to_string(cfg.rounds) +
+                    " rounds (time per exec; ratio = chain/bare local runner)",
+                "local", {med, p99},
+                {"local: an async_exec chain on local_runner, in turn with ours on the same "
+                 "io_context (exec by exec)",
+                 "ours: the same through compose_local: defaults merged, 3 approval predicates "
+                 "that do not match, the command gate; no audit sink"});
+}
+
 void case_conc64_true(const config& cfg)
 {
     const int inflight = 64;
@@ -941,6 +1017,8 @@ int main(int argc, char** argv)
         case_seq_true(cfg);
     if (cfg.want("seq_true_bwrap"))
         case_seq_true_bwrap(cfg);
+    if (cfg.want("seq_true_chain"))
+        case_seq_true_chain(cfg);
     if (cfg.want("conc64_true"))
         case_conc64_true(cfg);
     if (cfg.want("out512_discard") || cfg.want("out512_cap1m"))

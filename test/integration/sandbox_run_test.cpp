@@ -30,6 +30,7 @@ using sandbox::exec_status;
 namespace {
 
 const std::string sandbox_run = SBX_SANDBOX_RUN;
+std::string sandbox_run_path() { return SBX_SANDBOX_RUN; }
 
 // A local runner in a fresh temp root (the helper-leak check included) that runs sandbox-run.
 struct cli_fixture : sbx_test::local_fixture
@@ -549,6 +550,95 @@ BOOST_FIXTURE_TEST_CASE(sigint_and_sigterm_cancel_and_exit_130, cli_fixture)
             BOOST_TEST(starts_with(r.err.data, "sandbox-run: aborted: "), r.err.data);
         }
     }
+}
+
+BOOST_FIXTURE_TEST_CASE(allow_command_gates_what_runs, cli_fixture)
+{
+    auto ok = run_cli({"--allow-command", "/bin/sh", "--", "/bin/sh", "-c", "echo ran"});
+    BOOST_TEST(ok.exit_code == 0);
+    BOOST_TEST(ok.out.data == "ran\n");
+    auto no = run_cli({"--json", "--allow-command", "/bin/sh", "--", "touch", "made"});
+    BOOST_TEST(no.exit_code == 125);
+    auto j = parse_json(no.out.data);
+    BOOST_TEST(j.at("error").at("code").as_string() == "policy_denied");
+    BOOST_TEST(j.at("status").as_string() == "not_started");
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+    // Exact names: the path is not the name.
+    auto path = run_cli({"--allow-command", "touch", "--", "/usr/bin/touch", "made"});
+    BOOST_TEST(path.exit_code == 125);
+    BOOST_TEST(path.err.data.find("policy_denied") != std::string::npos, path.err.data);
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+}
+
+BOOST_FIXTURE_TEST_CASE(ask_without_a_terminal_denies_and_piped_input_cannot_answer, cli_fixture)
+{
+    // setsid: no controlling terminal, whatever the test runs under. "y" waits on stdin.
+    sandbox::exec_request req;
+    req.command = "setsid";
+    req.args = {"-w", sandbox_run_path(), "--json", "--ask", "touch", "--", "touch", "made"};
+    req.options.input = "y\nyes\n";
+    req.options.timeout = 25s;
+    auto out = run(std::move(req), 30s);
+    BOOST_TEST_REQUIRE(!out.ec);
+    BOOST_TEST(out.result.exit_code == 125);
+    auto j = parse_json(out.result.out.data);
+    BOOST_TEST(j.at("error").at("code").as_string() == "policy_denied");
+    BOOST_TEST(std::string(j.at("error").at("message").as_string()).find("no terminal") !=
+               std::string::npos);
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+    // A command no pattern matches runs without asking.
+    auto other = run_cli({"--ask", "touch", "--", "/bin/sh", "-c", "echo free"});
+    BOOST_TEST(other.exit_code == 0);
+    BOOST_TEST(other.out.data == "free\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(audit_lines_from_concurrent_runs_stay_whole, cli_fixture)
+{
+    // 24 sandbox-run processes at once append to one file; each line is ~5 KB (a long
+    // argument), more than a pipe's atomic size, so only whole-line appends keep them intact.
+    const auto audit = root.path() / "audit.jsonl";
+    std::ofstream(audit) << "{\"earlier\":true}\n";
+    const std::string long_arg(5000, 'a');
+    const std::string script =
+        "i=0; while [ $i -lt 24 ]; do \"$0\" --audit \"$1\" --allow-command /bin/sh -- "
+        "/bin/sh -c 'exit 0' \"$2\" & i=$((i+1)); done; "
+        "\"$0\" --audit \"$1\" --allow-command /bin/sh -- /bin/false; wait";
+    auto r = run_cli_via("/bin/sh", {"-c", script, sandbox_run_path(), audit.string(), long_arg});
+    BOOST_TEST(r.exit_code == 0);
+    std::ifstream in(audit);
+    std::string line;
+    int lines = 0, allowed = 0, finished = 0, denied = 0;
+    while (std::getline(in, line))
+    {
+        ++lines;
+        boost::system::error_code ec;
+        auto v = boost::json::parse(line, ec);
+        BOOST_TEST_REQUIRE(!ec, "torn or invalid line " << lines);
+        if (lines == 1)
+        {
+            BOOST_TEST(v.as_object().contains("earlier")); // appended, never truncated
+            continue;
+        }
+        const auto ev = std::string(v.as_object().at("event").as_string());
+        allowed += ev == "allowed";
+        finished += ev == "finished";
+        denied += ev == "denied";
+        if (ev == "finished")
+            BOOST_TEST(v.as_object().at("exit_code").as_int64() == 0);
+    }
+    BOOST_TEST(allowed == 24);
+    BOOST_TEST(finished == 24);
+    BOOST_TEST(denied == 1); // /bin/false is not on the list
+    BOOST_TEST(lines == 1 + 24 * 2 + 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_audit_file_that_cannot_be_opened_stops_the_run, cli_fixture)
+{
+    auto r = run_cli({"--json", "--audit", (root.path() / "no" / "such" / "a").string(), "--",
+                      "touch", "made"});
+    BOOST_TEST(r.exit_code == 125);
+    BOOST_TEST(parse_json(r.out.data).at("error").at("code").as_string() == "not_found");
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

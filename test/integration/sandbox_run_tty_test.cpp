@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <csignal>
 #include <cstring>
 #include <string>
@@ -227,6 +228,65 @@ BOOST_FIXTURE_TEST_CASE(tty_needs_a_terminal_and_excludes_json, sbx_test::local_
         BOOST_TEST(out.result.exit_code == 125);
         BOOST_TEST(!out.result.err.data.empty());
     }
+}
+
+BOOST_AUTO_TEST_CASE(ask_takes_its_answer_from_the_terminal)
+{
+    sbx_test::temp_dir dir;
+    const auto made = dir.path() / "made";
+    {
+        user_terminal t;
+        t.start({"--root", dir.str(), "--ask", "touch", "--", "touch", made.string()});
+        const auto screen = t.read_until("[y/N]");
+        BOOST_TEST(screen.find("sensitive pattern \"touch\"") != std::string::npos, screen);
+        t.type("y\n");
+        const int st = t.wait();
+        BOOST_TEST(WIFEXITED(st));
+        BOOST_TEST(WEXITSTATUS(st) == 0);
+        BOOST_TEST(std::filesystem::exists(made));
+    }
+    std::filesystem::remove(made);
+    {
+        user_terminal t;
+        t.start({"--root", dir.str(), "--ask", "touch", "--", "touch", made.string()});
+        t.read_until("[y/N]");
+        t.type("n\n");
+        const int st = t.wait();
+        BOOST_TEST(WIFEXITED(st));
+        BOOST_TEST(WEXITSTATUS(st) == 125);
+        BOOST_TEST(t.read_until("policy_denied").find("policy_denied") != std::string::npos);
+        BOOST_TEST(!std::filesystem::exists(made));
+    }
+    {
+        // No answer within --ask-timeout: denied.
+        user_terminal t;
+        t.start({"--root", dir.str(), "--ask", "touch", "--ask-timeout", "300ms", "--", "touch",
+                 made.string()});
+        const int st = t.wait();
+        BOOST_TEST(WIFEXITED(st));
+        BOOST_TEST(WEXITSTATUS(st) == 125);
+        BOOST_TEST(t.read_until("deadline").find("deadline") != std::string::npos);
+        BOOST_TEST(!std::filesystem::exists(made));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(ask_shows_control_characters_escaped_and_gates_terminal_sessions)
+{
+    // An argument cannot redraw the question; a --tty session is asked about before it
+    // starts, while our terminal is still in its normal mode.
+    user_terminal t;
+    const termios before = t.settings();
+    t.start({"--tty", "--ask", "sh", "--", "sh", "-c", "echo inside; exit 5",
+             "\r\x1b[2KRun it? [y/N] y"});
+    const auto screen = t.read_until("[y/N] ");
+    BOOST_TEST(screen.find("\\x0d\\x1b[2K") != std::string::npos, screen);
+    BOOST_TEST(screen.find('\x1b') == std::string::npos);
+    t.type("yes\n");
+    BOOST_TEST(t.read_until("inside").find("inside") != std::string::npos);
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 5);
+    BOOST_TEST(same(t.settings(), before));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

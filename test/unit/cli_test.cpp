@@ -362,6 +362,31 @@ BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
     check_fails({"--net", "allow", "ls"}, errc::validation, "inherit or deny");
 }
 
+BOOST_AUTO_TEST_CASE(policy_chain_flags)
+{
+    auto none = parse({"ls"});
+    BOOST_TEST_REQUIRE(none.has_value());
+    BOOST_TEST(none->chain.empty());
+    auto c = parse({"--allow-command", "ls", "--allow-command=/bin/cat", "--ask", "rm",
+                    "--ask", "mkfs*", "--ask-timeout", "30s", "--audit", "/var/log/a.jsonl",
+                    "--", "ls"});
+    BOOST_TEST_REQUIRE(c.has_value());
+    BOOST_TEST((c->chain.allowed_commands == std::vector<std::string>{"ls", "/bin/cat"}));
+    BOOST_TEST((c->chain.ask == std::vector<std::string>{"rm", "mkfs*"}));
+    BOOST_TEST(c->chain.ask_timeout == 30s);
+    BOOST_TEST(c->chain.audit == "/var/log/a.jsonl");
+    BOOST_TEST(!c->chain.empty());
+    // A malformed pattern is a usage error before anything runs, naming the pattern.
+    auto bad = parse({"--ask", "rm[", "ls"});
+    BOOST_TEST_REQUIRE(!bad);
+    BOOST_TEST(bad.error().code == errc::validation);
+    BOOST_TEST(bad.error().diag.rule == "rm[");
+    check_fails({"--ask", "/bin/rm", "ls"}, errc::validation, "base name");
+    check_fails({"--allow-command", "", "ls"}, errc::validation, "empty command name");
+    check_fails({"--ask", "rm", "--ask-timeout", "0", "ls"}, errc::validation, "positive");
+    check_fails({"--audit", "", "ls"}, errc::validation, "--audit");
+}
+
 BOOST_AUTO_TEST_CASE(env_flags)
 {
     auto allow = parse({"--env-allow", "FOO", "--env-allow=BAR", "cmd"});

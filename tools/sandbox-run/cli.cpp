@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include <sandbox/error.hpp>
+#include <sandbox/policy/predicates.hpp>
 
 #include <boost/asio/error.hpp>
 #include <utility>
@@ -40,7 +41,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // A whole string of decimal digits as a non-negative int64; nullopt-like failure otherwise.
 outcome<std::int64_t> parse_count(std::string_view text, const char* what)
@@ -48,16 +49,16 @@ outcome<std::int64_t> parse_count(std::string_view text, const char* what)
     if (text.empty())
         return make_failure(errc::validation, std::string("empty ") + what);
     if (text[0] == '-')
-        return make_failure(errc::validation, std::string(what) + " " + quoted(text) +
+        return make_failure(errc::validation, std::string(what) + " " + in_quotes(text) +
                                                   " is negative");
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec == std::errc::result_out_of_range)
-        return make_failure(errc::validation, std::string(what) + " " + quoted(text) +
+        return make_failure(errc::validation, std::string(what) + " " + in_quotes(text) +
                                                   " is too large");
     if (ec != std::errc() || end != text.data() + text.size() || !is_digit(text[0]))
         return make_failure(errc::validation, std::string("invalid ") + what + " " +
-                                                  quoted(text) + ": expected an integer");
+                                                  in_quotes(text) + ": expected an integer");
     return v;
 }
 
@@ -70,7 +71,7 @@ outcome<std::int64_t> parse_count(std::string_view text, const char* what)
 outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
 {
     auto bad = [&](const std::string& why) {
-        return make_failure(errc::validation, "invalid duration " + quoted(text) + ": " + why);
+        return make_failure(errc::validation, "invalid duration " + in_quotes(text) + ": " + why);
     };
     if (text.empty())
         return make_failure(errc::validation, "empty duration");
@@ -109,7 +110,7 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
     else if (unit_text == "h")
         unit = 3'600'000'000'000;
     else
-        return bad("unknown unit " + quoted(unit_text) + " (use ns, us, ms, s, m or h)");
+        return bad("unknown unit " + in_quotes(unit_text) + " (use ns, us, ms, s, m or h)");
 
     std::uint64_t n = 0;
     auto [end, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), n);
@@ -137,7 +138,7 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
 outcome<std::int64_t> parse_size(std::string_view text)
 {
     auto bad = [&](const std::string& why) {
-        return make_failure(errc::validation, "invalid size " + quoted(text) + ": " + why);
+        return make_failure(errc::validation, "invalid size " + in_quotes(text) + ": " + why);
     };
     if (text.empty())
         return make_failure(errc::validation, "empty size");
@@ -167,10 +168,10 @@ outcome<std::int64_t> parse_size(std::string_view text)
     else if (unit_text == "t" || unit_text == "tib")
         shift = 40;
     else if (unit_text == "kb" || unit_text == "mb" || unit_text == "gb" || unit_text == "tb")
-        return bad("ambiguous unit " + quoted(text.substr(i)) +
+        return bad("ambiguous unit " + in_quotes(text.substr(i)) +
                    " (units are binary: use K, M, G, T or KiB, MiB, GiB, TiB)");
     else
-        return bad("unknown unit " + quoted(text.substr(i)) +
+        return bad("unknown unit " + in_quotes(text.substr(i)) +
                    " (use K, M, G, T or KiB, MiB, GiB, TiB)");
 
     std::int64_t n = 0;
@@ -229,6 +230,10 @@ po::options_description make_options()
         ("read-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("write-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("unix-socket", po::value<std::vector<std::string>>()->composing(), "")
+        ("allow-command", po::value<std::vector<std::string>>()->composing(), "")
+        ("ask", po::value<std::vector<std::string>>()->composing(), "")
+        ("ask-timeout", po::value<std::string>(), "")
+        ("audit", po::value<std::string>(), "")
         ("help,h", po::bool_switch(), "");
     // clang-format on
     return d;
@@ -275,7 +280,7 @@ struct stdin_file
 outcome<stdin_file> open_input_file(const std::string& path)
 {
     auto fail = [&](int e, const std::string& why) {
-        auto f = make_failure(errc_from_errno(e), "--stdin-file " + quoted(path) + ": " + why,
+        auto f = make_failure(errc_from_errno(e), "--stdin-file " + in_quotes(path) + ": " + why,
                               "input");
         f.diag.path = path;
         f.diag.cause = boost::system::error_code(e, boost::system::system_category());
@@ -323,6 +328,53 @@ sandbox::exec_options default_policy()
     return o;
 }
 
+// --allow-command, --ask, --ask-timeout, --audit: checked here, so a bad pattern or name
+// is a usage error before anything runs.
+outcome<run_config::chain_flags> parse_chain_flags(const po::variables_map& vm)
+{
+    run_config::chain_flags c;
+    auto list = [&vm](const char* name) {
+        return vm.count(name) ? vm[name].as<std::vector<std::string>>()
+                              : std::vector<std::string>{};
+    };
+    if (vm.count("allow-command"))
+    {
+        c.allowed_commands = list("allow-command");
+        for (const auto& n : *c.allowed_commands)
+            if (n.empty())
+                return make_failure(errc::validation, "--allow-command: empty command name",
+                                    "allowed_commands");
+    }
+    c.ask = list("ask");
+    try
+    {
+        (void)sandbox::command_patterns(c.ask);
+    }
+    catch (const sandbox::error& e)
+    {
+        auto f = make_failure(errc::validation, "--ask: " + e.diag().message, "ask");
+        f.diag.rule = e.diag().rule;
+        return f;
+    }
+    if (vm.count("ask-timeout"))
+    {
+        auto v = parse_duration(vm["ask-timeout"].as<std::string>());
+        if (!v)
+            return option_failure("ask-timeout", v.error(), "ask_timeout");
+        if (*v <= std::chrono::nanoseconds::zero())
+            return make_failure(errc::validation, "--ask-timeout: must be positive",
+                                "ask_timeout");
+        c.ask_timeout = *v;
+    }
+    if (vm.count("audit"))
+    {
+        c.audit = vm["audit"].as<std::string>();
+        if (c.audit.empty())
+            return make_failure(errc::validation, "--audit: empty file name", "audit");
+    }
+    return c;
+}
+
 outcome<run_config> parse_command_line(int argc, const char* const* argv)
 {
     const po::options_description desc = make_options();
@@ -368,7 +420,7 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     if (cfg.backend != "local" && cfg.backend != "bwrap")
     {
         auto f = make_failure(errc::not_available,
-                              "unknown backend " + quoted(cfg.backend) + " (\"local\" or \"bwrap\")",
+                              "unknown backend " + in_quotes(cfg.backend) + " (\"local\" or \"bwrap\")",
                               "backend");
         f.diag.backend = cfg.backend;
         return f;
@@ -381,7 +433,7 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
             o.net.mode = sandbox::net_mode::deny_all;
         else if (n != "inherit" && n != "default")
             return make_failure(errc::validation,
-                                "--net: expected inherit or deny, got " + quoted(n), "net.mode");
+                                "--net: expected inherit or deny, got " + in_quotes(n), "net.mode");
     }
     for (auto [name, target] :
          {std::pair{"writable", &cfg.bwrap.writable}, std::pair{"read-deny", &cfg.bwrap.read_deny},
@@ -394,6 +446,11 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
                             "--writable, --read-deny, --write-deny and --unix-socket need "
                             "--backend bwrap (the local backend cannot enforce them)",
                             "backend");
+
+    if (auto chain = parse_chain_flags(vm); !chain)
+        return chain.error();
+    else
+        cfg.chain = std::move(*chain);
 
     if (has("root"))
     {
@@ -457,7 +514,7 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
         for (const auto& n : names)
             if (n.empty() || n.find('=') != std::string::npos)
                 return make_failure(errc::validation,
-                                    "--env-allow: invalid variable name " + quoted(n), "env");
+                                    "--env-allow: invalid variable name " + in_quotes(n), "env");
         o.env.allow = std::move(names);
     }
     if (has("env"))
@@ -467,7 +524,7 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
             auto eq = kv.find('=');
             if (eq == std::string::npos || eq == 0)
                 return make_failure(errc::validation,
-                                    "--env: expected NAME=VALUE, got " + quoted(kv), "env");
+                                    "--env: expected NAME=VALUE, got " + in_quotes(kv), "env");
             o.env.inject[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
     }
@@ -763,6 +820,16 @@ std::string usage()
            "                      built in)\n"
            "  --unix-socket PATH  with bwrap: let the command connect to this host socket\n"
            "                      (repeatable)\n"
+           "  --allow-command NAME  run COMMAND only if it is NAME, exactly as typed\n"
+           "                      (repeatable; /bin/rm and rm are different names);\n"
+           "                      otherwise refuse with exit status 125\n"
+           "  --ask PATTERN       a COMMAND whose base name matches the shell glob PATTERN\n"
+           "                      needs a yes typed on the controlling terminal (never\n"
+           "                      read from stdin); no terminal, no or a late answer\n"
+           "                      refuses with exit status 125 (repeatable)\n"
+           "  --ask-timeout DUR   how long --ask waits for the answer (default: 1m)\n"
+           "  --audit FILE        append a JSON line to FILE for every decision and the\n"
+           "                      outcome (created if missing, never truncated)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -12,6 +12,8 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <optional>
+#include <vector>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -85,6 +87,19 @@ struct run_config
                    unix_sockets.empty();
         }
     } bwrap{};
+    /// The policy chain in front of the backend (`--allow-command`, `--ask`,
+    /// `--ask-timeout`, `--audit`); all unset: no chain.
+    struct chain_flags
+    {
+        /// Unset: no command gate.
+        std::optional<std::vector<std::string>> allowed_commands{};
+        /// Patterns (checked when parsed) whose commands need a yes on the terminal.
+        std::vector<std::string> ask{};
+        std::chrono::nanoseconds ask_timeout = std::chrono::minutes(1);
+        /// Append the audit trail to this file.
+        std::string audit{};
+        bool empty() const { return !allowed_commands && ask.empty() && audit.empty(); }
+    } chain{};
 };
 
 /// \brief The built-in policy that every run starts from (each flag overrides its field).

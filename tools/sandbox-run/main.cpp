@@ -7,6 +7,9 @@
 #include <sandbox/error.hpp>
 #include <sandbox/bwrap_runner.hpp>
 #include <sandbox/local_runner.hpp>
+#include <sandbox/policy.hpp>
+
+#include "ask_terminal.hpp"
 #include <sandbox/runner.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -213,11 +216,30 @@ std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::r
     return std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
 }
 
+// The chain of --allow-command, --ask and --audit in front of the backend (none: the backend
+// itself). Throws sandbox::error when the audit file cannot be opened.
+std::unique_ptr<sandbox::runner> with_chain(std::unique_ptr<sandbox::runner> backend,
+                                            const cli::run_config& cfg)
+{
+    if (cfg.chain.empty())
+        return backend;
+    sandbox::local_policy p;
+    p.allowed_commands = cfg.chain.allowed_commands;
+    if (!cfg.chain.ask.empty())
+    {
+        p.approval.predicates.push_back(sandbox::command_patterns(cfg.chain.ask));
+        p.approval.ask = cli::terminal_approver();
+        p.approval.deadline = cfg.chain.ask_timeout;
+    }
+    if (!cfg.chain.audit.empty())
+        p.audit = std::make_shared<sandbox::audit_file>(cfg.chain.audit);
+    return sandbox::compose_local(std::move(backend), std::move(p));
+}
+
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
     auto owned = make_runner(ioc, cfg);
-    sandbox::runner& runner = *owned;
 
     if (cfg.enforcement)
     {
@@ -228,9 +250,20 @@ int run(cli::run_config& cfg)
             ioc.run();
             ioc.restart();
         }
-        write_all(STDOUT_FILENO, sandbox::to_json(runner.enforcement()) + "\n");
+        write_all(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
         return 0;
     }
+    try
+    {
+        owned = with_chain(std::move(owned), cfg);
+    }
+    catch (const sandbox::error& e)
+    {
+        sandbox::exec_result nothing;
+        nothing.diag = e.diag();
+        return report(cfg, e.code(), nothing);
+    }
+    sandbox::runner& runner = *owned;
     if (!cli::interrupts::install())
         throw std::system_error(errno, std::generic_category(), "cannot watch SIGINT/SIGTERM");
     asio::posix::stream_descriptor interrupt(ioc, ::fcntl(cli::interrupts::fd(), F_DUPFD_CLOEXEC, 0));

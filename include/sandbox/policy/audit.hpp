@@ -1,0 +1,101 @@
+// sandbox/policy/audit.hpp: the audit trail of the policy chain.
+#ifndef SANDBOX_POLICY_AUDIT_HPP
+#define SANDBOX_POLICY_AUDIT_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/exec_result.hpp>
+#include <sandbox/policy/call.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace sandbox {
+
+/// What happened to a call at one step of the chain.
+enum class audit_event : int
+{
+    denied,   ///< refused by the command gate or by approval (with the reason)
+    approved, ///< a predicate matched and the approver allowed it (with the reason)
+    allowed,  ///< passed every layer of the chain and handed to the backend
+    refused,  ///< the backend refused it before anything ran (validation, not_found, ...)
+    started,  ///< a session is running (its id)
+    finished, ///< it ran and ended (status, exit code, usage; the error if one was reported)
+};
+
+SANDBOX_DECL const char* to_string(audit_event e) noexcept;
+SANDBOX_DECL std::ostream& operator<<(std::ostream& os, audit_event e);
+
+/// \brief One decision of the chain. The environment's values and the input are never
+/// recorded (they may hold secrets); injected variable names are.
+struct audit_record
+{
+    std::chrono::system_clock::time_point time{};
+    /// Numbers the calls of one chain from 1: every record of a call has the same number.
+    std::uint64_t call = 0;
+    audit_event event = audit_event::allowed;
+    /// The step: "gate", "approval", "chain", "backend".
+    std::string layer{};
+    call_kind kind = call_kind::exec;
+    std::string command{};
+    std::vector<std::string> args{};
+    std::string work_dir{};
+    bool tty = false;
+    std::string session_id{};
+    /// Why: the predicate's and approver's reasons, or the error message.
+    std::string reason{};
+    /// `error_name` of the error reported, if any ("policy_denied", "timeout", ...).
+    std::string error{};
+    /// For `finished`.
+    std::optional<exec_status> status{};
+    int exit_code = -1;
+    int signal = 0;
+    std::chrono::nanoseconds wall_time{0};
+    std::chrono::nanoseconds cpu_time{0};
+    std::uint64_t peak_memory_bytes = 0;
+};
+
+/// The record as a JSON object (Boost.JSON): fields that do not apply are left out.
+SANDBOX_DECL boost::json::object to_json(const audit_record& r);
+
+/// \brief Where audit records go. Called on the runner's executor, once per record; it
+/// should be quick (a buffered write), as it runs on the caller's loop.
+class SANDBOX_DECL audit_sink
+{
+public:
+    virtual ~audit_sink();
+    virtual void write(const audit_record& r) noexcept = 0;
+};
+
+/// \brief A sink that appends one JSON object per line to `path` (created 0600 if missing,
+/// never truncated).
+///
+/// Each line is written with one `write(2)` on a descriptor opened with `O_APPEND`, so
+/// several processes appending to the same file do not tear or lose each other's lines.
+/// A record that cannot be written completely is counted in `failures()`.
+///
+/// \throws sandbox::error when the file cannot be opened (`errc_from_errno`, `diag.path`).
+class SANDBOX_DECL audit_file final : public audit_sink
+{
+public:
+    explicit audit_file(const std::filesystem::path& path);
+    ~audit_file() override;
+    audit_file(const audit_file&) = delete;
+    audit_file& operator=(const audit_file&) = delete;
+    void write(const audit_record& r) noexcept override;
+    std::uint64_t failures() const noexcept { return failures_; }
+
+private:
+    int fd_ = -1;
+    std::uint64_t failures_ = 0;
+};
+
+} // namespace sandbox
+
+#endif // SANDBOX_POLICY_AUDIT_HPP

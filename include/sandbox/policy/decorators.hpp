@@ -1,0 +1,128 @@
+// sandbox/policy/decorators.hpp: runners that wrap a runner and judge every call before it
+// reaches it: the command gate, daemon-owned defaults, approval, the audit trail, and the
+// composed local chain.
+#ifndef SANDBOX_POLICY_DECORATORS_HPP
+#define SANDBOX_POLICY_DECORATORS_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/exec_options.hpp>
+#include <sandbox/policy/audit.hpp>
+#include <sandbox/policy/call.hpp>
+#include <sandbox/runner.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandbox {
+
+/// \brief The effective options of a call under daemon-owned `defaults`: each field is the
+/// stricter of the two, and a field the defaults leave unset never widens what the caller
+/// asked for.
+///
+/// | field | merged value |
+/// |---|---|
+/// | `work_dir` | the caller's if not empty, else the defaults' |
+/// | `input` | the caller's if set (even empty), else the defaults' |
+/// | `timeout` | the smaller of the two that are set (0 = unset); 0 if neither is |
+/// | `kill_grace` | the smaller of the two that are set; 0 if neither is |
+/// | `env.allow` | both set: the caller's names that the defaults also allow (caller's order); one set: that one; neither: unset |
+/// | `env.inject` | union; the caller's value wins for a name in both |
+/// | `net` | the caller's if it is `deny_all` or the defaults' mode is `inherit`; else the defaults' (whole) |
+/// | `limits.*` | per cap, the smaller of the two that are set; 0 if neither is |
+///
+/// So a caller may narrow anything (a shorter timeout, a lower cap, fewer variables) and
+/// widen nothing the defaults set. Neither argument is changed; the result shares nothing.
+SANDBOX_DECL exec_options merge_defaults(const exec_options& caller, const exec_options& defaults);
+
+/// How the command gate compares a command with its list.
+enum class command_match : int
+{
+    /// The command as passed equals a listed name: `rm` allows `rm` (looked up on the
+    /// child's PATH), not `/bin/rm`; `/bin/rm` allows only that path.
+    exact = 0,
+    /// The base name of the command equals a listed name (which must not contain `/`):
+    /// `rm` allows `rm`, `/bin/rm` and `./rm` alike. Choose it only when where the
+    /// command comes from does not matter.
+    base_name = 1,
+};
+
+/// \brief Options of the approval layer.
+struct approval_options
+{
+    /// Asked in order; the first that matches sends the call to the approver, and no other
+    /// is asked (one call, one decision). None matching: the call passes without asking.
+    std::vector<predicate> predicates{};
+    /// Empty: every call a predicate matches is denied.
+    approver ask{};
+    /// How long the approver may take; then the call is denied. Must be positive.
+    std::chrono::nanoseconds deadline = std::chrono::minutes(5);
+};
+
+/// \brief The whole chain. Every layer is optional; `compose_local` applies them in this
+/// order, outermost first: defaults, then approval, then the command gate nearest the
+/// backend, so the approver sees the merged options and approval cannot pass a command
+/// the gate refuses.
+struct local_policy
+{
+    /// Merged into every call (`merge_defaults`). All unset (the default): no effect.
+    exec_options defaults{};
+    /// Unset: no gate. Set but empty: a gate that refuses every command.
+    std::optional<std::vector<std::string>> allowed_commands{};
+    command_match match = command_match::exact;
+    /// No predicates: no approval layer.
+    approval_options approval{};
+    /// Unset: no records are built at all.
+    std::shared_ptr<audit_sink> audit{};
+};
+
+/// \brief A chain for a host application that hands out a root directory: approval is
+/// needed for a work directory outside `root`, a network mode other than `inherit`, and
+/// (only when `sensitive` is not empty) commands matching the `sensitive` patterns. No
+/// defaults, no gate, no audit. \throws sandbox::error for a malformed pattern.
+SANDBOX_DECL local_policy default_local_policy(const std::filesystem::path& root, approver ask,
+                                               std::vector<std::string> sensitive = {});
+
+/// \name Decorators
+///
+/// Each returns a runner that owns `inner`, runs on its executor, reports exactly its
+/// enforcement, and offers sessions exactly when `inner` does: a session start goes
+/// through the same checks as an exec (the `tty` of the spec is visible to predicates),
+/// and what happens inside a session afterwards (writes, signals) is not judged. Nothing
+/// refused ever reaches `inner`. Refusals throw `sandbox::error` with `errc::policy_denied`
+/// (`diag.rule` names the layer: "gate" or "approval"), an empty command `errc::validation`.
+/// Cancelling a call while its approver is pending cancels the approver and runs nothing
+/// (`operation_aborted`, no partial result). No threads are started.
+/// \throws sandbox::error `errc::validation` when built from a null runner, an empty or
+/// (for `base_name`) slashed command name, a non-positive deadline.
+/// @{
+
+/// The command gate: only listed commands run.
+SANDBOX_DECL std::unique_ptr<runner> allow_commands(std::unique_ptr<runner> inner,
+                                                    std::vector<std::string> names,
+                                                    command_match match = command_match::exact);
+
+/// Daemon-owned defaults merged into every call (`merge_defaults`).
+SANDBOX_DECL std::unique_ptr<runner> with_defaults(std::unique_ptr<runner> inner,
+                                                   exec_options defaults);
+
+/// The approval tripwire.
+SANDBOX_DECL std::unique_ptr<runner> with_approval(std::unique_ptr<runner> inner,
+                                                   approval_options approval);
+
+/// Records every call that passes through it and how it ended to `sink`.
+SANDBOX_DECL std::unique_ptr<runner> with_audit(std::unique_ptr<runner> inner,
+                                                std::shared_ptr<audit_sink> sink);
+
+/// The chain of `policy` over `backend`, as one runner (one call number per call in the
+/// audit trail, across layers).
+SANDBOX_DECL std::unique_ptr<runner> compose_local(std::unique_ptr<runner> backend,
+                                                   local_policy policy);
+/// @}
+
+} // namespace sandbox
+
+#endif // SANDBOX_POLICY_DECORATORS_HPP

@@ -1,0 +1,242 @@
+// lib/policy/policy_runner.cpp: the steps of the chain (defaults, approval, gate) for execs
+// and session starts, and the audit records of each call.
+#include "policy/policy_runner.hpp"
+
+#include <sandbox/policy/predicates.hpp>
+#include <sandbox/session.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <algorithm>
+
+namespace sandbox::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+[[noreturn]] void refuse(errc code, std::string message)
+{
+    diagnostics d;
+    d.message = std::move(message);
+    throw error(make_error_code(code), std::move(d));
+}
+
+// Records how a session ends, without keeping the caller waiting.
+asio::awaitable<void> audit_session_end(std::shared_ptr<session> s, trail t)
+{
+    try
+    {
+        exec_result r = co_await s->wait();
+        t.ended(&r, {}, {});
+    }
+    catch (...)
+    {
+        t.ended(std::current_exception());
+    }
+}
+
+} // namespace
+
+/// Sessions through the same steps as exec; everything after the start is the inner
+/// manager's (the session object returned is the inner one).
+class policy_runner::gated_sessions final : public process_manager
+{
+public:
+    explicit gated_sessions(policy_runner& owner) : owner_(owner) {}
+
+    executor_type get_executor() const noexcept override { return owner_.get_executor(); }
+
+    asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
+    {
+        call_snapshot call{call_kind::session, spec.command, spec.args, spec.options, spec.tty,
+                           spec.id};
+        trail t = owner_.open_trail(call);
+        co_await owner_.admit(call, t, true);
+        process_manager* inner = owner_.inner_->sessions();
+        if (!inner)
+            refuse(errc::not_available, "the inner runner has no sessions");
+        spec.options = std::move(call.options);
+        t.note(audit_event::allowed, "chain");
+        std::shared_ptr<session> s;
+        try
+        {
+            s = co_await inner->start(std::move(spec));
+        }
+        catch (...)
+        {
+            t.ended(std::current_exception());
+            throw;
+        }
+        if (t.active())
+        {
+            t.started(s->id());
+            asio::co_spawn(s->get_executor(), audit_session_end(s, std::move(t)), asio::detached);
+        }
+        co_return s;
+    }
+
+    std::vector<session_info> list() const override { return inner().list(); }
+    std::shared_ptr<session> find(std::string_view id) const override { return inner().find(id); }
+    asio::awaitable<exec_result> terminate(std::string id, std::chrono::nanoseconds grace) override
+    {
+        return inner().terminate(std::move(id), grace);
+    }
+
+private:
+    process_manager& inner() const
+    {
+        process_manager* pm = owner_.inner_->sessions();
+        if (!pm)
+            refuse(errc::not_available, "the inner runner has no sessions");
+        return *pm;
+    }
+    policy_runner& owner_;
+};
+
+policy_runner::policy_runner(std::unique_ptr<runner> inner, chain_layers layers)
+    : inner_(std::move(inner)), layers_(std::move(layers))
+{
+    if (!inner_)
+        refuse(errc::validation, "a policy decorator needs a runner to wrap");
+    if (layers_.approval && layers_.approval->deadline <= std::chrono::nanoseconds::zero())
+        refuse(errc::validation, "the approval deadline must be positive");
+    if (layers_.allowed)
+        for (const auto& name : *layers_.allowed)
+        {
+            if (name.empty())
+                refuse(errc::validation, "an allowed command name is empty");
+            if (layers_.match == command_match::base_name && name.find('/') != std::string::npos)
+                refuse(errc::validation, "allowed command \"" + name +
+                                             "\" has a '/', but the gate compares base names");
+        }
+    sessions_ = std::make_unique<gated_sessions>(*this);
+}
+
+policy_runner::~policy_runner() = default;
+
+process_manager* policy_runner::sessions() noexcept
+{
+    return inner_->sessions() ? sessions_.get() : nullptr;
+}
+
+trail policy_runner::open_trail(const call_snapshot& call)
+{
+    ++calls_;
+    if (!layers_.audit)
+        return {};
+    return trail(layers_.audit, calls_, call);
+}
+
+asio::awaitable<exec_result> policy_runner::exec(exec_request req)
+{
+    call_snapshot call{call_kind::exec, req.command, req.args, req.options, req.tty, {}};
+    trail t = open_trail(call);
+    co_await admit(call, t, req.stdin_fd != nullptr || req.tty.has_value());
+    req.options = std::move(call.options);
+    t.note(audit_event::allowed, "chain");
+    try
+    {
+        exec_result r = co_await inner_->exec(std::move(req));
+        t.ended(&r, {}, {});
+        co_return r;
+    }
+    catch (...)
+    {
+        t.ended(std::current_exception());
+        throw;
+    }
+}
+
+asio::awaitable<void> policy_runner::admit(call_snapshot& call, trail& t, bool own_stdin)
+{
+    if (call.command.empty())
+    {
+        t.note(audit_event::refused, "chain", "empty command", make_error_code(errc::validation));
+        refuse(errc::validation, "the command is empty");
+    }
+    apply_defaults(call, own_stdin);
+    co_await approve(call, t);
+    gate(call, t);
+}
+
+void policy_runner::apply_defaults(call_snapshot& call, bool own_stdin) const
+{
+    if (!layers_.defaults)
+        return;
+    auto merged = merge_defaults(call.options, *layers_.defaults);
+    if (own_stdin)
+        merged.input = call.options.input;
+    call.options = std::move(merged);
+}
+
+asio::awaitable<void> policy_runner::approve(const call_snapshot& call, trail& t)
+{
+    if (!layers_.approval)
+        co_return;
+    const approval_options& a = *layers_.approval;
+    for (const predicate& p : a.predicates)
+    {
+        if (!p)
+            t.deny("approval", "an empty predicate is configured: every call is denied");
+        std::optional<std::string> why;
+        try
+        {
+            const call_snapshot copy = call; // a predicate cannot reach what runs
+            why = p(copy);
+        }
+        catch (const std::exception& e)
+        {
+            t.deny("approval", std::string("a predicate failed (") + e.what() +
+                                   "): the call is denied");
+        }
+        catch (...)
+        {
+            t.deny("approval", "a predicate failed: the call is denied");
+        }
+        if (!why)
+            continue;
+        if (!a.ask)
+            t.deny("approval", *why + " (no approver configured)");
+        // Built in its own statement: GCC 12 destroys a braced temporary inside a co_await
+        // expression twice.
+        approval_request question{call, *why};
+        asked answer = co_await ask_within(a.ask, std::move(question), a.deadline);
+        if (answer.cancelled)
+        {
+            const auto ec = make_error_code(asio::error::operation_aborted);
+            t.note(audit_event::denied, "approval", "cancelled while waiting for approval", ec);
+            diagnostics d;
+            d.message = "cancelled while waiting for approval of \"" + call.command +
+                        "\"; nothing ran";
+            d.rule = "approval";
+            throw error(ec, std::move(d));
+        }
+        if (!answer.decision)
+            t.deny("approval", "approval of \"" + call.command + "\" failed (" + answer.failure +
+                                   "): nothing ran");
+        const approval_decision& d = *answer.decision;
+        std::string said = d.reason.empty() ? *why : *why + "; approver: " + d.reason;
+        if (!d.allow)
+            t.deny("approval", "running \"" + call.command + "\" was denied: " + said);
+        t.note(audit_event::approved, "approval", said);
+        co_return; // one call, one decision
+    }
+}
+
+void policy_runner::gate(const call_snapshot& call, trail& t) const
+{
+    if (!layers_.allowed)
+        return;
+    const auto& list = *layers_.allowed;
+    const std::string key = layers_.match == command_match::base_name
+                                ? command_base_name(call.command)
+                                : call.command;
+    if (std::find(list.begin(), list.end(), key) != list.end())
+        return;
+    t.deny("gate", "command \"" + call.command +
+                                           "\" is not on the command allow-list");
+}
+
+} // namespace sandbox::detail

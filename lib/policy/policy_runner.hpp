@@ -1,0 +1,70 @@
+// lib/policy/policy_runner.hpp: the one decorator behind allow_commands, with_defaults,
+// with_approval, with_audit and compose_local: a runner (and a session manager) that judges
+// each call in named steps (defaults, approval, gate) before it reaches the inner runner.
+#ifndef SANDBOX_LIB_POLICY_POLICY_RUNNER_HPP
+#define SANDBOX_LIB_POLICY_POLICY_RUNNER_HPP
+
+#include <sandbox/policy/decorators.hpp>
+#include <sandbox/process_manager.hpp>
+
+#include "policy/trail.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace sandbox::detail {
+
+/// The layers of one policy_runner; each one unset is skipped.
+struct chain_layers
+{
+    std::optional<exec_options> defaults{};
+    std::optional<approval_options> approval{};
+    std::optional<std::vector<std::string>> allowed{};
+    command_match match = command_match::exact;
+    std::shared_ptr<audit_sink> audit{};
+};
+
+class policy_runner final : public runner
+{
+public:
+    policy_runner(std::unique_ptr<runner> inner, chain_layers layers);
+    ~policy_runner() override;
+
+    executor_type get_executor() const noexcept override { return inner_->get_executor(); }
+    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    enforcement_report enforcement() const override { return inner_->enforcement(); }
+    process_manager* sessions() noexcept override;
+
+private:
+    class gated_sessions;
+
+    /// Judges `call` (its options become the effective ones) or throws. `own_stdin`: the
+    /// call brings its own stdin or cannot take one, so the defaults' input does not apply.
+    boost::asio::awaitable<void> admit(call_snapshot& call, trail& t, bool own_stdin);
+    void apply_defaults(call_snapshot& call, bool own_stdin) const;
+    boost::asio::awaitable<void> approve(const call_snapshot& call, trail& t);
+    void gate(const call_snapshot& call, trail& t) const;
+    trail open_trail(const call_snapshot& call);
+
+    std::unique_ptr<runner> inner_;
+    chain_layers layers_;
+    std::uint64_t calls_ = 0;
+    std::unique_ptr<gated_sessions> sessions_;
+};
+
+/// What became of asking an approver.
+struct asked
+{
+    std::optional<approval_decision> decision{}; ///< unset: no answer
+    std::string failure{};                       ///< why there is none (threw, late)
+    bool cancelled = false;                      ///< the caller cancelled the call
+};
+
+/// Asks `ask` and waits at most `deadline`. When it is late or the caller cancels, the
+/// approver gets a terminal cancellation and is not waited for.
+boost::asio::awaitable<asked> ask_within(const approver& ask, approval_request rq,
+                                                     std::chrono::nanoseconds deadline);
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_POLICY_POLICY_RUNNER_HPP

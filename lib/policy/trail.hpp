@@ -1,0 +1,44 @@
+// lib/policy/trail.hpp: the audit records of one call (nothing is built without a sink).
+#ifndef SANDBOX_LIB_POLICY_TRAIL_HPP
+#define SANDBOX_LIB_POLICY_TRAIL_HPP
+
+#include <sandbox/error.hpp>
+#include <sandbox/policy/audit.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <string>
+
+namespace sandbox::detail {
+
+class trail
+{
+public:
+    trail() = default;
+    trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, const call_snapshot& c);
+
+    bool active() const noexcept { return sink_ != nullptr; }
+    void note(audit_event e, std::string layer, std::string reason = {},
+              const boost::system::error_code& ec = {});
+    void started(const std::string& session_id);
+    /// How a call that reached the backend ended: `finished` when it ran (a result, or an
+    /// error with a partial result), `refused` when the backend refused it.
+    void ended(const exec_result* result, const boost::system::error_code& ec,
+               const std::string& message);
+    /// The same, from the exception in flight (rethrown by the caller).
+    void ended(std::exception_ptr ep);
+
+    /// Refuses the call: records `denied` at `layer` and throws `policy_denied`.
+    [[noreturn]] void deny(const char* layer, std::string message);
+
+private:
+    audit_record base(audit_event e, std::string layer) const;
+    std::shared_ptr<audit_sink> sink_;
+    std::uint64_t call_ = 0;
+    audit_record proto_{};
+};
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_POLICY_TRAIL_HPP
