@@ -42,6 +42,13 @@ std::string what_of(std::exception_ptr ep)
     }
 }
 
+// Runs the approver with its own copy of the function object and of the request: it may
+// outlive the call that asked, and the runner that held the function.
+asio::awaitable<approval_decision> run_approver(approver ask, approval_request rq)
+{
+    co_return co_await ask(std::move(rq));
+}
+
 } // namespace
 
 asio::awaitable<asked> ask_within(const approver& ask, approval_request rq,
@@ -53,7 +60,7 @@ asio::awaitable<asked> ask_within(const approver& ask, approval_request rq,
     auto st = std::make_shared<pending_approval>(ex);
     try
     {
-        asio::co_spawn(ex, ask(std::move(rq)),
+        asio::co_spawn(ex, run_approver(ask, std::move(rq)),
                        asio::bind_cancellation_slot(
                            st->cancel.slot(),
                            [st](std::exception_ptr ep, approval_decision d) {
@@ -82,12 +89,17 @@ asio::awaitable<asked> ask_within(const approver& ask, approval_request rq,
     {
         ec = e.code(); // a cancellation that came before the wait began
     }
-    if (st->done)
+    // The caller's cancellation wins, even over an answer that came at the same moment.
+    const bool cancelled =
+        (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
+    if (st->done && !cancelled)
         co_return std::move(st->answer);
+    const bool answered = st->done;
     st->done = true; // a late answer is ignored
-    st->cancel.emit(asio::cancellation_type::terminal);
+    if (!answered)
+        st->cancel.emit(asio::cancellation_type::terminal);
     asked late;
-    if (ec == asio::error::operation_aborted)
+    if (cancelled || ec == asio::error::operation_aborted)
         late.cancelled = true; // only the caller's cancellation stops the wait early
     else
         late.failure = "no answer within the approval deadline";

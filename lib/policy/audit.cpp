@@ -1,6 +1,7 @@
 // lib/policy/audit.cpp: audit records as JSON, and the append-only audit file.
 #include <sandbox/error.hpp>
 #include <sandbox/policy/audit.hpp>
+#include <sandbox/utf8.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -65,19 +66,21 @@ boost::json::object to_json(const audit_record& r)
     o["event"] = to_string(r.event);
     o["layer"] = r.layer;
     o["kind"] = to_string(r.kind);
-    o["command"] = r.command;
+    // Commands and arguments are the caller's bytes: made valid UTF-8, so that every line
+    // is JSON a strict parser accepts.
+    o["command"] = sanitize_utf8(r.command);
     boost::json::array args;
     for (const auto& a : r.args)
-        args.emplace_back(a);
+        args.emplace_back(sanitize_utf8(a));
     o["args"] = std::move(args);
     if (!r.work_dir.empty())
-        o["work_dir"] = r.work_dir;
+        o["work_dir"] = sanitize_utf8(r.work_dir);
     if (r.tty)
         o["tty"] = true;
     if (!r.session_id.empty())
-        o["session"] = r.session_id;
+        o["session"] = sanitize_utf8(r.session_id);
     if (!r.reason.empty())
-        o["reason"] = r.reason;
+        o["reason"] = sanitize_utf8(r.reason);
     if (!r.error.empty())
         o["error"] = r.error;
     if (r.status)

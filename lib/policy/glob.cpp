@@ -49,6 +49,11 @@ outcome<std::size_t> glob_pattern::parse_set(std::string_view text, std::size_t 
         if (text[i] == ']' && !first)
             break;
         first = false;
+        // "[:alpha:]", "[=a=]" and "[.a.]" mean classes to a shell; here they would quietly
+        // be plain characters, so they are refused.
+        if (text[i] == '[' && i + 1 < text.size() &&
+            (text[i + 1] == ':' || text[i + 1] == '=' || text[i + 1] == '.'))
+            return bad(text, "character classes ([:name:], [=c=], [.c.]) are not supported");
         auto member = [&](unsigned char& c) -> bool {
             if (text[i] == '\\')
             {

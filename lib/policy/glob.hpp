@@ -11,7 +11,8 @@
 namespace sandbox::detail {
 
 /// \brief A compiled glob (`*`, `?`, `[set]`, `[!set]`/`[^set]`, `\c`) matched against a whole
-/// string, case-sensitively, byte by byte. `parse` refuses what has no clear meaning.
+/// string, case-sensitively, byte by byte. `parse` refuses what has no clear meaning here
+/// (including POSIX classes such as `[[:upper:]]`, which it does not implement).
 class glob_pattern
 {
 public:

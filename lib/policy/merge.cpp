@@ -46,22 +46,40 @@ resource_limits merge_limits(const resource_limits& c, const resource_limits& d)
     return m;
 }
 
+// The caller's policy when it denies all or the defaults say nothing; else the defaults'.
+// A caller's deny_all keeps only the unix sockets the defaults also grant: deny_all with a
+// socket list is still a way out.
+net_policy merge_net(net_policy caller, const net_policy& d)
+{
+    if (d.mode == net_mode::inherit)
+        return caller;
+    if (caller.mode != net_mode::deny_all)
+        return d;
+    std::vector<std::string> both;
+    for (auto& sock : caller.unix_sockets)
+        if (std::find(d.unix_sockets.begin(), d.unix_sockets.end(), sock) != d.unix_sockets.end())
+            both.push_back(std::move(sock));
+    caller.unix_sockets = std::move(both);
+    return caller;
+}
+
 } // namespace
 
-exec_options merge_defaults(const exec_options& caller, const exec_options& defaults)
+exec_options merge_defaults(exec_options caller, const exec_options& defaults)
 {
     exec_options m;
-    m.work_dir = caller.work_dir.empty() ? defaults.work_dir : caller.work_dir;
-    m.input = caller.input ? caller.input : defaults.input;
+    m.work_dir = caller.work_dir.empty() ? defaults.work_dir : std::move(caller.work_dir);
+    m.input = caller.input ? std::move(caller.input) : defaults.input;
     m.timeout = stricter(caller.timeout, defaults.timeout);
-    m.kill_grace = stricter(caller.kill_grace, defaults.kill_grace);
+    // 0 is "SIGKILL at once", the strictest: a caller's 0 stands; the defaults' 0 says nothing.
+    m.kill_grace = defaults.kill_grace > std::chrono::nanoseconds::zero()
+                       ? std::min(caller.kill_grace, defaults.kill_grace)
+                       : caller.kill_grace;
     m.env.allow = merge_allow(caller.env.allow, defaults.env.allow);
     m.env.inject = defaults.env.inject;
-    for (const auto& [name, value] : caller.env.inject)
-        m.env.inject[name] = value;
-    const bool caller_net = caller.net.mode == net_mode::deny_all ||
-                            defaults.net.mode == net_mode::inherit;
-    m.net = caller_net ? caller.net : defaults.net;
+    for (auto& [name, value] : caller.env.inject)
+        m.env.inject[name] = std::move(value);
+    m.net = merge_net(std::move(caller.net), defaults.net);
     m.limits = merge_limits(caller.limits, defaults.limits);
     return m;
 }

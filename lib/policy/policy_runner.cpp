@@ -1,4 +1,4 @@
-// lib/policy/policy_runner.cpp: the steps of the chain (defaults, approval, gate) for execs
+// lib/policy/policy_runner.cpp: the steps of the chain (defaults, gate, approval) for execs
 // and session starts, and the audit records of each call.
 #include "policy/policy_runner.hpp"
 
@@ -50,19 +50,15 @@ public:
 
     asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
     {
-        call_snapshot call{call_kind::session, spec.command, spec.args, spec.options, spec.tty,
-                           spec.id};
-        trail t = owner_.open_trail(call);
-        co_await owner_.admit(call, t, true);
-        process_manager* inner = owner_.inner_->sessions();
-        if (!inner)
-            refuse(errc::not_available, "the inner runner has no sessions");
-        spec.options = std::move(call.options);
-        t.note(audit_event::allowed, "chain");
+        process_manager& pm = inner(); // no approver is asked for what cannot start
+        // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
+        call_ref call{call_kind::session, spec.command, spec.args, spec.options, spec.tty,
+                      spec.id, true};
+        trail t = co_await owner_.admit(call);
         std::shared_ptr<session> s;
         try
         {
-            s = co_await inner->start(std::move(spec));
+            s = co_await pm.start(std::move(spec));
         }
         catch (...)
         {
@@ -121,21 +117,22 @@ process_manager* policy_runner::sessions() noexcept
     return inner_->sessions() ? sessions_.get() : nullptr;
 }
 
-trail policy_runner::open_trail(const call_snapshot& call)
+trail policy_runner::open_trail(const call_ref& call)
 {
     ++calls_;
     if (!layers_.audit)
         return {};
-    return trail(layers_.audit, calls_, call);
+    return trail(layers_.audit, calls_, call.kind, call.command, call.args,
+                 call.options.work_dir, call.tty.has_value(), call.session_id);
 }
 
 asio::awaitable<exec_result> policy_runner::exec(exec_request req)
 {
-    call_snapshot call{call_kind::exec, req.command, req.args, req.options, req.tty, {}};
-    trail t = open_trail(call);
-    co_await admit(call, t, req.stdin_fd != nullptr || req.tty.has_value());
-    req.options = std::move(call.options);
-    t.note(audit_event::allowed, "chain");
+    const bool own_stdin = req.stdin_fd != nullptr || req.tty.has_value();
+    const std::string no_session;
+    call_ref call{call_kind::exec, req.command, req.args, req.options, req.tty, no_session,
+                  own_stdin};
+    trail t = co_await admit(call);
     try
     {
         exec_result r = co_await inner_->exec(std::move(req));
@@ -149,33 +146,62 @@ asio::awaitable<exec_result> policy_runner::exec(exec_request req)
     }
 }
 
-asio::awaitable<void> policy_runner::admit(call_snapshot& call, trail& t, bool own_stdin)
+asio::awaitable<trail> policy_runner::admit(call_ref call)
 {
-    if (call.command.empty())
+    apply_defaults(call);
+    trail t = open_trail(call); // after the merge: the effective work dir is recorded
+    try
     {
-        t.note(audit_event::refused, "chain", "empty command", make_error_code(errc::validation));
-        refuse(errc::validation, "the command is empty");
+        if (call.command.empty())
+        {
+            t.note(audit_event::refused, "chain", "empty command", make_error_code(errc::validation));
+            refuse(errc::validation, "the command is empty");
+        }
+        // The gate first: nobody is asked about a call that would be refused anyway, and
+        // approval can never pass a command the gate refuses.
+        gate(call, t);
+        co_await approve(call, t);
     }
-    apply_defaults(call, own_stdin);
-    co_await approve(call, t);
-    gate(call, t);
+    catch (...)
+    {
+        if (!t.closed()) // a cancellation or failure no step recorded
+            t.ended(std::current_exception());
+        throw;
+    }
+    t.note(audit_event::allowed, "chain");
+    co_return t;
 }
 
-void policy_runner::apply_defaults(call_snapshot& call, bool own_stdin) const
+void policy_runner::apply_defaults(call_ref& call) const
 {
     if (!layers_.defaults)
         return;
-    auto merged = merge_defaults(call.options, *layers_.defaults);
-    if (own_stdin)
-        merged.input = call.options.input;
-    call.options = std::move(merged);
+    auto input = call.own_stdin ? std::move(call.options.input) : std::nullopt;
+    call.options = merge_defaults(std::move(call.options), *layers_.defaults);
+    if (call.own_stdin)
+        call.options.input = std::move(input);
 }
 
-asio::awaitable<void> policy_runner::approve(const call_snapshot& call, trail& t)
+void policy_runner::gate(const call_ref& call, trail& t) const
 {
-    if (!layers_.approval)
+    if (!layers_.allowed)
+        return;
+    const auto& list = *layers_.allowed;
+    const std::string key = layers_.match == command_match::base_name
+                                ? command_base_name(call.command)
+                                : call.command;
+    if (std::find(list.begin(), list.end(), key) == list.end())
+        t.deny("gate", "command \"" + call.command + "\" is not on the command allow-list");
+}
+
+asio::awaitable<void> policy_runner::approve(const call_ref& call, trail& t)
+{
+    if (!layers_.approval || layers_.approval->predicates.empty())
         co_return;
     const approval_options& a = *layers_.approval;
+    // One copy for the predicates and the approver; what runs is the request itself.
+    call_snapshot snap{call.kind, call.command, call.args, call.options, call.tty,
+                       call.session_id};
     for (const predicate& p : a.predicates)
     {
         if (!p)
@@ -183,8 +209,7 @@ asio::awaitable<void> policy_runner::approve(const call_snapshot& call, trail& t
         std::optional<std::string> why;
         try
         {
-            const call_snapshot copy = call; // a predicate cannot reach what runs
-            why = p(copy);
+            why = p(snap);
         }
         catch (const std::exception& e)
         {
@@ -201,7 +226,7 @@ asio::awaitable<void> policy_runner::approve(const call_snapshot& call, trail& t
             t.deny("approval", *why + " (no approver configured)");
         // Built in its own statement: GCC 12 destroys a braced temporary inside a co_await
         // expression twice.
-        approval_request question{call, *why};
+        approval_request question{std::move(snap), *why};
         asked answer = co_await ask_within(a.ask, std::move(question), a.deadline);
         if (answer.cancelled)
         {
@@ -223,20 +248,6 @@ asio::awaitable<void> policy_runner::approve(const call_snapshot& call, trail& t
         t.note(audit_event::approved, "approval", said);
         co_return; // one call, one decision
     }
-}
-
-void policy_runner::gate(const call_snapshot& call, trail& t) const
-{
-    if (!layers_.allowed)
-        return;
-    const auto& list = *layers_.allowed;
-    const std::string key = layers_.match == command_match::base_name
-                                ? command_base_name(call.command)
-                                : call.command;
-    if (std::find(list.begin(), list.end(), key) != list.end())
-        return;
-    t.deny("gate", "command \"" + call.command +
-                                           "\" is not on the command allow-list");
 }
 
 } // namespace sandbox::detail

@@ -24,6 +24,20 @@ struct chain_layers
     std::shared_ptr<audit_sink> audit{};
 };
 
+/// The live parts of a call being judged: the request (or spec) itself, whose options the
+/// defaults are merged into. Nothing is copied unless a predicate must look at it.
+struct call_ref
+{
+    call_kind kind;
+    const std::string& command;
+    const std::vector<std::string>& args;
+    exec_options& options;
+    const std::optional<terminal_size>& tty;
+    const std::string& session_id;
+    /// The call brings its own stdin or cannot take one: the defaults' input does not apply.
+    bool own_stdin;
+};
+
 class policy_runner final : public runner
 {
 public:
@@ -38,13 +52,13 @@ public:
 private:
     class gated_sessions;
 
-    /// Judges `call` (its options become the effective ones) or throws. `own_stdin`: the
-    /// call brings its own stdin or cannot take one, so the defaults' input does not apply.
-    boost::asio::awaitable<void> admit(call_snapshot& call, trail& t, bool own_stdin);
-    void apply_defaults(call_snapshot& call, bool own_stdin) const;
-    boost::asio::awaitable<void> approve(const call_snapshot& call, trail& t);
-    void gate(const call_snapshot& call, trail& t) const;
-    trail open_trail(const call_snapshot& call);
+    /// Merges the defaults into `call.options`, opens the call's audit trail, then judges
+    /// it: the gate, then approval. Throws when it is refused (recorded in the trail).
+    boost::asio::awaitable<trail> admit(call_ref call);
+    void apply_defaults(call_ref& call) const;
+    void gate(const call_ref& call, trail& t) const;
+    boost::asio::awaitable<void> approve(const call_ref& call, trail& t);
+    trail open_trail(const call_ref& call);
 
     std::unique_ptr<runner> inner_;
     chain_layers layers_;

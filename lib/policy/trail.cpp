@@ -3,20 +3,24 @@
 
 #include <sandbox/exec_result.hpp>
 
+#include <boost/asio/error.hpp>
+
 namespace sandbox::detail {
 
-trail::trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, const call_snapshot& c)
+trail::trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, call_kind kind,
+             const std::string& command, const std::vector<std::string>& args,
+             const std::string& work_dir, bool tty, const std::string& session_id)
     : sink_(std::move(sink)), call_(call)
 {
     if (!sink_)
         return;
     proto_.call = call;
-    proto_.kind = c.kind;
-    proto_.command = c.command;
-    proto_.args = c.args;
-    proto_.work_dir = c.options.work_dir;
-    proto_.tty = c.tty.has_value();
-    proto_.session_id = c.session_id;
+    proto_.kind = kind;
+    proto_.command = command;
+    proto_.args = args;
+    proto_.work_dir = work_dir;
+    proto_.tty = tty;
+    proto_.session_id = session_id;
 }
 
 audit_record trail::base(audit_event e, std::string layer) const
@@ -31,6 +35,8 @@ audit_record trail::base(audit_event e, std::string layer) const
 void trail::note(audit_event e, std::string layer, std::string reason,
                  const boost::system::error_code& ec)
 {
+    closed_ = closed_ || e == audit_event::denied || e == audit_event::refused ||
+              e == audit_event::finished;
     if (!sink_)
         return;
     auto r = base(e, std::move(layer));
@@ -48,17 +54,36 @@ void trail::started(const std::string& session_id)
     note(audit_event::started, "backend");
 }
 
-void trail::ended(const exec_result* result, const boost::system::error_code& ec,
+namespace {
+
+// A session's end comes as a result, not an error: the error its status stands for.
+boost::system::error_code error_of(exec_status s)
+{
+    switch (s)
+    {
+    case exec_status::timed_out: return make_error_code(errc::timeout);
+    case exec_status::budget_exceeded: return make_error_code(errc::budget_exceeded);
+    case exec_status::unenforceable: return make_error_code(errc::not_available);
+    case exec_status::cancelled: return boost::asio::error::operation_aborted;
+    default: return {};
+    }
+}
+
+} // namespace
+
+void trail::ended(const exec_result* result, const boost::system::error_code& ec_in,
                   const std::string& message)
 {
+    closed_ = true;
     if (!sink_)
         return;
+    const auto ec = ec_in || !result ? ec_in : error_of(result->status);
     const bool ran = result && result->status != exec_status::not_started;
     auto r = base(ran ? audit_event::finished : audit_event::refused, "backend");
     if (ec)
     {
         r.error = error_name(ec);
-        r.reason = message;
+        r.reason = message.empty() && result ? result->diag.message : message;
     }
     if (ran)
     {

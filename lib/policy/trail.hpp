@@ -16,9 +16,13 @@ class trail
 {
 public:
     trail() = default;
-    trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, const call_snapshot& c);
+    trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, call_kind kind,
+          const std::string& command, const std::vector<std::string>& args,
+          const std::string& work_dir, bool tty, const std::string& session_id);
 
     bool active() const noexcept { return sink_ != nullptr; }
+    /// A final record (denied, refused, finished) was written.
+    bool closed() const noexcept { return closed_; }
     void note(audit_event e, std::string layer, std::string reason = {},
               const boost::system::error_code& ec = {});
     void started(const std::string& session_id);
@@ -36,6 +40,7 @@ private:
     audit_record base(audit_event e, std::string layer) const;
     std::shared_ptr<audit_sink> sink_;
     std::uint64_t call_ = 0;
+    bool closed_ = false;
     audit_record proto_{};
 };
 

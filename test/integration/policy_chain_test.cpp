@@ -421,19 +421,23 @@ BOOST_FIXTURE_TEST_CASE(an_approver_that_ignores_cancellation_is_not_waited_for,
         *answered = true;
         co_return sandbox::approval_decision::allowed();
     };
-    auto r = sandbox::with_approval(std::move(owned), {{always()}, stubborn, 20ms});
+    auto calls = inner->calls; // the inner runner goes with the chain below
+    std::unique_ptr<sandbox::runner> r =
+        sandbox::with_approval(std::move(owned), {{always()}, stubborn, 20ms});
     bool done = false;
     boost::system::error_code got;
     sandbox::async_exec(*r, request("ls"), [&](boost::system::error_code ec, sandbox::exec_result) {
         done = true;
         got = ec;
         BOOST_TEST(!*answered); // completed before the approver answered
+        r.reset(); // the runner goes while its approver still runs (ASan watches this)
     });
     ioc.run_for(5s);
+    BOOST_TEST(!r);
     BOOST_TEST(done);
     BOOST_TEST(got == errc::policy_denied);
     BOOST_TEST(*answered);
-    BOOST_TEST(inner->calls->empty());
+    BOOST_TEST(calls->empty());
 }
 
 BOOST_FIXTURE_TEST_CASE(cancelling_the_caller_cancels_the_approval_and_runs_nothing, chain_fixture)
@@ -449,7 +453,11 @@ BOOST_FIXTURE_TEST_CASE(cancelling_the_caller_cancels_the_approval_and_runs_noth
         *cancelled = ec == asio::error::operation_aborted;
         co_return sandbox::approval_decision::allowed();
     };
-    auto r = sandbox::with_approval(std::move(owned), {{always()}, waiting});
+    auto sink = std::make_shared<memory_sink>();
+    sandbox::local_policy p;
+    p.approval = {{always()}, waiting};
+    p.audit = sink;
+    auto r = sandbox::compose_local(std::move(owned), std::move(p));
     for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial})
     {
         *asked = *cancelled = false;
@@ -476,8 +484,12 @@ BOOST_FIXTURE_TEST_CASE(cancelling_the_caller_cancels_the_approval_and_runs_noth
         BOOST_TEST(res.status == exec_status::not_started);
         BOOST_TEST(res.diag.rule == "approval");
         BOOST_TEST(*cancelled);
+        BOOST_TEST_REQUIRE(!sink->records.empty());
+        BOOST_TEST(sink->records.back().event == sandbox::audit_event::denied);
+        BOOST_TEST(sink->records.back().error == "aborted");
     }
     BOOST_TEST(inner->calls->empty());
+    BOOST_TEST(sink->records.size() == 2u); // one record per call, nothing "allowed"
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -509,6 +521,9 @@ BOOST_FIXTURE_TEST_CASE(approval_cannot_pass_what_the_gate_refuses, chain_fixtur
     auto r = sandbox::compose_local(std::move(owned), std::move(p));
     require_denied(run(*r, request("rm")), "gate");
     BOOST_TEST(inner->calls->empty());
+    BOOST_TEST(ap.asked->empty()); // nobody is asked about what the gate refuses
+    BOOST_TEST(!run(*r, request("echo")).ec);
+    BOOST_TEST(ap.asked->size() == 1u);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_zero_policy_lets_everything_through_unchanged, chain_fixture)
@@ -729,6 +744,8 @@ BOOST_FIXTURE_TEST_CASE(the_audit_trail_records_every_decision, real_fixture)
     p.allowed_commands = std::vector<std::string>{"/bin/sh", "/no/such/cmd"};
     p.approval = {{sandbox::command_patterns({"sh"})}, ap.fn()};
     p.audit = sink;
+    p.defaults.work_dir = "sub";
+    std::filesystem::create_directory(root.path() / "sub");
     auto r = sandbox::compose_local(backend(), std::move(p));
 
     auto ran = sh("exit 3");
@@ -749,8 +766,15 @@ BOOST_FIXTURE_TEST_CASE(the_audit_trail_records_every_decision, real_fixture)
         co_await s->wait();
         co_await s->close();
     });
+    sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {   // call 6: a session timing out
+        auto spec = sbx_test::shell("sleep 30");
+        spec.options.timeout = 100ms;
+        auto s = co_await r->sessions()->start(spec);
+        co_await s->wait();
+        co_await s->close();
+    });
     ioc.restart();
-    ioc.poll(); // the session's end record
+    ioc.poll(); // the sessions' end records
 
     using v = std::vector<std::string>;
     BOOST_TEST((events_of(*sink, 1) == v{"approved/approval", "allowed/chain", "finished/backend"}));
@@ -759,8 +783,16 @@ BOOST_FIXTURE_TEST_CASE(the_audit_trail_records_every_decision, real_fixture)
     BOOST_TEST((events_of(*sink, 4) == v{"approved/approval", "allowed/chain", "finished/backend"}));
     BOOST_TEST((events_of(*sink, 5) ==
                 v{"approved/approval", "allowed/chain", "started/backend", "finished/backend"}));
+    BOOST_TEST((events_of(*sink, 6) ==
+                v{"approved/approval", "allowed/chain", "started/backend", "finished/backend"}));
     for (const auto& rec : sink->records)
     {
+        BOOST_TEST(rec.work_dir == "sub"); // the effective work dir, from the defaults
+        if (rec.call == 6 && rec.event == sandbox::audit_event::finished)
+        {
+            BOOST_TEST(rec.error == "timeout");
+            BOOST_TEST((rec.status == exec_status::timed_out));
+        }
         const auto line = boost::json::serialize(sandbox::to_json(rec));
         BOOST_TEST(line.find("s3cr3t") == std::string::npos, "a secret reached the trail");
         if (rec.call == 1 && rec.event == sandbox::audit_event::finished)

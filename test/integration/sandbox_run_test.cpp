@@ -595,7 +595,7 @@ BOOST_FIXTURE_TEST_CASE(ask_without_a_terminal_denies_and_piped_input_cannot_ans
 BOOST_FIXTURE_TEST_CASE(audit_lines_from_concurrent_runs_stay_whole, cli_fixture)
 {
     // 24 sandbox-run processes at once append to one file; each line is ~5 KB (a long
-    // argument), more than a pipe's atomic size, so only whole-line appends keep them intact.
+    // argument), so appends made in pieces would interleave inside lines.
     const auto audit = root.path() / "audit.jsonl";
     std::ofstream(audit) << "{\"earlier\":true}\n";
     const std::string long_arg(5000, 'a');

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <csignal>
 #include <cstring>
 #include <string>
@@ -73,17 +74,22 @@ public:
         return t;
     }
 
-    // sandbox-run ARGS in a session of its own with this terminal as controlling terminal.
-    void start(const std::vector<std::string>& args)
+    // sandbox-run ARGS in a session of its own with this terminal as controlling terminal
+    // (and as stdin, unless `stdin_path` names another file).
+    void start(const std::vector<std::string>& args, const std::string& stdin_path = {})
     {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         ::posix_spawn_file_actions_init(&fa);
         ::posix_spawnattr_init(&attr);
         ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-        ::posix_spawn_file_actions_addopen(&fa, 0, slave_name_.c_str(), O_RDWR, 0);
-        ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
-        ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
+        // The first terminal the new session leader opens becomes its controlling terminal.
+        ::posix_spawn_file_actions_addopen(&fa, 1, slave_name_.c_str(), O_RDWR, 0);
+        ::posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        if (stdin_path.empty())
+            ::posix_spawn_file_actions_adddup2(&fa, 1, 0);
+        else
+            ::posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
         std::vector<char*> argv{const_cast<char*>(sandbox_run.c_str())};
         for (const auto& a : args)
             argv.push_back(const_cast<char*>(a.c_str()));
@@ -272,20 +278,62 @@ BOOST_AUTO_TEST_CASE(ask_takes_its_answer_from_the_terminal)
 
 BOOST_AUTO_TEST_CASE(ask_shows_control_characters_escaped_and_gates_terminal_sessions)
 {
-    // An argument cannot redraw the question; a --tty session is asked about before it
-    // starts, while our terminal is still in its normal mode.
+    // Neither an argument nor the command's own name (quoted in the reason) can move the
+    // cursor or redraw the question; a --tty session is asked about before it starts, while
+    // our terminal is still in its normal mode.
+    sbx_test::temp_dir dir;
+    const std::string name = "sh\x1b[8m\xc2\x9b";
+    std::filesystem::create_symlink("/bin/sh", dir.path() / name);
     user_terminal t;
     const termios before = t.settings();
-    t.start({"--tty", "--ask", "sh", "--", "sh", "-c", "echo inside; exit 5",
-             "\r\x1b[2KRun it? [y/N] y"});
-    const auto screen = t.read_until("[y/N] ");
+    t.start({"--root", dir.str(), "--tty", "--ask", "sh*", "--", "./" + name, "-c",
+             "echo inside; exit 5", "\r\x1b[2KRun it? [y/N] y"});
+    const auto screen = t.read_until("\nRun it? [y/N] ");
+    BOOST_TEST(screen.find("\nRun it? [y/N] ") != std::string::npos, screen);
     BOOST_TEST(screen.find("\\x0d\\x1b[2K") != std::string::npos, screen);
+    BOOST_TEST(screen.find("sh\\x1b[8m\\xc2\\x9b") != std::string::npos, screen);
     BOOST_TEST(screen.find('\x1b') == std::string::npos);
+    BOOST_TEST(screen.find('\x9b') == std::string::npos);
     t.type("yes\n");
     BOOST_TEST(t.read_until("inside").find("inside") != std::string::npos);
     const int st = t.wait();
     BOOST_TEST(WIFEXITED(st));
     BOOST_TEST(WEXITSTATUS(st) == 5);
+    BOOST_TEST(same(t.settings(), before));
+}
+
+BOOST_AUTO_TEST_CASE(ask_ignores_piped_stdin_and_keys_typed_before_the_question)
+{
+    // stdin is a file saying "y"; "y" was also typed before sandbox-run started. Neither
+    // answers: only a line typed after the question does.
+    sbx_test::temp_dir dir;
+    const auto yes = dir.path() / "yes.txt";
+    std::ofstream(yes) << "y\ny\n";
+    const auto made = dir.path() / "made";
+    user_terminal t;
+    t.type("y\n");
+    t.start({"--root", dir.str(), "--ask", "touch", "--", "touch", made.string()}, yes.string());
+    t.read_until("[y/N] ");
+    t.type("n\n");
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 125);
+    BOOST_TEST(!std::filesystem::exists(made));
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_at_the_question_cancels_a_terminal_session)
+{
+    sbx_test::temp_dir dir;
+    user_terminal t;
+    const termios before = t.settings();
+    t.start({"--root", dir.str(), "--tty", "--ask", "sh", "--", "sh", "-c", "touch made"});
+    t.read_until("[y/N] ");
+    t.type("\x03"); // the terminal is not raw yet: SIGINT to sandbox-run
+    const int st = t.wait(); // bounded at 10 s; the question would wait a minute
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 130);
+    BOOST_TEST(t.read_until("nothing ran").find("nothing ran") != std::string::npos);
+    BOOST_TEST(!std::filesystem::exists(dir.path() / "made"));
     BOOST_TEST(same(t.settings(), before));
 }
 

@@ -385,6 +385,7 @@ BOOST_AUTO_TEST_CASE(policy_chain_flags)
     check_fails({"--allow-command", "", "ls"}, errc::validation, "empty command name");
     check_fails({"--ask", "rm", "--ask-timeout", "0", "ls"}, errc::validation, "positive");
     check_fails({"--audit", "", "ls"}, errc::validation, "--audit");
+    check_fails({"--ask-timeout", "5s", "ls"}, errc::validation, "needs --ask");
 }
 
 BOOST_AUTO_TEST_CASE(env_flags)

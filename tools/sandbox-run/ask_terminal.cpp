@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include <fcntl.h>
+#include <termios.h>
 #include <unistd.h>
 
 namespace sandbox::cli {
@@ -22,27 +24,43 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string printable_word(const std::string& w)
+// Bytes a terminal could act on are shown as \xNN: C0 controls and DEL, and every byte
+// of a non-ASCII character (C1 controls such as U+009B, a CSI to some terminals, and
+// bidirectional overrides are encoded there).
+bool shown_as_is(unsigned char c)
+{
+    return c >= 0x20 && c < 0x7f;
+}
+
+std::string escaped(std::string_view text)
 {
     std::string out;
-    bool quote = w.empty();
-    for (unsigned char c : w)
+    for (unsigned char c : text)
     {
-        if (c < 0x20 || c == 0x7f)
+        if (shown_as_is(c))
         {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-            quote = true;
+            out += static_cast<char>(c);
             continue;
         }
-        if (c == ' ' || c == '\'' || c == '"' || c == '\\' || c == '$' || c == '`')
-            quote = true;
-        if (c == '\\' || c == '"')
-            out += '\\';
-        out += static_cast<char>(c);
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
     }
-    return quote ? "\"" + out + "\"" : out;
+    return out;
+}
+
+// A word as a shell would need it: bare when it has only "safe" characters.
+std::string printable_word(const std::string& w)
+{
+    static constexpr std::string_view safe =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%";
+    const bool bare = !w.empty() && w.find_first_not_of(safe) == std::string::npos;
+    if (bare)
+        return w;
+    std::string quoted = "'";
+    for (char c : escaped(w))
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
 }
 
 // The line typed, without its end and surrounding blanks, lower-cased.
@@ -77,8 +95,11 @@ asio::awaitable<approval_decision> ask(std::string tty_path, approval_request rq
         co_return approval_decision::denied(std::string("no terminal to ask on (") +
                                             std::strerror(errno) + ")");
     asio::posix::stream_descriptor tty(co_await asio::this_coro::executor, fd);
-    const std::string question = "sandbox-run: approval needed: " + rq.reason + "\n  " +
-                                 printable_command(rq.call) + "\nRun it? [y/N] ";
+    // Keys typed before the question was shown (or pasted) must not answer it.
+    ::tcflush(fd, TCIFLUSH);
+    // The reason quotes the command's name: escaped like the command line.
+    const std::string question = "sandbox-run: approval needed: " + escaped(rq.reason) +
+                                 "\n  " + printable_command(rq.call) + "\nRun it? [y/N] ";
     co_await asio::async_write(tty, asio::buffer(question), asio::use_awaitable);
     std::string line;
     boost::system::error_code ec;

@@ -10,13 +10,15 @@
 namespace sandbox::cli {
 
 /// \brief Asks on `/dev/tty` (opened for the question, never stdin, so piped input cannot
-/// answer): the reason, the command line with control characters escaped, and "[y/N]".
+/// answer; what was typed before the question is discarded): the reason and the command
+/// line, both escaped (`printable_command`), and "[y/N]".
 /// `y` or `yes` (any case) allows; anything else, end of input, or no controlling terminal
 /// denies.
 sandbox::approver terminal_approver(std::string tty_path = "/dev/tty");
 
-/// The command line as shown in the question: words quoted where needed, bytes below 0x20
-/// and 0x7f as `\xNN`, so an argument cannot redraw the prompt.
+/// \brief The command line as shown in the question: words in single quotes unless they
+/// have only letters, digits and `_-./=:,+@%`; control bytes, DEL and every non-ASCII byte
+/// as `\xNN`, so no argument can move the cursor, hide text or redraw the question.
 std::string printable_command(const sandbox::call_snapshot& c);
 
 } // namespace sandbox::cli

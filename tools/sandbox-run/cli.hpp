@@ -8,6 +8,7 @@
 #include <sandbox/exec_result.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/local_runner.hpp>
+#include <sandbox/utf8.hpp>
 
 #include <boost/system/error_code.hpp>
 
@@ -139,12 +140,8 @@ int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_res
 /// a FIFO's writer has taken part of the timeout.
 void shrink_timeout(sandbox::exec_options& o, std::chrono::nanoseconds left);
 
-/// \brief Replaces each ill-formed UTF-8 subsequence of `bytes` with U+FFFD.
-///
-/// Follows the Unicode "maximal subpart" practice: an ill-formed sequence is replaced by
-/// one U+FFFD per maximal prefix of a valid sequence (or per lone byte). Overlong forms,
-/// surrogates and code points above U+10FFFF are ill-formed. Valid text is unchanged.
-std::string sanitize_utf8(std::string_view bytes);
+/// Replaces ill-formed UTF-8 with U+FFFD (`<sandbox/utf8.hpp>`).
+using sandbox::sanitize_utf8;
 
 /// \brief One JSON object (no trailing newline) describing the run.
 ///

@@ -6,6 +6,8 @@
 #include <sandbox/process_manager.hpp>
 #include <sandbox/session.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -167,6 +169,28 @@ asio::awaitable<void> pump_interrupt(std::shared_ptr<session> s,
     co_await s->terminate(std::chrono::nanoseconds(0));
 }
 
+// SIGINT or SIGTERM while the session is being started (an --ask question may be
+// pending): the start is cancelled. Shared: the watch can outlive a failed start.
+struct start_watch
+{
+    asio::cancellation_signal cancel;
+    bool active = true;
+    bool hit = false;
+};
+
+asio::awaitable<void> watch_start(std::shared_ptr<start_watch> w,
+                                  asio::posix::stream_descriptor& interrupt)
+{
+    boost::system::error_code ec;
+    co_await interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !w->active)
+        co_return;
+    interrupts::drain();
+    w->hit = true;
+    w->cancel.emit(asio::cancellation_type::terminal);
+}
+
 struct outcome_of_run
 {
     boost::system::error_code start_error;
@@ -183,6 +207,9 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     spec.options = cfg.request.options;
     spec.tty = size_of(STDIN_FILENO);
     std::shared_ptr<session> s;
+    auto ex = co_await asio::this_coro::executor;
+    auto watch = std::make_shared<start_watch>();
+    asio::co_spawn(ex, watch_start(watch, interrupt), asio::detached);
     try
     {
         if (!r.sessions())
@@ -191,16 +218,33 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
                 d.message = "this backend has no sessions, so no --tty";
                 return d;
             }());
-        s = co_await r.sessions()->start(std::move(spec));
+        s = co_await asio::co_spawn(ex, r.sessions()->start(std::move(spec)),
+                                    asio::bind_cancellation_slot(watch->cancel.slot(),
+                                                                 asio::use_awaitable));
     }
     catch (const sandbox::error& e)
     {
         out.start_error = e.code();
         out.result.diag = e.diag();
+    }
+    catch (const boost::system::system_error& e)
+    {
+        out.start_error = e.code();
+        out.result.diag.message = e.what();
+    }
+    watch->active = false;
+    out.interrupted = watch->hit;
+    boost::system::error_code not_watching;
+    interrupt.cancel(not_watching); // the watch ends; pump_interrupt waits anew
+    if (!s)
+        co_return;
+    if (out.interrupted) // the signal came as the start completed: it still wins
+    {
+        out.result = co_await s->terminate(std::chrono::nanoseconds(0));
+        co_await s->close();
         co_return;
     }
     raw_mode raw(STDIN_FILENO);
-    auto ex = co_await asio::this_coro::executor;
     asio::co_spawn(ex, pump_input(s), asio::detached);
     asio::co_spawn(ex, pump_winch(s), asio::detached);
     asio::co_spawn(ex, pump_interrupt(s, interrupt, out.interrupted), asio::detached);
@@ -258,6 +302,12 @@ int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& 
     ioc.run();
     if (failure)
         std::rethrow_exception(failure);
+    if (out.interrupted && out.start_error)
+    {
+        write_out(STDERR_FILENO, "sandbox-run: interrupted before the session started; "
+                                 "nothing ran\n");
+        return exit_cancelled;
+    }
     if (out.start_error)
     {
         write_out(STDERR_FILENO, "sandbox-run: " + sandbox::error_name(out.start_error) + ": " +

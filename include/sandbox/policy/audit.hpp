@@ -8,6 +8,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -77,8 +78,11 @@ public:
 /// never truncated).
 ///
 /// Each line is written with one `write(2)` on a descriptor opened with `O_APPEND`, so
-/// several processes appending to the same file do not tear or lose each other's lines.
-/// A record that cannot be written completely is counted in `failures()`.
+/// several processes appending to the same file on a local filesystem do not tear or lose
+/// each other's lines (on NFS `O_APPEND` is not atomic). A record that cannot be written
+/// completely (disk full) is counted in `failures()`; what was written of it stays, and the
+/// next line starts after it. Keep the file where the commands cannot write: under the local
+/// backend they run as the same user.
 ///
 /// \throws sandbox::error when the file cannot be opened (`errc_from_errno`, `diag.path`).
 class SANDBOX_DECL audit_file final : public audit_sink
@@ -89,11 +93,11 @@ public:
     audit_file(const audit_file&) = delete;
     audit_file& operator=(const audit_file&) = delete;
     void write(const audit_record& r) noexcept override;
-    std::uint64_t failures() const noexcept { return failures_; }
+    std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 
 private:
     int fd_ = -1;
-    std::uint64_t failures_ = 0;
+    std::atomic<std::uint64_t> failures_{0};
 };
 
 } // namespace sandbox

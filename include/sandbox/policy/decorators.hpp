@@ -19,24 +19,26 @@
 
 namespace sandbox {
 
-/// \brief The effective options of a call under daemon-owned `defaults`: each field is the
-/// stricter of the two, and a field the defaults leave unset never widens what the caller
-/// asked for.
+/// \brief The effective options of a call under daemon-owned `defaults`.
+///
+/// Where and what to run with (`work_dir`, `input`) are the caller's, and injected
+/// variables are a union in which the caller wins; every policy field is the stricter of the
+/// two, and a field the defaults leave unset never widens what the caller asked for:
 ///
 /// | field | merged value |
 /// |---|---|
-/// | `work_dir` | the caller's if not empty, else the defaults' |
+/// | `work_dir` | the caller's if not empty, else the defaults' (the runner confines it) |
 /// | `input` | the caller's if set (even empty), else the defaults' |
 /// | `timeout` | the smaller of the two that are set (0 = unset); 0 if neither is |
-/// | `kill_grace` | the smaller of the two that are set; 0 if neither is |
+/// | `kill_grace` | the defaults' set (> 0): the smaller of the two, so a caller's 0 (SIGKILL at once) stands; unset: the caller's |
 /// | `env.allow` | both set: the caller's names that the defaults also allow (caller's order); one set: that one; neither: unset |
 /// | `env.inject` | union; the caller's value wins for a name in both |
-/// | `net` | the caller's if it is `deny_all` or the defaults' mode is `inherit`; else the defaults' (whole) |
+/// | `net` | defaults `inherit`: the caller's; caller `deny_all`: the caller's, with only the unix sockets the defaults also list; otherwise the defaults' (whole) |
 /// | `limits.*` | per cap, the smaller of the two that are set; 0 if neither is |
 ///
-/// So a caller may narrow anything (a shorter timeout, a lower cap, fewer variables) and
-/// widen nothing the defaults set. Neither argument is changed; the result shares nothing.
-SANDBOX_DECL exec_options merge_defaults(const exec_options& caller, const exec_options& defaults);
+/// `max_output_bytes` 0 means "the runner's default", so a caller's 0 takes the defaults'
+/// value. The result shares nothing with the arguments.
+SANDBOX_DECL exec_options merge_defaults(exec_options caller, const exec_options& defaults);
 
 /// How the command gate compares a command with its list.
 enum class command_match : int
@@ -62,10 +64,9 @@ struct approval_options
     std::chrono::nanoseconds deadline = std::chrono::minutes(5);
 };
 
-/// \brief The whole chain. Every layer is optional; `compose_local` applies them in this
-/// order, outermost first: defaults, then approval, then the command gate nearest the
-/// backend, so the approver sees the merged options and approval cannot pass a command
-/// the gate refuses.
+/// \brief The whole chain. Every layer is optional; for each call `compose_local` merges the
+/// defaults, then consults the command gate, then approval: the approver sees the merged
+/// options, is never asked about a command the gate refuses, and cannot pass one.
 struct local_policy
 {
     /// Merged into every call (`merge_defaults`). All unset (the default): no effect.
@@ -94,8 +95,11 @@ SANDBOX_DECL local_policy default_local_policy(const std::filesystem::path& root
 /// and what happens inside a session afterwards (writes, signals) is not judged. Nothing
 /// refused ever reaches `inner`. Refusals throw `sandbox::error` with `errc::policy_denied`
 /// (`diag.rule` names the layer: "gate" or "approval"), an empty command `errc::validation`.
-/// Cancelling a call while its approver is pending cancels the approver and runs nothing
-/// (`operation_aborted`, no partial result). No threads are started.
+/// Cancelling a call (any type the caller's filter lets through) while its approver is
+/// pending cancels the approver and runs nothing (`operation_aborted`, no partial result).
+/// No threads are started. The runner must outlive its calls; an approver still running
+/// after its call ended (late, or ignoring cancellation) holds its own copy of the
+/// `approver` function object, not a reference into the runner.
 /// \throws sandbox::error `errc::validation` when built from a null runner, an empty or
 /// (for `base_name`) slashed command name, a non-positive deadline.
 /// @{
