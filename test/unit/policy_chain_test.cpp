@@ -176,38 +176,24 @@ BOOST_AUTO_TEST_CASE(work_dir_and_input)
     BOOST_TEST(!merge_defaults({}, {}).input.has_value());
 }
 
-BOOST_AUTO_TEST_CASE(timeout_takes_the_smaller_that_is_set)
+BOOST_AUTO_TEST_CASE(durations_never_exceed_the_defaults)
 {
+    // timeout: the smaller of the two that are set. kill_grace: the same, except that a
+    // caller's 0 ("SIGKILL at once", the strictest) stands.
     struct row
     {
-        std::chrono::nanoseconds caller, deflt, merged;
+        std::chrono::nanoseconds caller, deflt, timeout, grace;
     };
-    const row rows[] = {{0s, 0s, 0s}, {0s, 5s, 5s}, {3s, 0s, 3s},
-                        {2s, 5s, 2s}, {10s, 4s, 4s}, {5s, 5s, 5s}};
+    const row rows[] = {{0s, 0s, 0s, 0s},  {0s, 5s, 5s, 0s},    {3s, 0s, 3s, 3s},
+                        {2s, 5s, 2s, 2s},  {10s, 4s, 4s, 4s},   {5s, 5s, 5s, 5s}};
     for (const auto& r : rows)
     {
         sandbox::exec_options c, d;
-        c.timeout = r.caller;
-        d.timeout = r.deflt;
-        BOOST_TEST(sandbox::merge_defaults(c, d).timeout == r.merged);
-    }
-}
-
-BOOST_AUTO_TEST_CASE(kill_grace_is_never_longer_than_the_defaults)
-{
-    // 0 is "SIGKILL at once": the strictest a caller can ask for.
-    struct row
-    {
-        std::chrono::nanoseconds caller, deflt, merged;
-    };
-    const row rows[] = {{0s, 0s, 0s}, {0s, 5s, 0s}, {3s, 0s, 3s},
-                        {2s, 5s, 2s}, {10s, 4s, 4s}, {5s, 5s, 5s}};
-    for (const auto& r : rows)
-    {
-        sandbox::exec_options c, d;
-        c.kill_grace = r.caller;
-        d.kill_grace = r.deflt;
-        BOOST_TEST(sandbox::merge_defaults(c, d).kill_grace == r.merged);
+        c.timeout = c.kill_grace = r.caller;
+        d.timeout = d.kill_grace = r.deflt;
+        const auto m = sandbox::merge_defaults(c, d);
+        BOOST_TEST(m.timeout == r.timeout);
+        BOOST_TEST(m.kill_grace == r.grace);
     }
 }
 
