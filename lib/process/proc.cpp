@@ -37,10 +37,11 @@ std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept
         return std::nullopt;
     // Fields after the command: index 0 is field 3 (state).
     std::string_view rest = text.substr(close + 1);
-    std::string_view f[22];
+    // Up to field 33 (sigignore); fields 3-24 are required.
+    std::string_view f[31];
     int n = 0;
     std::size_t i = 0;
-    while (n < 22 && i < rest.size())
+    while (n < 31 && i < rest.size())
     {
         while (i < rest.size() && rest[i] == ' ')
             ++i;
@@ -64,6 +65,8 @@ std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept
     st.cutime = cut > 0 ? static_cast<std::uint64_t>(cut) : 0;
     st.cstime = cst > 0 ? static_cast<std::uint64_t>(cst) : 0;
     st.rss_pages = rss > 0 ? static_cast<std::uint64_t>(rss) : 0;
+    if (n == 31 && !to_num(f[30], st.sigignore))
+        return std::nullopt;
     return st;
 }
 
@@ -119,34 +122,62 @@ std::optional<std::uint64_t> parse_pss_bytes(std::string_view text) noexcept
     return std::nullopt;
 }
 
-std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
+namespace {
+
+// Reads up to `size` bytes of a small /proc file at once: their count, or -1 with `err` set
+// (ENOENT also when the file is empty: a zombie or a kernel thread has nothing to say).
+ssize_t read_small(const char* path, char* buf, std::size_t size, int& err) noexcept
 {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/smaps_rollup", static_cast<int>(pid));
     unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
     if (!fd)
     {
         err = errno;
-        return std::nullopt;
+        return -1;
     }
-    char buf[1024];
     ssize_t n;
     do
-        n = ::read(fd.get(), buf, sizeof buf);
+        n = ::read(fd.get(), buf, size);
     while (n < 0 && errno == EINTR);
-    err = n < 0 ? errno : 0;
-    fd.reset();
+    err = n < 0 ? errno : n == 0 ? ENOENT : 0;
+    return n > 0 ? n : -1;
+}
+
+} // namespace
+
+std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/smaps_rollup", static_cast<int>(pid));
+    char buf[1024];
+    const ssize_t n = read_small(path, buf, sizeof buf, err);
     if (n < 0)
         return std::nullopt;
-    if (n == 0)
-    {
-        err = ENOENT; // a zombie or a kernel thread maps nothing: treat as gone
-        return std::nullopt;
-    }
     auto pss = parse_pss_bytes(std::string_view(buf, static_cast<std::size_t>(n)));
     if (!pss)
         err = EPROTO;
     return pss;
+}
+
+std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept
+{
+    std::uint64_t ns = 0;
+    if (!to_num(text.substr(0, text.find_first_of(" \n")), ns))
+        return std::nullopt;
+    return ns;
+}
+
+std::optional<std::uint64_t> read_runtime_ns(pid_t pid, int& err) noexcept
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
+    char buf[128];
+    const ssize_t n = read_small(path, buf, sizeof buf, err);
+    if (n < 0)
+        return std::nullopt;
+    auto ns = parse_schedstat_ns(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!ns)
+        err = EPROTO;
+    return ns;
 }
 
 std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept

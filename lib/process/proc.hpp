@@ -26,8 +26,12 @@ struct proc_stat
     long num_threads = 1;
     std::uint64_t starttime = 0; // clock ticks after boot; with pid, identifies a process
     std::uint64_t rss_pages = 0;
+    std::uint64_t sigignore = 0; // ignored signals 1-64 as a mask (bit N-1: signal N)
 
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
+    /// SIGCHLD is ignored, so the kernel reaps this process's children itself: their cpu
+    /// time reaches no rusage. (SA_NOCLDWAIT does the same and does not show here.)
+    bool children_reaped_by_kernel() const noexcept { return (sigignore >> (17 - 1)) & 1u; }
 };
 
 /// Parses the text of /proc/<pid>/stat. The command name may hold spaces and parentheses.
@@ -43,6 +47,14 @@ std::optional<std::uint64_t> parse_pss_bytes(std::string_view text) noexcept;
 /// Reads the PSS of `pid` (walks its page tables: ~25 us for a small process, milliseconds
 /// for a large one). On failure returns nullopt and sets `err` (ENOENT when it is gone).
 std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept;
+
+/// Parses /proc/<pid>/schedstat: the first number, the nanoseconds its main thread has run.
+std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept;
+
+/// \brief The cpu time of `pid`'s main thread in nanoseconds (/proc/<pid>/schedstat), exact
+/// where `stat`'s utime and stime are whole clock ticks (10 ms), each rounded down. For a
+/// single-threaded process it is its whole cpu time. On failure nullopt and `err`.
+std::optional<std::uint64_t> read_runtime_ns(pid_t pid, int& err) noexcept;
 
 /// Reads /proc/<pid>/stat. On failure returns nullopt and sets `err` to errno.
 std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;

@@ -68,6 +68,44 @@ nanoseconds ticks_ns(std::uint64_t ticks)
                                                  static_cast<std::uint64_t>(clock_ticks_per_second())));
 }
 
+// One listing summed up: usage, the ledger's view of each member, and whether a live member
+// ignores SIGCHLD. The children of such a member end without reaching any rusage, so the
+// ledger can only add what they had used when last seen: for them that is read in
+// nanoseconds (schedstat), not as utime + stime, which are whole clock ticks rounded down
+// separately (up to 20 ms short per child).
+struct tallied
+{
+    tree_usage usage;
+    std::vector<cpu_ledger::member> seen;
+    bool kernel_reaper = false;
+};
+
+tallied tally(const std::vector<subtree_member>& members)
+{
+    tallied t;
+    t.seen.reserve(members.size());
+    std::vector<pid_t> reapers;
+    for (const auto& m : members)
+        if (m.stat.state != 'Z' && m.stat.children_reaped_by_kernel())
+            reapers.push_back(m.stat.pid);
+    t.kernel_reaper = !reapers.empty();
+    for (const auto& m : members)
+    {
+        const auto& st = m.stat;
+        nanoseconds own = ticks_ns(st.utime + st.stime);
+        int err = 0;
+        if (st.state != 'Z' && std::find(reapers.begin(), reapers.end(), st.ppid) != reapers.end())
+            if (auto ns = read_runtime_ns(st.pid, err))
+                own = std::max(own, nanoseconds(static_cast<std::int64_t>(*ns)));
+        t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime)});
+        t.usage.cpu += ticks_ns(st.cpu_ticks());
+        t.usage.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
+        t.usage.processes += st.state == 'Z' ? 0 : 1;
+        t.usage.tasks += st.state == 'Z' ? 0 : static_cast<std::uint64_t>(st.num_threads);
+    }
+    return t;
+}
+
 // True unless `pid` is still the process that started at `starttime` (zombies included: their
 // time is still to be counted by whoever reaps them).
 bool member_ended(pid_t pid, std::uint64_t starttime)
@@ -131,7 +169,10 @@ struct current_exec
     nanoseconds children_base{0};
     std::uint64_t samples = 0, failed = 0, killed_after = 0;
     std::uint32_t faults_left = 0;
-    bool kernel_reaps = false; // members' children are reaped by the kernel (SIGCHLD ignored)
+    // Members' children are reaped by the kernel (SIGCHLD ignored): seen from a loss the
+    // ledger found (kept), or predicted from a live member that ignores SIGCHLD (per sample).
+    bool kernel_reaps = false;
+    bool kernel_reaper_alive = false;
     std::string last_failure;
     std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
 };
@@ -329,7 +370,9 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         if (!cur_ || cur_->id != id)
             co_return;
         delay = next_sample_delay(delay, interval,
-                                  cur_->kernel_reaps ? 1.0 : cur_->budget.pressure());
+                                  cur_->kernel_reaps || cur_->kernel_reaper_alive
+                                      ? 1.0
+                                      : cur_->budget.pressure());
     }
 }
 
@@ -360,23 +403,16 @@ void worker::sample_once()
             // Reaped members are in our RUSAGE_CHILDREN or in a live member's cutime/cstime,
             // so each process's time is counted once; the ledger adds what the kernel reaped.
             const nanoseconds reaped = children_cpu() - c.children_base;
-            std::vector<cpu_ledger::member> seen;
-            seen.reserve(members.size());
-            u.cpu = reaped;
-            for (const auto& m : members)
-            {
-                const auto& st = m.stat;
-                seen.push_back({st.pid, st.ppid, st.starttime, ticks_ns(st.utime + st.stime),
-                                ticks_ns(st.cutime + st.cstime)});
-                u.cpu += ticks_ns(st.cpu_ticks());
-                u.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
-                u.processes += st.state == 'Z' ? 0 : 1;
-                u.tasks += st.state == 'Z' ? 0 : static_cast<std::uint64_t>(st.num_threads);
-            }
+            tallied t = tally(members);
+            u = t.usage;
+            u.cpu += reaped;
+            c.kernel_reaper_alive = t.kernel_reaper;
+            const auto& seen = t.seen;
             const auto lost_before = c.ledger.lost();
             u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);
-            // Children reaped by the kernel lose what they used after the last sample: once
-            // the tree is seen doing that, sample it as often as a young one.
+            // Children reaped by the kernel lose what they used after the last sample: while
+            // a member ignores SIGCHLD, or once the tree is seen losing time that way, sample
+            // it as often as a young one, so each such child loses at most one short interval.
             c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
             // RSS counts a page shared by N members N times: an upper bound. Only when it
             // reaches the cap is the real footprint (PSS) read, which walks page tables.

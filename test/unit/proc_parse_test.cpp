@@ -32,6 +32,38 @@ BOOST_AUTO_TEST_CASE(parses_fields_after_the_command_name)
     BOOST_TEST(st->cpu_ticks() == 64u);
 }
 
+BOOST_AUTO_TEST_CASE(sigignore_tells_whose_children_the_kernel_reaps)
+{
+    BOOST_TEST(parse_proc_stat(line)->sigignore == 0u);
+    BOOST_TEST(!parse_proc_stat(line)->children_reaped_by_kernel());
+    // Field 33 (sigignore) = 65536 | 4096: SIGCHLD (17) and SIGPIPE (13) ignored.
+    const char* ignoring = "4242 (sh) S 4200 4242 4100 34816 4242 4194304 120 0 0 0 "
+                           "17 5 30 12 20 0 3 0 987654 123456789 2560 18446744073709551615 1 1 0 0 "
+                           "0 0 0 69632 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    auto st = parse_proc_stat(ignoring);
+    BOOST_TEST_REQUIRE(st.has_value());
+    BOOST_TEST(st->sigignore == 69632u);
+    BOOST_TEST(st->children_reaped_by_kernel());
+    // SIGPIPE alone is not SIGCHLD.
+    const char* pipe_only = "4242 (sh) S 4200 4242 4100 34816 4242 4194304 120 0 0 0 "
+                            "17 5 30 12 20 0 3 0 987654 123456789 2560 18446744073709551615 1 1 0 0 "
+                            "0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    BOOST_TEST(!parse_proc_stat(pipe_only)->children_reaped_by_kernel());
+    // A line that ends after field 24 still parses (sigignore then reads as none).
+    BOOST_TEST(parse_proc_stat("7 (x) R 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")
+                   .has_value());
+}
+
+BOOST_AUTO_TEST_CASE(schedstat_runtime)
+{
+    using sandbox::detail::parse_schedstat_ns;
+    BOOST_TEST((parse_schedstat_ns("250123456 1000 12\n") == std::optional<std::uint64_t>(250123456)));
+    BOOST_TEST((parse_schedstat_ns("7") == std::optional<std::uint64_t>(7)));
+    BOOST_TEST(!parse_schedstat_ns(""));
+    BOOST_TEST(!parse_schedstat_ns("x 1 2\n"));
+    BOOST_TEST(!parse_schedstat_ns("-5 1 2\n"));
+}
+
 BOOST_AUTO_TEST_CASE(rejects_malformed_text)
 {
     BOOST_TEST(!parse_proc_stat(""));
