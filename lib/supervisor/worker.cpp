@@ -69,7 +69,8 @@ nanoseconds ticks_ns(std::uint64_t ticks)
 }
 
 // One listing summed up: usage, the ledger's view of each member, and whether a live member
-// ignores SIGCHLD. The children of such a member end without reaching any rusage, so the
+// that ignores SIGCHLD has a live child (a parent that ignores it and has none costs nothing
+// extra). The children of such a member end without reaching any rusage, so the
 // ledger can only add what they had used when last seen: for them that is read in
 // nanoseconds (schedstat), not as utime + stime, which are whole clock ticks rounded down
 // separately (up to 20 ms short per child).
@@ -88,15 +89,17 @@ tallied tally(const std::vector<subtree_member>& members)
     for (const auto& m : members)
         if (m.stat.state != 'Z' && m.stat.children_reaped_by_kernel())
             reapers.push_back(m.stat.pid);
-    t.kernel_reaper = !reapers.empty();
     for (const auto& m : members)
     {
         const auto& st = m.stat;
         nanoseconds own = ticks_ns(st.utime + st.stime);
         int err = 0;
         if (st.state != 'Z' && std::find(reapers.begin(), reapers.end(), st.ppid) != reapers.end())
+        {
+            t.kernel_reaper = true; // a child the kernel will reap is alive now
             if (auto ns = read_runtime_ns(st.pid, err))
                 own = std::max(own, nanoseconds(static_cast<std::int64_t>(*ns)));
+        }
         t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime)});
         t.usage.cpu += ticks_ns(st.cpu_ticks());
         t.usage.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
@@ -170,7 +173,8 @@ struct current_exec
     std::uint64_t samples = 0, failed = 0, killed_after = 0;
     std::uint32_t faults_left = 0;
     // Members' children are reaped by the kernel (SIGCHLD ignored): seen from a loss the
-    // ledger found (kept), or predicted from a live member that ignores SIGCHLD (per sample).
+    // ledger found (kept), or predicted from a live child of a member that ignores SIGCHLD
+    // (per sample).
     bool kernel_reaps = false;
     bool kernel_reaper_alive = false;
     std::string last_failure;
@@ -411,8 +415,9 @@ void worker::sample_once()
             const auto lost_before = c.ledger.lost();
             u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);
             // Children reaped by the kernel lose what they used after the last sample: while
-            // a member ignores SIGCHLD, or once the tree is seen losing time that way, sample
-            // it as often as a young one, so each such child loses at most one short interval.
+            // a member that ignores SIGCHLD has a child, or once the tree is seen losing time
+            // that way, sample it as often as a young one, so each such child loses at most
+            // one short interval.
             c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
             // RSS counts a page shared by N members N times: an upper bound. Only when it
             // reaches the cap is the real footprint (PSS) read, which walks page tables.
