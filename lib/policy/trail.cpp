@@ -10,7 +10,7 @@ namespace sandbox::detail {
 trail::trail(std::shared_ptr<audit_sink> sink, std::uint64_t call, call_kind kind,
              const std::string& command, const std::vector<std::string>& args,
              const std::string& work_dir, bool tty, const std::string& session_id)
-    : sink_(std::move(sink)), call_(call)
+    : sink_(std::move(sink))
 {
     if (!sink_)
         return;

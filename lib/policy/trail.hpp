@@ -39,7 +39,6 @@ public:
 private:
     audit_record base(audit_event e, std::string layer) const;
     std::shared_ptr<audit_sink> sink_;
-    std::uint64_t call_ = 0;
     bool closed_ = false;
     audit_record proto_{};
 };

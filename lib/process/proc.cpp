@@ -144,18 +144,30 @@ ssize_t read_small(const char* path, char* buf, std::size_t size, int& err) noex
 
 } // namespace
 
-std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
+namespace {
+
+// One number from a small /proc/<pid>/<file>, by `parse`; EPROTO when it does not parse.
+template <std::size_t Size, class Parse>
+std::optional<std::uint64_t> read_number(pid_t pid, const char* file, Parse parse,
+                                         int& err) noexcept
 {
     char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/smaps_rollup", static_cast<int>(pid));
-    char buf[1024];
+    std::snprintf(path, sizeof path, "/proc/%d/%s", static_cast<int>(pid), file);
+    char buf[Size];
     const ssize_t n = read_small(path, buf, sizeof buf, err);
     if (n < 0)
         return std::nullopt;
-    auto pss = parse_pss_bytes(std::string_view(buf, static_cast<std::size_t>(n)));
-    if (!pss)
+    auto v = parse(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!v)
         err = EPROTO;
-    return pss;
+    return v;
+}
+
+} // namespace
+
+std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
+{
+    return read_number<1024>(pid, "smaps_rollup", parse_pss_bytes, err);
 }
 
 std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept
@@ -168,16 +180,7 @@ std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept
 
 std::optional<std::uint64_t> read_runtime_ns(pid_t pid, int& err) noexcept
 {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
-    char buf[128];
-    const ssize_t n = read_small(path, buf, sizeof buf, err);
-    if (n < 0)
-        return std::nullopt;
-    auto ns = parse_schedstat_ns(std::string_view(buf, static_cast<std::size_t>(n)));
-    if (!ns)
-        err = EPROTO;
-    return ns;
+    return read_number<128>(pid, "schedstat", parse_schedstat_ns, err);
 }
 
 std::optional<proc_stat> read_proc_stat_at(int fd, int& err) noexcept
