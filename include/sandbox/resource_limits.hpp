@@ -27,7 +27,12 @@ struct resource_limits
     /// counted, the child is not disturbed. 0: the runner's default.
     std::int64_t max_output_bytes = 0;
     /// Cap on live processes in the tree (a fork-bomb guard). Threads are not counted: a
-    /// process with 500 threads is one process; use `max_tasks` for threads.
+    /// process with 500 threads is one process; use `max_tasks` for threads. Held as each
+    /// process is made, not only sampled: a fork that would pass the cap fails with EAGAIN
+    /// and the tree is killed (`budget_exceeded`). Under this cap the tree runs under a
+    /// seccomp filter (`clone3` fails with ENOSYS, so the C library uses `clone`), and, when
+    /// the caller lacks CAP_SYS_ADMIN, with no_new_privs (setuid programs do not gain
+    /// privileges). See docs/backends.md.
     std::int64_t max_processes = 0;
     /// Cap on live tasks in the tree: every thread of every process (a single-threaded
     /// process is one task; zombies count none). A thread-bomb guard, and the unit the

@@ -131,4 +131,26 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t 
     return lost_;
 }
 
+std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time_point now)
+{
+    std::erase_if(in_flight_, [&](const auto& f) {
+        return (tid > 0 && f.first == tid) || f.second + settle_ <= now;
+    });
+    if (in_flight_.empty())
+        return std::nullopt;
+    time_point last = in_flight_.front().second;
+    for (const auto& f : in_flight_)
+        last = std::max(last, f.second);
+    return last + settle_;
+}
+
+bool process_gate::admit(pid_t tid, time_point now)
+{
+    if (wants_listing())
+        return false;
+    ++admitted_;
+    in_flight_.emplace_back(tid, now);
+    return true;
+}
+
 } // namespace sandbox::detail

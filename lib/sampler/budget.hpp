@@ -9,8 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -114,6 +117,59 @@ private:
     std::unordered_map<pid_t, member> carried_;
     std::chrono::nanoseconds last_self_reaped_{0};
     std::chrono::nanoseconds lost_{0};
+};
+
+
+/// \brief Decides each fork of a tree under a process cap, as the fork happens (the worker's
+/// seccomp fork gate asks; see supervisor/fork_gate.hpp).
+///
+/// It keeps the live process count of the last listing plus the forks admitted since. While
+/// that stays within the cap a fork is admitted without any /proc read; once the next fork
+/// would pass the cap, the caller lists the tree again (`on_listing`) and asks once more, so
+/// processes that ended in between make room.
+///
+/// A fork admitted just now may not show in a listing yet (its task has not run since), and
+/// one missed that way would let one more through. So before listing, the caller waits
+/// until `settle` has passed since the last fork that may still be under way: one whose task
+/// has not asked again since (a task is in one call at a time, so its asking again means
+/// its earlier fork is done). A tree at its cap that forks from one task, such as a shell
+/// running one command after another, never waits.
+class process_gate
+{
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    process_gate(std::uint64_t cap, std::chrono::nanoseconds settle) noexcept
+        : cap_(cap), settle_(settle)
+    {
+    }
+
+    /// A fresh count of the live processes.
+    void on_listing(std::uint64_t live) noexcept
+    {
+        listed_ = live;
+        admitted_ = 0;
+        in_flight_.clear(); // waited for (see above) or seen
+    }
+    /// True when admitting one more fork would pass the cap on the current count: the
+    /// caller should list the tree first.
+    bool wants_listing() const noexcept { return count() + 1 > cap_; }
+    /// Before a listing for task `tid`'s fork at `now`: when to list (nullopt: at once).
+    std::optional<time_point> list_after(pid_t tid, time_point now);
+    /// Admits (and counts) task `tid`'s fork at `now`, or refuses it when the count would
+    /// pass the cap.
+    bool admit(pid_t tid, time_point now);
+    /// The processes there would be with the fork asked for.
+    std::uint64_t wanted() const noexcept { return count() + 1; }
+    std::uint64_t cap() const noexcept { return cap_; }
+
+private:
+    std::uint64_t count() const noexcept { return listed_ + admitted_; }
+    std::uint64_t cap_;
+    std::chrono::nanoseconds settle_;
+    std::uint64_t listed_ = 0;
+    std::uint64_t admitted_ = 0;
+    std::vector<std::pair<pid_t, time_point>> in_flight_; // admitted since the listing
 };
 
 } // namespace sandbox::detail

@@ -107,11 +107,12 @@ int own_children(std::vector<pid_t>& out) { return read_own_children(out); }
 namespace {
 
 // Breadth-first walk from `level` (each pid with the parent it was listed under), appending
-// members to `out`; returns the first unexpected /proc error.
-int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtree_member>& out)
+// members to `out` unless `taken` holds them already; returns the first unexpected /proc
+// error.
+int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtree_member>& out,
+         std::unordered_set<pid_t>& taken)
 {
     const pid_t self = ::getpid();
-    std::unordered_set<pid_t> taken;
     int first_err = 0;
     std::vector<pid_t> next, next_parents, kids;
     while (!level.empty())
@@ -155,7 +156,8 @@ int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtr
 void list_below(const proc_stat& top, std::vector<subtree_member>& out)
 {
     out.clear();
-    walk({top.pid}, {top.ppid}, out);
+    std::unordered_set<pid_t> taken;
+    walk({top.pid}, {top.ppid}, out, taken);
 }
 
 } // namespace
@@ -163,11 +165,24 @@ void list_below(const proc_stat& top, std::vector<subtree_member>& out)
 int list_subtree(std::vector<subtree_member>& out)
 {
     out.clear();
-    std::vector<pid_t> level;
-    int err = read_own_children(level);
-    std::vector<pid_t> parents(level.size(), ::getpid());
-    int walk_err = walk(std::move(level), std::move(parents), out);
-    return err != 0 ? err : walk_err;
+    std::unordered_set<pid_t> taken;
+    int first_err = 0;
+    // A member whose parent dies during the walk falls to us, maybe after our own children
+    // were read and before its parent's were: read ours again after each walk and walk
+    // whatever is new (a few rounds: a tree that keeps orphaning is listed as far as it got).
+    for (int round = 0; round < 4; ++round)
+    {
+        std::vector<pid_t> level;
+        int err = read_own_children(level);
+        std::erase_if(level, [&](pid_t p) { return taken.count(p) != 0; });
+        if (level.empty())
+            return first_err != 0 ? first_err : err;
+        std::vector<pid_t> parents(level.size(), ::getpid());
+        int walk_err = walk(std::move(level), std::move(parents), out, taken);
+        if (first_err == 0)
+            first_err = err != 0 ? err : walk_err;
+    }
+    return first_err;
 }
 
 std::size_t signal_subtree(int sig)

@@ -4,6 +4,7 @@
 #include "supervisor/worker.hpp"
 
 #include "process/spawn.hpp"
+#include "supervisor/fork_gate.hpp"
 #include "sampler/budget.hpp"
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
@@ -41,6 +42,8 @@ using std::chrono::nanoseconds;
 using awaitable = asio::awaitable<void>;
 
 constexpr nanoseconds first_sample_delay = std::chrono::milliseconds(2);
+// How long a fork the gate let go may take to show in a listing (process_gate).
+constexpr nanoseconds fork_settle_time = std::chrono::milliseconds(5);
 
 nanoseconds next_sample_delay(nanoseconds last, nanoseconds interval, double pressure)
 {
@@ -140,6 +143,13 @@ std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members
     return sum;
 }
 
+// The live (not zombie) members of a listing.
+std::uint64_t live_count(const std::vector<subtree_member>& members)
+{
+    return static_cast<std::uint64_t>(std::count_if(
+        members.begin(), members.end(), [](const auto& m) { return m.stat.state != 'Z'; }));
+}
+
 // Closes every descriptor but `a` and `b` (and 0-2, which point at /dev/null).
 void close_other_fds(int a, int b)
 {
@@ -179,6 +189,9 @@ struct current_exec
     bool kernel_reaper_alive = false;
     std::string last_failure;
     std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
+    // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
+    std::shared_ptr<asio::posix::stream_descriptor> gate;
+    std::optional<process_gate> forks;
 };
 
 class worker
@@ -204,6 +217,8 @@ private:
                           std::shared_ptr<asio::steady_timer> t);
     awaitable grace_wait(std::uint64_t id, nanoseconds grace,
                          std::shared_ptr<asio::steady_timer> t);
+    awaitable gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g);
+    void on_fork(int listener, const fork_request& req);
     void on_message(proto::message& m);
     void start_exec(const proto::plan& p);
     void spawn_failed(int err);
@@ -329,13 +344,14 @@ void worker::start_exec(const proto::plan& p)
     if (f.options & proto::opt_tty)
         a.tty_path = p.tty_path;
     pid_t pid = -1;
-    int rc = spawn_command(a, pid);
+    cap_limits limits = f.caps;
+    unique_fd listener;
+    int rc = limits.max_processes > 0 ? spawn_gated(a, pid, listener) : spawn_command(a, pid);
     // Our copies of the command's pipes go now, or the library never sees EOF.
     plan_fds_.clear();
     if (rc != 0)
         return spawn_failed(rc);
 
-    cap_limits limits = f.caps;
     cur_.emplace(limits);
     cur_->id = next_id_++;
     cur_->pid = pid;
@@ -346,6 +362,13 @@ void worker::start_exec(const proto::plan& p)
         proto::spawned_msg sm{pid, 0};
         proto::send_message(chan_.native_handle(), proto::msg_type::spawned, 0,
                             proto::as_bytes(sm));
+    }
+    if (listener)
+    {
+        cur_->forks.emplace(limits.max_processes, fork_settle_time);
+        cur_->forks->on_listing(1); // the command
+        cur_->gate = std::make_shared<asio::posix::stream_descriptor>(ctx_, listener.release());
+        asio::co_spawn(ctx_, gate_loop(cur_->id, cur_->gate), asio::detached);
     }
     if (limits.any())
     {
@@ -378,6 +401,60 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
                                       ? 1.0
                                       : cur_->budget.pressure());
     }
+}
+
+awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g)
+{
+    asio::steady_timer settle(ctx_);
+    auto ours = [&] { return cur_ && cur_->id == id; };
+    for (;;)
+    {
+        boost::system::error_code ec;
+        co_await g->async_wait(asio::posix::stream_descriptor::wait_read,
+                               asio::redirect_error(asio::use_awaitable, ec));
+        fork_request req;
+        if (ec || !ours())
+            co_return;
+        // Readable also once no process of the tree is left: then there is nothing to
+        // receive (and before Linux 6.6 receiving would block for good).
+        const auto state = gate_state(g->native_handle());
+        if (state == gate_listener::tree_gone)
+            co_return;
+        if (state == gate_listener::idle || receive_fork(g->native_handle(), req) != 0)
+            continue; // (the task asking was killed meanwhile)
+        if (cur_->reason == end_reason::none && cur_->forks->wants_listing())
+        {
+            // The tree waits meanwhile: every fork of it is held until answered.
+            if (auto until = cur_->forks->list_after(req.pid, std::chrono::steady_clock::now()))
+            {
+                settle.expires_at(*until);
+                co_await settle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                if (!ours())
+                    co_return;
+            }
+            std::vector<subtree_member> members;
+            list_subtree(members); // on an error, what could be read (a lower bound)
+            cur_->forks->on_listing(live_count(members));
+        }
+        on_fork(g->native_handle(), req);
+    }
+}
+
+// One fork of the tree asks to go ahead: admitted while the count stays within the cap;
+// otherwise refused, and the tree is killed as over budget, as the sampler would on seeing
+// one process too many.
+void worker::on_fork(int listener, const fork_request& req)
+{
+    auto& c = *cur_;
+    const bool allow =
+        c.reason == end_reason::none && c.forks->admit(req.pid, std::chrono::steady_clock::now());
+    answer_fork(listener, req, allow);
+    if (allow || c.reason != end_reason::none)
+        return;
+    c.decision = {cap_action::kill_budget, budget_kind::processes,
+                  static_cast<std::int64_t>(c.forks->wanted()),
+                  static_cast<std::int64_t>(c.forks->cap())};
+    stop(end_reason::budget, nanoseconds(0));
 }
 
 void worker::sample_once()
@@ -533,6 +610,11 @@ void worker::finish()
     for (auto* t : {c.sample_timer.get(), c.grace_timer.get()})
         if (t)
             t->cancel();
+    if (c.gate)
+    {
+        boost::system::error_code ignored;
+        c.gate->close(ignored); // the tree is gone: nothing can ask any more
+    }
     cur_.reset();
     proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
     if (closing_)
@@ -563,6 +645,9 @@ void run_worker(int chan, int lifeline, const rlimit& command_nofile)
     ::setrlimit(RLIMIT_NOFILE, &command_nofile);
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ::prctl(PR_SET_NAME, "sbx-worker");
+    // A command running as our user cannot ptrace us, nor take the fork gate's listener
+    // with pidfd_getfd, to answer its own forks (what it runs is dumpable again at exec).
+    ::prctl(PR_SET_DUMPABLE, 0);
     prepare_subtree_access();
     int sigfd = open_sigchld_fd();
     if (sigfd < 0)

@@ -60,6 +60,9 @@
 //                             fd 1, or "size none"), "ctty Y\n" when fd 0 is the controlling
 //                             terminal of our session and we lead it, else "ctty N"
 //   sleep-threads N MS        start N threads that each sleep MS ms; join them; "slept N\n"
+//   clone3                    a child made with the raw clone3 call (no glibc fallback) exits
+//                             at once; "clone3 ok\n" once it is reaped, or "clone3 <errno name>\n"
+//   nnp                       "nnp N\n": the no_new_privs flag (prctl)
 //   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
 //                             no delay), sleep HOLD_MS ms and exit; wait for all of them
 //   ignore-term               ignore SIGTERM;  default-term: SIGTERM back to its default action
@@ -83,7 +86,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/ioctl.h>
@@ -462,7 +468,7 @@ constexpr mode_spec modes[] = {
     {"default-term", 0, 0}, {"ignore-chld", 0, 0},   {"touch", 1, 1},       {"wait-file", 1, 1},
     {"connect-unix", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
-    {"sleep-threads", 2, 2},  {"tty-info", 0, 0},
+    {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -617,6 +623,22 @@ action_t prepare(std::string_view name, const args_t& a)
             }
             out("forked " + std::to_string(n) + "\n");
         };
+    if (mode == "clone3")
+        return [] {
+            clone_args ca{};
+            ca.exit_signal = SIGCHLD;
+            const long pid = ::syscall(SYS_clone3, &ca, sizeof ca);
+            if (pid == 0) ::_exit(0);
+            if (pid < 0) {
+                out(std::string("clone3 ") + (errno == ENOSYS ? "ENOSYS" : std::to_string(errno)) +
+                    "\n");
+                return;
+            }
+            wait_child(static_cast<pid_t>(pid));
+            out("clone3 ok\n");
+        };
+    if (mode == "nnp")
+        return [] { out("nnp " + std::to_string(::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)) + "\n"); };
     if (mode == "tty-info")
         return [] {
             auto yn = [](bool b) { return b ? "Y" : "N"; };

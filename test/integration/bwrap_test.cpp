@@ -331,6 +331,9 @@ BOOST_FIXTURE_TEST_CASE(caps_follow_the_processes_inside, bwrap_fixture)
     auto r = sh("while :; do sleep 5 & done", o); // a fork bomb inside the pid namespace
     BOOST_TEST((r.result.status == exec_status::budget_exceeded));
     BOOST_TEST((r.result.budget == sandbox::budget_kind::processes));
+    // The fork gate counts inside the namespace too, exactly (one task forks at a time):
+    // bwrap, the status init, sh and five sleeps are the cap; the sixth sleep is refused.
+    BOOST_TEST(r.result.diag.observed == 9, r.result.diag);
     sandbox::exec_options c;
     c.timeout = 20s;
     c.limits.cpu_millicores = 10; // 200 ms of cpu

@@ -641,4 +641,45 @@ BOOST_FIXTURE_TEST_CASE(an_audit_file_that_cannot_be_opened_stops_the_run, cli_f
     BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
 }
 
+BOOST_AUTO_TEST_CASE(process_cap_for_an_unprivileged_caller)
+{
+    // sandbox-run, its supervisor and the command all run as nobody. Without CAP_SYS_ADMIN
+    // the fork gate's filter needs no_new_privs, and the worker that holds the gate's
+    // listener is not dumpable, so the command, although it runs as the same user, can
+    // neither read the worker's descriptors nor ptrace it. The cap still holds: the fourth
+    // sleep is the fifth process. (Copies of the two programs, in a directory nobody can
+    // reach, whatever the checkout's permissions.)
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root and setpriv to become nobody");
+        return;
+    }
+    cli_fixture f;
+    namespace fs = std::filesystem;
+    const fs::perms open_dir = fs::perms::owner_all | fs::perms::group_read |
+                               fs::perms::group_exec | fs::perms::others_read |
+                               fs::perms::others_exec;
+    fs::permissions(f.root.path(), open_dir);
+    const auto run_copy = f.root.path() / "sandbox-run";
+    const auto sup_copy = f.root.path() / "sandbox-supervisor";
+    fs::copy_file(sandbox_run_path(), run_copy);
+    fs::copy_file(SBX_SUPERVISOR, sup_copy);
+    sandbox::exec_request req;
+    req.command = "/usr/bin/setpriv";
+    req.args = {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
+                "--max-processes", "4", "--", "/bin/sh", "-c",
+                "grep NoNewPrivs /proc/self/status; "
+                "ls /proc/$PPID/fd >/dev/null 2>&1 && echo worker-readable || echo worker-private; "
+                "for i in 1 2 3 4 5; do sleep 5 & done; wait; echo survived"};
+    req.options.timeout = 25s;
+    req.options.env.inject = {{"SANDBOX_SUPERVISOR", sup_copy.string()}};
+    auto out = f.run(std::move(req), 30s);
+    BOOST_TEST_REQUIRE(!out.ec, out.result.diag);
+    const auto& r = out.result;
+    BOOST_TEST(r.exit_code == 137, r.err.data);
+    BOOST_TEST(r.out.data == "NoNewPrivs:\t1\nworker-private\n");
+    BOOST_TEST(r.err.data.find("processes cap exceeded (5 > 4 processes)") != std::string::npos,
+               r.err.data);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,7 @@ using sandbox::detail::cap_action;
 using sandbox::detail::cap_budget;
 using sandbox::detail::cap_limits;
 using sandbox::detail::cpu_ledger;
+using sandbox::detail::process_gate;
 using sandbox::detail::tree_usage;
 
 BOOST_AUTO_TEST_SUITE(budget)
@@ -204,6 +205,91 @@ BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
         std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 99, 1ms, 0ms}}, self,
         0ms, all_ended);
     BOOST_TEST(as_ms(lost) == 300);
+}
+
+namespace {
+using tp = process_gate::time_point;
+const tp t0{};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(gate_admits_up_to_the_cap_without_listing)
+{
+    process_gate g(4, 5ms);
+    g.on_listing(1);
+    for (int i = 0; i < 3; ++i)
+    {
+        BOOST_TEST(!g.wants_listing());
+        BOOST_TEST(g.admit(100 + i, t0));
+    }
+    // 1 listed + 3 admitted = the cap: the next fork needs a fresh count.
+    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(!g.admit(200, t0));
+    BOOST_TEST(g.wanted() == 5u);
+    BOOST_TEST(g.cap() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(gate_listing_makes_room_for_processes_that_ended)
+{
+    process_gate g(3, 5ms);
+    g.on_listing(1);
+    BOOST_TEST(g.admit(10, t0));
+    BOOST_TEST(g.admit(10, t0));
+    BOOST_TEST(g.wants_listing());
+    g.on_listing(2); // one of the three ended
+    BOOST_TEST(!g.wants_listing());
+    BOOST_TEST(g.admit(10, t0));
+    BOOST_TEST(g.wants_listing());
+    g.on_listing(3); // none ended: the fork asked for would be the fourth
+    BOOST_TEST(!g.admit(10, t0));
+    BOOST_TEST(g.wanted() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(gate_listing_above_the_cap_refuses)
+{
+    // Forks in flight when the tree was listed can show up later: the count on hand may
+    // already be past the cap, and then nothing more is admitted.
+    process_gate g(2, 5ms);
+    g.on_listing(5);
+    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(!g.admit(1, t0));
+    BOOST_TEST(g.wanted() == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(gate_waits_for_forks_of_other_tasks_before_listing)
+{
+    process_gate g(10, 5ms);
+    g.on_listing(1);
+    BOOST_TEST(g.admit(10, t0));
+    BOOST_TEST(g.admit(11, t0 + 1ms));
+    BOOST_TEST(g.admit(12, t0 + 2ms));
+    // Task 12 asks again: its own fork is done, 10's and 11's may not be: wait until 5 ms
+    // after the later of them.
+    auto until = g.list_after(12, t0 + 3ms);
+    BOOST_TEST_REQUIRE(until.has_value());
+    BOOST_TEST((*until == t0 + 6ms));
+    // Later, the wait is over for 10 (6 ms old) but not for 11.
+    until = g.list_after(12, t0 + 5500us);
+    BOOST_TEST_REQUIRE(until.has_value());
+    BOOST_TEST((*until == t0 + 6ms));
+    BOOST_TEST(!g.list_after(12, t0 + 6ms).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(gate_never_waits_for_the_asking_task_itself)
+{
+    // A shell at its cap running one command after another: each fork comes from the same
+    // task, whose earlier fork has returned, so it is listed at once.
+    process_gate g(2, 5ms);
+    g.on_listing(1);
+    BOOST_TEST(g.admit(10, t0));
+    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(!g.list_after(10, t0 + 1us).has_value());
+    g.on_listing(1); // the command ended
+    BOOST_TEST(g.admit(10, t0 + 1ms));
+    // A task the listener cannot name (pid 0) is never taken for another.
+    BOOST_TEST(g.admit(0, t0 + 2ms) == false); // at the cap
+    g.on_listing(1);
+    BOOST_TEST(g.admit(0, t0 + 2ms));
+    BOOST_TEST(g.list_after(0, t0 + 3ms).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

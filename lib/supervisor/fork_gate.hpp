@@ -1,0 +1,59 @@
+// lib/supervisor/fork_gate.hpp: the fork gate, which holds a tree under a process cap to the
+// cap as each process is created, not when the sampler next looks.
+//
+// The worker starts a command with a process cap with fork() instead of posix_spawn: the
+// child sets itself up as posix_spawn would (spawn.hpp), installs a seccomp filter on
+// itself, hands the filter's user-notification listener to the worker over a socket, and
+// execs the command. The filter, which every descendant inherits and none can remove, sends
+// each fork, vfork and clone that makes a process (not a thread) to the worker, which lets
+// it go on or refuses it with EAGAIN (and then kills the tree as over budget). clone3 fails
+// with ENOSYS, so that glibc falls back to clone, whose flags a filter can read. Threads pass
+// without a round trip: the task cap counts them (sampled). A program of another
+// architecture than the host's (and its 32-bit one) is killed at its first call.
+//
+// Installing a filter needs CAP_SYS_ADMIN or no_new_privs: without the capability the child
+// sets no_new_privs, so a setuid program run under a process cap by an unprivileged caller
+// does not gain privileges.
+#ifndef SANDBOX_LIB_SUPERVISOR_FORK_GATE_HPP
+#define SANDBOX_LIB_SUPERVISOR_FORK_GATE_HPP
+
+#include "process/spawn.hpp"
+
+#include <sandbox/unique_fd.hpp>
+
+#include <cstdint>
+
+namespace sandbox::detail {
+
+/// \brief Starts `a` under the gate (as spawn_command would). Returns 0 with `pid` and the
+/// gate's listener once the command was executed, or the errno of the failure (the set-up's,
+/// the filter's or the exec's; a child that failed is left for the caller's reaper). Call it
+/// only from a single-threaded process (it forks).
+int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener);
+
+/// One fork asking to go ahead.
+struct fork_request
+{
+    std::uint64_t id = 0;
+    pid_t pid = 0; // the forking task, in the listener's pid namespace (0 if not visible)
+};
+
+enum class gate_listener
+{
+    request,   // a fork waits to be received
+    idle,      // nothing to receive now
+    tree_gone, // no process uses the filter any more, so no request ever will
+};
+/// What the listener holds, without blocking.
+gate_listener gate_state(int listener);
+
+/// Takes the next request; 0, or ENOENT when the task asking was killed meanwhile, or
+/// another errno. Call only when the listener is readable (it would block otherwise).
+int receive_fork(int listener, fork_request& r);
+
+/// Lets the fork go on, or refuses it with EAGAIN. 0, or ENOENT when the task is gone.
+int answer_fork(int listener, const fork_request& r, bool allow);
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_LIB_SUPERVISOR_FORK_GATE_HPP

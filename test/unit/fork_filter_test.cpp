@@ -1,0 +1,138 @@
+// test/unit/fork_filter_test.cpp: the fork gate's seccomp program, run by a small classic-BPF
+// interpreter over made-up calls (the kernel runs the same program; the integration tests
+// run it for real, but this host cannot run 32-bit or x32 code, and a program that forgot
+// an entry would only show there as a fork the gate never saw).
+#include "supervisor/fork_filter.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+
+namespace {
+
+// Runs `prog` over `d` as the kernel's classic BPF would, for the instructions a seccomp
+// program of ours uses; anything else fails the test.
+std::uint32_t run(const std::vector<sock_filter>& prog, const seccomp_data& d)
+{
+    std::uint32_t a = 0;
+    for (std::size_t pc = 0; pc < prog.size(); ++pc)
+    {
+        const sock_filter& i = prog[pc];
+        switch (i.code)
+        {
+        case BPF_LD | BPF_W | BPF_ABS:
+            if (i.k + 4 > sizeof d)
+                throw std::runtime_error("load past seccomp_data");
+            std::memcpy(&a, reinterpret_cast<const char*>(&d) + i.k, 4);
+            break;
+        case BPF_ALU | BPF_AND | BPF_K:
+            a &= i.k;
+            break;
+        case BPF_JMP | BPF_JEQ | BPF_K:
+            pc += a == i.k ? i.jt : i.jf;
+            break;
+        case BPF_JMP | BPF_JSET | BPF_K:
+            pc += (a & i.k) != 0 ? i.jt : i.jf;
+            break;
+        case BPF_RET | BPF_K:
+            return i.k;
+        default:
+            throw std::runtime_error("unexpected instruction " + std::to_string(i.code));
+        }
+    }
+    throw std::runtime_error("ran off the end of the program");
+}
+
+std::uint32_t verdict(std::uint32_t arch, std::uint32_t nr, std::uint64_t arg0 = 0)
+{
+    seccomp_data d{};
+    d.arch = arch;
+    d.nr = static_cast<int>(nr);
+    d.args[0] = arg0;
+    return run(sandbox::detail::fork_filter_program(), d);
+}
+
+constexpr std::uint32_t notify = SECCOMP_RET_USER_NOTIF;
+constexpr std::uint32_t allow = SECCOMP_RET_ALLOW;
+constexpr std::uint32_t enosys = SECCOMP_RET_ERRNO | ENOSYS;
+constexpr std::uint64_t thread_flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+                                       CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+                                       CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+constexpr std::uint64_t fork_flags = CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD;
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(fork_filter)
+
+BOOST_AUTO_TEST_CASE(the_program_fits_and_every_jump_lands_inside)
+{
+    const auto prog = sandbox::detail::fork_filter_program();
+    BOOST_TEST_REQUIRE(!prog.empty());
+    BOOST_TEST(prog.size() <= BPF_MAXINSNS);
+    for (std::size_t pc = 0; pc < prog.size(); ++pc)
+        if (BPF_CLASS(prog[pc].code) == BPF_JMP)
+        {
+            BOOST_TEST(pc + 1 + prog[pc].jt < prog.size());
+            BOOST_TEST(pc + 1 + prog[pc].jf < prog.size());
+        }
+    BOOST_TEST(BPF_CLASS(prog.back().code) == BPF_RET);
+}
+
+#if defined(__x86_64__)
+BOOST_AUTO_TEST_CASE(native_calls_x86_64)
+{
+    const std::uint32_t a = AUDIT_ARCH_X86_64;
+    BOOST_TEST(verdict(a, 57) == notify);                     // fork
+    BOOST_TEST(verdict(a, 58) == notify);                     // vfork
+    BOOST_TEST(verdict(a, 56, fork_flags) == notify);         // clone: a process
+    BOOST_TEST(verdict(a, 56, CLONE_VM | CLONE_VFORK | SIGCHLD) == notify); // posix_spawn
+    BOOST_TEST(verdict(a, 56, CLONE_NEWPID | SIGCHLD) == notify);            // bwrap's
+    BOOST_TEST(verdict(a, 56, thread_flags) == allow);        // clone: a thread
+    BOOST_TEST(verdict(a, 56, std::uint64_t{1} << 32 | SIGCHLD) == notify); // high half
+    BOOST_TEST(verdict(a, 435) == enosys);                    // clone3
+    for (std::uint32_t nr : {0u, 1u, 59u, 60u, 231u, 322u, 434u, 436u})
+        BOOST_TEST(verdict(a, nr) == allow, "call " << nr); // read ... execveat, pidfd_open
+}
+
+BOOST_AUTO_TEST_CASE(x32_calls_are_their_64_bit_twins)
+{
+    const std::uint32_t a = AUDIT_ARCH_X86_64, x32 = 0x40000000;
+    BOOST_TEST(verdict(a, x32 | 57) == notify);
+    BOOST_TEST(verdict(a, x32 | 58) == notify);
+    BOOST_TEST(verdict(a, x32 | 56, fork_flags) == notify);
+    BOOST_TEST(verdict(a, x32 | 56, thread_flags) == allow);
+    BOOST_TEST(verdict(a, x32 | 435) == enosys);
+    BOOST_TEST(verdict(a, x32 | 0) == allow);
+}
+
+BOOST_AUTO_TEST_CASE(i386_calls_through_int_0x80_are_gated)
+{
+    // A 64-bit program can make 32-bit calls: they arrive as AUDIT_ARCH_I386 with the
+    // 32-bit numbers (fork 2, clone 120, vfork 190, clone3 435).
+    const std::uint32_t a = AUDIT_ARCH_I386;
+    BOOST_TEST(verdict(a, 2) == notify);
+    BOOST_TEST(verdict(a, 190) == notify);
+    BOOST_TEST(verdict(a, 120, SIGCHLD) == notify);
+    BOOST_TEST(verdict(a, 120, thread_flags & 0xffffffffu) == allow);
+    BOOST_TEST(verdict(a, 435) == enosys);
+    BOOST_TEST(verdict(a, 57) == allow); // 32-bit 57 is setpgid, not fork
+    BOOST_TEST(verdict(a, 56) == allow); // 32-bit 56 is mpx: not ours to judge
+}
+
+BOOST_AUTO_TEST_CASE(other_architectures_are_killed)
+{
+    BOOST_TEST(verdict(AUDIT_ARCH_AARCH64, 220) == SECCOMP_RET_KILL_PROCESS);
+    BOOST_TEST(verdict(AUDIT_ARCH_ARM, 2) == SECCOMP_RET_KILL_PROCESS);
+    BOOST_TEST(verdict(0, 57) == SECCOMP_RET_KILL_PROCESS);
+}
+#endif
+
+BOOST_AUTO_TEST_SUITE_END()
