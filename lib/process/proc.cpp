@@ -57,6 +57,7 @@ std::optional<proc_stat> parse_proc_stat(std::string_view text) noexcept
     st.state = f[0][0];
     std::int64_t cut = 0, cst = 0, rss = 0;
     bool ok = to_num(f[1], st.ppid) && to_num(f[2], st.pgrp) && to_num(f[3], st.session) &&
+              to_num(f[6], st.flags) &&
               to_num(f[11], st.utime) && to_num(f[12], st.stime) && to_num(f[13], cut) &&
               to_num(f[14], cst) && to_num(f[17], st.num_threads) &&
               to_num(f[19], st.starttime) && to_num(f[21], rss);

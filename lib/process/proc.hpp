@@ -27,6 +27,15 @@ struct proc_stat
     std::uint64_t starttime = 0; // clock ticks after boot; with pid, identifies a process
     std::uint64_t rss_pages = 0;
     std::uint64_t sigignore = 0; // ignored signals 1-64 as a mask (bit N-1: signal N)
+    std::uint64_t flags = 0;     // the kernel's PF_* flags of the task (field 9)
+
+    /// Neither a zombie nor dying: a process being killed stays listed for a moment with
+    /// PF_EXITING set before it becomes a zombie; it counts against no process cap.
+    bool live() const noexcept
+    {
+        constexpr std::uint64_t pf_exiting = 0x4;
+        return state != 'Z' && state != 'X' && (flags & pf_exiting) == 0;
+    }
 
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
     /// SIGCHLD is ignored, so the kernel reaps this process's children itself: their cpu

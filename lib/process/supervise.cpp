@@ -73,6 +73,21 @@ failure spawn_failure(int err, const std::string& executable)
     return f;
 }
 
+// The process cap could not be set up: the kernel refused the fork gate's seccomp filter
+// (seccomp user notification needs Linux 5.5; a container's own filter may forbid seccomp).
+// The cap is refused rather than sampled only.
+failure fork_gate_failure(int err)
+{
+    failure f = make_failure(errc::not_available,
+                             std::string("the process cap cannot be enforced here: installing "
+                                         "its seccomp fork gate failed (") +
+                                 std::strerror(err) +
+                                 "); run without max_processes, or where seccomp is allowed",
+                             "processes");
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
 failure os_failure(const std::string& what, int err)
 {
     failure f = make_failure(errc::internal, what + ": " + std::strerror(err));
@@ -251,6 +266,7 @@ private:
     std::optional<proto::exit_report_msg> report_;
     std::string failure_text_;
     int spawn_error_ = 0;
+    bool fork_gate_failed_ = false; // spawn_error_ is the fork gate's (a process cap's)
     bool lost_ = false;
     stream out_, err_;
     asio::posix::stream_descriptor in_;
@@ -446,6 +462,7 @@ void supervision::on_channel_readable()
         {
             proto::spawn_failed_msg f;
             spawn_error_ = proto::from_bytes(m.payload, f) && f.error != 0 ? f.error : EPROTO;
+            fork_gate_failed_ = f.stage == proto::stage_fork_gate;
             return channel_done();
         }
         if (m.head.type == proto::msg_type::exit_report)
@@ -743,7 +760,8 @@ void supervision::finish()
     exec_result r;
     if (spawn_error_)
     {
-        failure f = spawn_failure(spawn_error_, plan_.executable);
+        failure f = fork_gate_failed_ ? fork_gate_failure(spawn_error_)
+                                      : spawn_failure(spawn_error_, plan_.executable);
         r.diag = std::move(f.diag);
         ec = f.code;
     }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include <linux/audit.h>
 #include <linux/seccomp.h>
@@ -26,6 +27,8 @@ public:
         notify,
         allow,
         no_clone3,
+        seccomp_call,
+        no_listener,
         label_count
     };
 
@@ -44,12 +47,21 @@ public:
     {
         for (std::size_t i = 0; i < count_; ++i)
             if (fixups_[i] != label_count)
+            {
+                if (at_[fixups_[i]] <= i) // only forward jumps, and max < 256 keeps them short
+                    std::abort();
                 code_[i].jt = static_cast<std::uint8_t>(at_[fixups_[i]] - i - 1);
+            }
         return {code_.begin(), code_.begin() + static_cast<std::ptrdiff_t>(count_)};
     }
 
 private:
-    void add(sock_filter f) { code_[count_++] = f; }
+    void add(sock_filter f)
+    {
+        if (count_ == max)
+            std::abort(); // a fixed program: fork_filter_test checks its size
+        code_[count_++] = f;
+    }
     static constexpr std::size_t max = 32;
     std::array<sock_filter, max> code_{};
     std::array<label, max> fixups_ = [] {
@@ -63,28 +75,30 @@ private:
 
 constexpr std::uint32_t nr_offset = offsetof(seccomp_data, nr);
 constexpr std::uint32_t arch_offset = offsetof(seccomp_data, arch);
-// The low half of the first argument (clone's flags; CLONE_THREAD lies in it).
+// The low half of the first argument (clone's flags; CLONE_THREAD lies in it; the kernel's
+// clone reads no more than these 32 bits) and of the second (seccomp's flags).
 constexpr std::uint32_t flags_offset = offsetof(seccomp_data, args);
+constexpr std::uint32_t arg1_offset = offsetof(seccomp_data, args) + sizeof(std::uint64_t);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "flags_offset reads the low half");
 
 constexpr std::uint32_t clone3_nr = 435;
 
-// Forks of one architecture: which numbers make a process. `fork_nr` and `vfork_nr` are 0
-// where the architecture has no such call.
+// The calls of one architecture the filter judges: those that make a process (`fork_nr` and
+// `vfork_nr` are 0 where the architecture has no such call) and seccomp itself.
 struct arch_calls
 {
-    std::uint32_t arch, clone_nr, fork_nr, vfork_nr;
+    std::uint32_t arch, clone_nr, fork_nr, vfork_nr, seccomp_nr;
 };
 
 #if defined(__x86_64__)
-constexpr arch_calls native_calls{AUDIT_ARCH_X86_64, 56, 57, 58};
+constexpr arch_calls native_calls{AUDIT_ARCH_X86_64, 56, 57, 58, 317};
 constexpr std::uint32_t x32_bit = 0x40000000; // x32 calls: the same numbers with this bit
 // 32-bit programs on a 64-bit kernel enter through other numbers: gated as well.
-constexpr arch_calls compat_calls{AUDIT_ARCH_I386, 120, 2, 190};
+constexpr arch_calls compat_calls{AUDIT_ARCH_I386, 120, 2, 190, 354};
 #elif defined(__aarch64__)
-constexpr arch_calls native_calls{AUDIT_ARCH_AARCH64, 220, 0, 0};
+constexpr arch_calls native_calls{AUDIT_ARCH_AARCH64, 220, 0, 0, 277};
 constexpr std::uint32_t x32_bit = 0;
-constexpr arch_calls compat_calls{AUDIT_ARCH_ARM, 120, 2, 190};
+constexpr arch_calls compat_calls{AUDIT_ARCH_ARM, 120, 2, 190, 383};
 #else
 #error "the fork gate knows the process-creating calls of x86_64 and aarch64 only"
 #endif
@@ -100,6 +114,7 @@ void gate_calls(bpf_program& p, const arch_calls& c)
         p.jump_if(c.fork_nr, bpf_program::notify);
     if (c.vfork_nr != 0)
         p.jump_if(c.vfork_nr, bpf_program::notify);
+    p.jump_if(c.seccomp_nr, bpf_program::seccomp_call);
     p.ret(SECCOMP_RET_ALLOW);
 }
 
@@ -125,6 +140,15 @@ std::vector<sock_filter> fork_filter_program()
     p.ret(SECCOMP_RET_ALLOW);
     p.here(bpf_program::no_clone3);
     p.ret(SECCOMP_RET_ERRNO | ENOSYS);
+    // A filter of the tree's own that sends forks to a listener of its own would get them
+    // before ours (the newest of equal verdicts wins) and could let them all go on: no
+    // listener can be made below the gate.
+    p.here(bpf_program::seccomp_call);
+    p.load(arg1_offset);
+    p.jump_if(SECCOMP_FILTER_FLAG_NEW_LISTENER, bpf_program::no_listener, true);
+    p.ret(SECCOMP_RET_ALLOW);
+    p.here(bpf_program::no_listener);
+    p.ret(SECCOMP_RET_ERRNO | EPERM);
     return p.finish();
 }
 

@@ -6,6 +6,9 @@
 //                              filter can read)
 //   clone with CLONE_THREAD    allowed (a thread)
 //   clone without it, fork, vfork   sent to the worker (SECCOMP_RET_USER_NOTIF)
+//   seccomp with SECCOMP_FILTER_FLAG_NEW_LISTENER   fails with EPERM (a listener of the
+//                              tree's own would get its forks before the gate: the newest
+//                              filter wins among equal verdicts)
 //   x32 calls                  the same as their 64-bit twins
 //   anything else              allowed
 // A call of any other architecture kills the process: it could fork past the gate.

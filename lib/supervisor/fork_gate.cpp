@@ -24,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace sandbox::detail {
@@ -172,15 +173,17 @@ int set_up_files(const child_plan& c)
     return 0;
 }
 
-// The forked child: what posix_spawn does for spawn_command (a new process group or session,
-// default dispositions but for the job signals when they stay ignored, an empty mask), then
-// the filter, the listener to the worker, and the command.
+// Reports `err` to the worker and ends the child. The filter's own failures are sent
+// negated, so that the worker can tell them from the command's (seccomp unavailable here).
 [[noreturn]] void child_failed(int sock, int err)
 {
     send_word(sock, err, -1);
     ::_exit(127);
 }
 
+// The child: what posix_spawn does for spawn_command (a new process group or session,
+// default dispositions but for the job signals when they stay ignored, an empty mask), then
+// the filter, the listener to the worker, and the command.
 [[noreturn]] void run_child(const child_plan& c)
 {
     auto fail = [&](int err) { child_failed(c.sock, err); };
@@ -201,7 +204,7 @@ int set_up_files(const child_plan& c)
         fail(rc);
     const int listener = install_fork_filter(c.filter);
     if (listener < 0)
-        fail(-listener);
+        fail(listener); // negated: the filter's
     send_word(c.sock, 0, listener);
     ::close(listener); // the worker's copy is the only one now
     ::execve(c.a.executable.c_str(), c.argv.data(), c.envp.data());
@@ -252,19 +255,20 @@ int start_child(const child_plan& c, pid_t& pid)
 
 // ------------------------------------------------------------------ the worker's side
 
-int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener)
+int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener, bool& gate_failed)
 {
+    gate_failed = false;
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return errno;
     unique_fd ours(sv[0]), theirs_low(sv[1]);
     const int floor = 3 + static_cast<int>(a.extra_fds.size());
     unique_fd theirs = lift(theirs_low.get(), floor), null_in;
+    if (!theirs)
+        return errno;
     theirs_low.reset();
     std::vector<unique_fd> lifted;
     child_plan c{a, a.stdin_fd, {}, theirs.get(), c_strings(a.argv), c_strings(a.envp)};
-    if (!theirs)
-        return errno;
     if (c.stdin_fd < 0)
     {
         null_in.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -282,15 +286,27 @@ int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener)
     if (int rc = start_child(c, pid); rc != 0)
         return rc;
     theirs.reset(); // end of file comes when the child has executed the command
+    // A child that failed, or whose report did not come through, may be running the
+    // command already: it goes, now, and is reaped here (as posix_spawn reaps).
+    auto failed = [&](int err) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        return err;
+    };
     int word = 0;
     unique_fd passed;
     int got = receive_word(ours.get(), word, passed);
     if (got <= 0 || word != 0 || !passed)
-        return got < 0 ? errno : (got == 0 ? EIO : (word != 0 ? word : EPROTO));
+    {
+        gate_failed = got == 1 && word < 0; // the filter's own failure (see child_failed)
+        if (gate_failed)
+            word = -word;
+        return failed(got < 0 ? errno : (got == 0 ? EIO : (word != 0 ? word : EPROTO)));
+    }
     unique_fd none;
     got = receive_word(ours.get(), word, none);
     if (got != 0)
-        return got < 0 ? errno : word;
+        return failed(got < 0 ? errno : word);
     // Linux 6.6+: the forking task and the worker hand the cpu to each other at each round
     // trip instead of waking each other across cpus (ignored where unknown).
     ::ioctl(passed.get(), notif_set_flags, sync_wake_up);

@@ -1,9 +1,9 @@
 // lib/supervisor/fork_gate.hpp: the fork gate, which holds a tree under a process cap to the
 // cap as each process is created, not when the sampler next looks.
 //
-// The worker starts a command with a process cap with fork() instead of posix_spawn: the
-// child sets itself up as posix_spawn would (spawn.hpp), installs a seccomp filter on
-// itself, hands the filter's user-notification listener to the worker over a socket, and
+// The worker starts a command with a process cap itself instead of with posix_spawn (with
+// clone(CLONE_VM | CLONE_VFORK), as posix_spawn does): the child sets itself up as
+// posix_spawn would (spawn.hpp), installs a seccomp filter on itself, hands the filter's user-notification listener to the worker over a socket, and
 // execs the command. The filter, which every descendant inherits and none can remove, sends
 // each fork, vfork and clone that makes a process (not a thread) to the worker, which lets
 // it go on or refuses it with EAGAIN (and then kills the tree as over budget). clone3 fails
@@ -26,10 +26,12 @@
 namespace sandbox::detail {
 
 /// \brief Starts `a` under the gate (as spawn_command would). Returns 0 with `pid` and the
-/// gate's listener once the command was executed, or the errno of the failure (the set-up's,
-/// the filter's or the exec's; a child that failed is left for the caller's reaper). Call it
-/// only from a single-threaded process (it forks).
-int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener);
+/// gate's listener once the command was executed, or the errno of the failure, with
+/// `gate_failed` set when it was the filter's (seccomp unavailable: not the command's fault).
+/// A child that failed is killed and reaped before the return. Call it only from a
+/// single-threaded process.
+int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener,
+                bool& gate_failed);
 
 /// One fork asking to go ahead.
 struct fork_request

@@ -145,7 +145,14 @@ struct spawned_msg
 struct spawn_failed_msg
 {
     std::int32_t error = 0; // errno of posix_spawn (or of preparing it)
-    std::uint32_t pad = 0;
+    std::uint32_t stage = 0; // spawn_stage
+};
+
+/// What a spawn_failed_msg's errno belongs to.
+enum spawn_stage : std::uint32_t
+{
+    stage_command = 0,   // starting the command
+    stage_fork_gate = 1, // setting up the fork gate a process cap needs (fork_gate.hpp)
 };
 
 /// Sent once per plan, after every process of the tree has been killed and reaped.

@@ -106,8 +106,8 @@ tallied tally(const std::vector<subtree_member>& members)
         t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime)});
         t.usage.cpu += ticks_ns(st.cpu_ticks());
         t.usage.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
-        t.usage.processes += st.state == 'Z' ? 0 : 1;
-        t.usage.tasks += st.state == 'Z' ? 0 : static_cast<std::uint64_t>(st.num_threads);
+        t.usage.processes += st.live() ? 1 : 0;
+        t.usage.tasks += st.live() ? static_cast<std::uint64_t>(st.num_threads) : 0;
     }
     return t;
 }
@@ -143,11 +143,11 @@ std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members
     return sum;
 }
 
-// The live (not zombie) members of a listing.
+// The live members of a listing (proc_stat::live).
 std::uint64_t live_count(const std::vector<subtree_member>& members)
 {
     return static_cast<std::uint64_t>(std::count_if(
-        members.begin(), members.end(), [](const auto& m) { return m.stat.state != 'Z'; }));
+        members.begin(), members.end(), [](const auto& m) { return m.stat.live(); }));
 }
 
 // Closes every descriptor but `a` and `b` (and 0-2, which point at /dev/null).
@@ -218,10 +218,19 @@ private:
     awaitable grace_wait(std::uint64_t id, nanoseconds grace,
                          std::shared_ptr<asio::steady_timer> t);
     awaitable gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g);
+    asio::awaitable<bool> count_at_the_cap(std::uint64_t id, pid_t asking,
+                                           asio::steady_timer& settle);
     void on_fork(int listener, const fork_request& req);
+    bool running(std::uint64_t id) const { return cur_ && cur_->id == id; }
+    // Forks are judged by the cap while the tree runs, and during a graceful stop (its
+    // members may clean up); once it is being killed, every fork is refused.
+    bool admitting() const
+    {
+        return cur_->reason == end_reason::none || cur_->graceful_stop;
+    }
     void on_message(proto::message& m);
     void start_exec(const proto::plan& p);
-    void spawn_failed(int err);
+    void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
     void sample_once();
     void stop(end_reason why, nanoseconds grace);
@@ -313,9 +322,9 @@ void worker::signal_group(int signo)
         ::kill(cur_->pid, signo); // the group is gone (the leader left it): the leader alone
 }
 
-void worker::spawn_failed(int err)
+void worker::spawn_failed(int err, proto::spawn_stage stage)
 {
-    proto::spawn_failed_msg f{err, 0};
+    proto::spawn_failed_msg f{err, stage};
     proto::send_message(chan_.native_handle(), proto::msg_type::spawn_failed, 0,
                         proto::as_bytes(f));
 }
@@ -346,11 +355,13 @@ void worker::start_exec(const proto::plan& p)
     pid_t pid = -1;
     cap_limits limits = f.caps;
     unique_fd listener;
-    int rc = limits.max_processes > 0 ? spawn_gated(a, pid, listener) : spawn_command(a, pid);
+    bool gate_failed = false;
+    int rc = limits.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
+                                      : spawn_command(a, pid);
     // Our copies of the command's pipes go now, or the library never sees EOF.
     plan_fds_.clear();
     if (rc != 0)
-        return spawn_failed(rc);
+        return spawn_failed(rc, gate_failed ? proto::stage_fork_gate : proto::stage_command);
 
     cur_.emplace(limits);
     cur_->id = next_id_++;
@@ -406,50 +417,84 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
 awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g)
 {
     asio::steady_timer settle(ctx_);
-    auto ours = [&] { return cur_ && cur_->id == id; };
+    const int fd = g->native_handle();
     for (;;)
     {
-        boost::system::error_code ec;
-        co_await g->async_wait(asio::posix::stream_descriptor::wait_read,
-                               asio::redirect_error(asio::use_awaitable, ec));
-        fork_request req;
-        if (ec || !ours())
-            co_return;
-        // Readable also once no process of the tree is left: then there is nothing to
-        // receive (and before Linux 6.6 receiving would block for good).
-        const auto state = gate_state(g->native_handle());
+        // Wake-ups are edge-triggered and two forks can come as one: take every request
+        // waiting before waiting again. Readable also means the tree is gone (no process
+        // uses the filter): then there is nothing to receive (before Linux 6.6 receiving
+        // would block for good).
+        const auto state = gate_state(fd);
         if (state == gate_listener::tree_gone)
             co_return;
-        if (state == gate_listener::idle || receive_fork(g->native_handle(), req) != 0)
-            continue; // (the task asking was killed meanwhile)
-        if (cur_->reason == end_reason::none && cur_->forks->wants_listing())
+        boost::system::error_code ec;
+        if (state == gate_listener::idle)
         {
-            // The tree waits meanwhile: every fork of it is held until answered.
-            if (auto until = cur_->forks->list_after(req.pid, std::chrono::steady_clock::now()))
-            {
-                settle.expires_at(*until);
-                co_await settle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-                if (!ours())
-                    co_return;
-            }
-            std::vector<subtree_member> members;
-            list_subtree(members); // on an error, what could be read (a lower bound)
-            cur_->forks->on_listing(live_count(members));
+            co_await g->async_wait(asio::posix::stream_descriptor::wait_read,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+            if (ec || !running(id))
+                co_return;
+            continue;
         }
-        on_fork(g->native_handle(), req);
+        fork_request req;
+        if (receive_fork(fd, req) != 0)
+            continue; // the task asking was killed meanwhile
+        if (admitting() && cur_->forks->wants_listing() &&
+            !co_await count_at_the_cap(id, req.pid, settle))
+            co_return;
+        on_fork(fd, req);
+        if (!running(id))
+            co_return;
     }
+}
+
+// A fork at the cap: lists the tree (once the forks of other tasks admitted just now have had
+// time to land), and if the fork still does not fit, once more a settle time later, since a
+// member being killed may still be listed. The tree waits meanwhile: every fork of it is
+// held until answered. False when the execution ended meanwhile.
+asio::awaitable<bool> worker::count_at_the_cap(std::uint64_t id, pid_t asking,
+                                                asio::steady_timer& settle)
+{
+    auto relist = [this] {
+        std::vector<subtree_member> members;
+        list_subtree(members); // on an error, what could be read (a lower bound)
+        cur_->forks->on_listing(live_count(members));
+    };
+    auto wait_until = [&](std::chrono::steady_clock::time_point t) -> asio::awaitable<bool> {
+        boost::system::error_code ec;
+        settle.expires_at(t);
+        co_await settle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_return running(id);
+    };
+    if (auto until = cur_->forks->list_after(asking, std::chrono::steady_clock::now()))
+        if (!co_await wait_until(*until))
+            co_return false;
+    relist();
+    if (!cur_->forks->wants_listing())
+        co_return true;
+    if (!co_await wait_until(std::chrono::steady_clock::now() + fork_settle_time))
+        co_return false;
+    relist();
+    co_return true;
 }
 
 // One fork of the tree asks to go ahead: admitted while the count stays within the cap;
 // otherwise refused, and the tree is killed as over budget, as the sampler would on seeing
-// one process too many.
+// one process too many (during a graceful stop a refusal is all: the grace's end kills).
 void worker::on_fork(int listener, const fork_request& req)
 {
     auto& c = *cur_;
-    const bool allow =
-        c.reason == end_reason::none && c.forks->admit(req.pid, std::chrono::steady_clock::now());
-    answer_fork(listener, req, allow);
-    if (allow || c.reason != end_reason::none)
+    const bool open = admitting();
+    const bool allow = open && c.forks->admit(req.pid, std::chrono::steady_clock::now());
+    if (int err = answer_fork(listener, req, allow); err != 0 && err != ENOENT)
+    {
+        // The task would wait for good (before Linux 5.5 a fork cannot be let go on).
+        c.decision = {cap_action::kill_unenforceable, budget_kind::processes, 0,
+                      static_cast<std::int64_t>(c.forks->cap())};
+        c.last_failure = std::string("answering a fork failed: ") + std::strerror(err);
+        return stop(end_reason::unenforceable, nanoseconds(0));
+    }
+    if (allow || !open || c.graceful_stop)
         return;
     c.decision = {cap_action::kill_budget, budget_kind::processes,
                   static_cast<std::int64_t>(c.forks->wanted()),

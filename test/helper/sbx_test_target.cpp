@@ -63,6 +63,15 @@
 //   clone3                    a child made with the raw clone3 call (no glibc fallback) exits
 //                             at once; "clone3 ok\n" once it is reaped, or "clone3 <errno name>\n"
 //   nnp                       "nnp N\n": the no_new_privs flag (prctl)
+//   seccomp-denied-exec PROGRAM [ARG...]  set no_new_privs, install a seccomp filter under
+//                             which seccomp() itself fails with EPERM (as in a container whose
+//                             runtime forbids it), then exec PROGRAM with ARGs
+//   fork-burst N              fork N children that each wait on one pipe; once all exist the
+//                             pipe is closed and each forks a child of its own at that moment
+//                             (which exits at once) and waits for it; then "burst N\n"
+//   seccomp-listener          sets no_new_privs and installs a seccomp filter (allow all)
+//                             with a user-notification listener: "listener ok\n" or
+//                             "listener <errno name>\n" (sets no_new_privs: run it last)
 //   alloc-children N MB HOLD_MS  fork N children that each allocate MB MiB (like alloc, quietly,
 //                             no delay), sleep HOLD_MS ms and exit; wait for all of them
 //   ignore-term               ignore SIGTERM;  default-term: SIGTERM back to its default action
@@ -86,7 +95,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -98,6 +109,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <climits>
 #include <chrono>
@@ -469,6 +481,7 @@ constexpr mode_spec modes[] = {
     {"connect-unix", 1, 1},
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
+    {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -636,6 +649,63 @@ action_t prepare(std::string_view name, const args_t& a)
             }
             wait_child(static_cast<pid_t>(pid));
             out("clone3 ok\n");
+        };
+    if (mode == "seccomp-denied-exec")
+        return [a] {
+            sock_filter prog[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            sock_fprog fprog{static_cast<unsigned short>(std::size(prog)), prog};
+            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
+                die_errno("seccomp");
+            std::vector<std::string> args(a.begin(), a.end());
+            std::vector<char*> argv;
+            for (auto& s : args) argv.push_back(s.data());
+            argv.push_back(nullptr);
+            ::execv(argv[0], argv.data());
+            die_errno("exec " + args[0]);
+        };
+    if (mode == "fork-burst")
+        return [n = procs(0)] {
+            int gate[2];
+            if (::pipe(gate) != 0) die_errno("pipe");
+            std::vector<pid_t> kids;
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    ::close(gate[1]);
+                    char c;
+                    while (::read(gate[0], &c, 1) < 0 && errno == EINTR) {}
+                    pid_t g = fork_or_die(); // all of them at once
+                    if (g == 0) ::_exit(0);
+                    wait_child(g);
+                    ::_exit(0);
+                }
+                kids.push_back(pid);
+            }
+            ::close(gate[1]); // releases all of them
+            ::close(gate[0]);
+            for (pid_t k : kids) wait_child(k);
+            out("burst " + std::to_string(n) + "\n");
+        };
+    if (mode == "seccomp-listener")
+        return [] {
+            sock_filter allow_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+            sock_fprog prog{1, &allow_all};
+            ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            const long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                      SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+            if (fd >= 0) {
+                ::close(static_cast<int>(fd));
+                out("listener ok\n");
+            } else {
+                out(std::string("listener ") + (errno == EPERM ? "EPERM" : std::to_string(errno)) +
+                    "\n");
+            }
         };
     if (mode == "nnp")
         return [] { out("nnp " + std::to_string(::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)) + "\n"); };

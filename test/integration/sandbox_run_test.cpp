@@ -682,4 +682,27 @@ BOOST_AUTO_TEST_CASE(process_cap_for_an_unprivileged_caller)
                r.err.data);
 }
 
+BOOST_AUTO_TEST_CASE(process_cap_refused_where_seccomp_is_forbidden)
+{
+    // Under a filter that forbids seccomp() (a container runtime's, say), the fork gate
+    // cannot be installed: a process cap (sandbox-run's default is 1024) is refused as
+    // not_available, never only sampled, and nothing runs; without the cap the same command
+    // runs.
+    cli_fixture f;
+    auto plain = f.run_cli_via(sbx_test::target,
+                               {"seccomp-denied-exec", sandbox_run_path(), "--max-processes", "0",
+                                "--", sbx_test::target, "println", "ran"});
+    BOOST_TEST(plain.exit_code == 0, plain.err.data);
+    BOOST_TEST(plain.out.data == "ran\n");
+    auto capped = f.run_cli_via(sbx_test::target,
+                                {"seccomp-denied-exec", sandbox_run_path(), "--json", "--max-processes",
+                                 "5", "--", sbx_test::target, "println", "ran"});
+    BOOST_TEST(capped.exit_code == 125, capped.err.data);
+    const auto j = parse_json(capped.out.data);
+    BOOST_TEST(j.at("error").at("code").as_string() == "not_available");
+    BOOST_TEST(std::string(j.at("error").at("message").as_string()).find("seccomp fork gate") !=
+               std::string::npos);
+    BOOST_TEST(j.at("stdout").as_string() == "");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

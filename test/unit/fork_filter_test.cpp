@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <linux/audit.h>
 #include <linux/seccomp.h>
@@ -51,18 +52,22 @@ std::uint32_t run(const std::vector<sock_filter>& prog, const seccomp_data& d)
     throw std::runtime_error("ran off the end of the program");
 }
 
-std::uint32_t verdict(std::uint32_t arch, std::uint32_t nr, std::uint64_t arg0 = 0)
+std::uint32_t verdict(std::uint32_t arch, std::uint32_t nr, std::uint64_t arg0 = 0,
+                      std::uint64_t arg1 = 0)
 {
     seccomp_data d{};
     d.arch = arch;
     d.nr = static_cast<int>(nr);
     d.args[0] = arg0;
+    d.args[1] = arg1;
     return run(sandbox::detail::fork_filter_program(), d);
 }
 
 constexpr std::uint32_t notify = SECCOMP_RET_USER_NOTIF;
 constexpr std::uint32_t allow = SECCOMP_RET_ALLOW;
 constexpr std::uint32_t enosys = SECCOMP_RET_ERRNO | ENOSYS;
+constexpr std::uint32_t eperm = SECCOMP_RET_ERRNO | EPERM;
+constexpr std::uint64_t new_listener = SECCOMP_FILTER_FLAG_NEW_LISTENER;
 constexpr std::uint64_t thread_flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
                                        CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
                                        CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
@@ -100,6 +105,23 @@ BOOST_AUTO_TEST_CASE(native_calls_x86_64)
     BOOST_TEST(verdict(a, 435) == enosys);                    // clone3
     for (std::uint32_t nr : {0u, 1u, 59u, 60u, 231u, 322u, 434u, 436u})
         BOOST_TEST(verdict(a, nr) == allow, "call " << nr); // read ... execveat, pidfd_open
+}
+
+BOOST_AUTO_TEST_CASE(no_listener_of_the_trees_own)
+{
+    // seccomp(SECCOMP_SET_MODE_FILTER, flags, prog): x86_64 317, x32 the same, i386 354.
+    using call = std::pair<std::uint32_t, std::uint32_t>;
+    for (auto [a, nr] : {call{AUDIT_ARCH_X86_64, 317}, call{AUDIT_ARCH_X86_64, 0x40000000u | 317},
+                         call{AUDIT_ARCH_I386, 354}})
+    {
+        BOOST_TEST(verdict(a, nr, SECCOMP_SET_MODE_FILTER, new_listener) == eperm, "call " << nr);
+        BOOST_TEST(verdict(a, nr, SECCOMP_SET_MODE_FILTER,
+                           new_listener | SECCOMP_FILTER_FLAG_TSYNC) == eperm);
+        // Filters without a listener (a sandbox inside, a runtime's own) stay possible.
+        BOOST_TEST(verdict(a, nr, SECCOMP_SET_MODE_FILTER, 0) == allow);
+        BOOST_TEST(verdict(a, nr, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC) == allow);
+        BOOST_TEST(verdict(a, nr, SECCOMP_GET_ACTION_AVAIL, 0) == allow);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(x32_calls_are_their_64_bit_twins)

@@ -54,6 +54,19 @@ BOOST_AUTO_TEST_CASE(sigignore_tells_whose_children_the_kernel_reaps)
                    .has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_dying_process_is_not_live)
+{
+    // Field 9 (flags) 4194304 is PF_RANDOMIZE alone: live. With PF_EXITING (4) the process
+    // is being torn down; zombies ('Z') and dead tasks ('X') are not live either.
+    BOOST_TEST(parse_proc_stat(line)->flags == 4194304u);
+    BOOST_TEST(parse_proc_stat(line)->live());
+    const char* exiting = "4242 (sh) R 4200 4242 4100 34816 4242 4194308 120 0 0 0 "
+                          "17 5 30 12 20 0 3 0 987654 123456789 2560\n";
+    BOOST_TEST(!parse_proc_stat(exiting)->live());
+    BOOST_TEST(!parse_proc_stat("7 (x) Z 1 7 7 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
+    BOOST_TEST(!parse_proc_stat("7 (x) X 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
+}
+
 BOOST_AUTO_TEST_CASE(schedstat_runtime)
 {
     using sandbox::detail::parse_schedstat_ns;
