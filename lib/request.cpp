@@ -1,6 +1,7 @@
 // lib/request.cpp: the checks and derived limits every backend applies to a request.
 #include <sandbox/backend/environment.hpp>
 #include <sandbox/backend/request.hpp>
+#include <sandbox/sampler.hpp>
 
 #include <limits>
 #include <string>
@@ -43,6 +44,12 @@ outcome<> check_request(const exec_request& req, bool sampler_usable)
         return r.error();
     if (auto r = o.net.validate(); !r)
         return r.error();
+    if (o.limits.max_processes > 0 && !fork_gate_usable())
+        return make_failure(errc::not_available,
+                            "the process cap cannot be enforced here: its seccomp fork gate needs "
+                            "seccomp user notification (Linux 5.5+) and a seccomp() this process "
+                            "may call; run without max_processes, or where seccomp is allowed",
+                            "processes");
     return validate_exec_policy(o, sampler_usable);
 }
 

@@ -32,7 +32,8 @@ struct resource_limits
     /// and the tree is killed (`budget_exceeded`). Under this cap the tree runs under a
     /// seccomp filter (`clone3` fails with ENOSYS, so the C library uses `clone`), and, when
     /// the caller lacks CAP_SYS_ADMIN, with no_new_privs (setuid programs do not gain
-    /// privileges). See docs/backends.md.
+    /// privileges). Where that filter cannot be installed (Linux before 5.5, a container
+    /// that forbids `seccomp()`), the exec fails with `not_available`. See docs/backends.md.
     std::int64_t max_processes = 0;
     /// Cap on live tasks in the tree: every thread of every process (a single-threaded
     /// process is one task; zombies count none). A thread-bomb guard, and the unit the

@@ -41,6 +41,13 @@ struct sampler_stats
 /// the process: a passing failure does not disable caps forever.
 SANDBOX_DECL bool sampler_usable() noexcept;
 
+/// \brief True when this host offers what a process cap needs: seccomp user notification
+/// that can let a call go on (Linux 5.5 and later), and a `seccomp()` this process may call
+/// (a container's filter may forbid it). Probed once, without installing anything: a
+/// process cap is held at each fork by a filter the supervisor installs in the command
+/// (docs/backends.md); without it, an exec with `max_processes` fails with `not_available`.
+SANDBOX_DECL bool fork_gate_usable() noexcept;
+
 /// Statistics of the sampler of `ex`'s execution context (zeros if none was created yet).
 SANDBOX_DECL sampler_stats get_sampler_stats(const boost::asio::any_io_executor& ex);
 

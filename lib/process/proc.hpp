@@ -30,11 +30,15 @@ struct proc_stat
     std::uint64_t flags = 0;     // the kernel's PF_* flags of the task (field 9)
 
     /// Neither a zombie nor dying: a process being killed stays listed for a moment with
-    /// PF_EXITING set before it becomes a zombie; it counts against no process cap.
+    /// PF_EXITING set before it becomes a zombie; it counts against no process cap, unless it
+    /// sleeps uninterruptibly in its exit (it could hold its pid there for good). A "zombie"
+    /// whose other threads still run (its main thread ended) is live.
     bool live() const noexcept
     {
         constexpr std::uint64_t pf_exiting = 0x4;
-        return state != 'Z' && state != 'X' && (flags & pf_exiting) == 0;
+        if (state == 'Z')
+            return num_threads > 1;
+        return state != 'X' && ((flags & pf_exiting) == 0 || state == 'D');
     }
 
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }

@@ -913,7 +913,7 @@ enforcement_report supervised_enforcement()
     const bool s = sampler_usable();
     e.memory_cap = s;
     e.cpu_cap = s;
-    e.process_cap = s;
+    e.process_cap = s && fork_gate_usable();
     e.task_cap = s;
     e.tree_kill = true;
     return e;

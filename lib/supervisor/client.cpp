@@ -7,14 +7,18 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -258,6 +262,25 @@ bool sampler_usable() noexcept
 {
     // Only /proc: a missing helper program fails every execution with its own error.
     return ::access("/proc/self/stat", R_OK) == 0;
+}
+
+bool fork_gate_usable() noexcept
+{
+    static const bool usable = [] {
+        // Asking for a filter with a listener but giving no program installs nothing: the
+        // kernel answers EFAULT when it would accept one, EPERM (or another error) when a
+        // filter above us forbids it (a container's, or a fork gate above ours). Letting a
+        // held call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE) came in Linux 5.5.
+        if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                      nullptr) == 0 ||
+            errno != EFAULT)
+            return false;
+        struct utsname u{};
+        int major = 0, minor = 0;
+        return ::uname(&u) == 0 && std::sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+               (major > 5 || (major == 5 && minor >= 5));
+    }();
+    return usable;
 }
 
 sampler_stats get_sampler_stats(const boost::asio::any_io_executor& ex)

@@ -321,7 +321,7 @@ gate_listener gate_state(int listener)
         return gate_listener::idle;
     if (p.revents & POLLIN)
         return gate_listener::request;
-    return (p.revents & (POLLHUP | POLLERR)) ? gate_listener::tree_gone : gate_listener::idle;
+    return (p.revents & POLLHUP) ? gate_listener::tree_gone : gate_listener::idle;
 }
 
 int receive_fork(int listener, fork_request& r)
@@ -342,7 +342,10 @@ int answer_fork(int listener, const fork_request& r, bool allow)
         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     else
         resp.error = -EAGAIN;
-    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0 ? 0 : errno;
+    while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0)
+        if (errno != EINTR)
+            return errno;
+    return 0;
 }
 
 } // namespace sandbox::detail

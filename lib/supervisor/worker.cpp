@@ -221,6 +221,7 @@ private:
     asio::awaitable<bool> count_at_the_cap(std::uint64_t id, pid_t asking,
                                            asio::steady_timer& settle);
     void on_fork(int listener, const fork_request& req);
+    void gate_broke(const char* what, int err);
     bool running(std::uint64_t id) const { return cur_ && cur_->id == id; }
     // Forks are judged by the cap while the tree runs, and during a graceful stop (its
     // members may clean up); once it is being killed, every fork is refused.
@@ -437,8 +438,10 @@ awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::strea
             continue;
         }
         fork_request req;
-        if (receive_fork(fd, req) != 0)
+        if (int err = receive_fork(fd, req); err == ENOENT || err == EINTR)
             continue; // the task asking was killed meanwhile
+        else if (err != 0)
+            co_return gate_broke("receiving a fork failed", err);
         if (admitting() && cur_->forks->wants_listing() &&
             !co_await count_at_the_cap(id, req.pid, settle))
             co_return;
@@ -449,8 +452,8 @@ awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::strea
 }
 
 // A fork at the cap: lists the tree (once the forks of other tasks admitted just now have had
-// time to land), and if the fork still does not fit, once more a settle time later, since a
-// member being killed may still be listed. The tree waits meanwhile: every fork of it is
+// time to land), and while the fork still does not fit, up to four times more a settle time
+// apart (20 ms in all), since a member being killed may still be listed until it gets a cpu. The tree waits meanwhile: every fork of it is
 // held until answered. False when the execution ended meanwhile.
 asio::awaitable<bool> worker::count_at_the_cap(std::uint64_t id, pid_t asking,
                                                 asio::steady_timer& settle)
@@ -470,11 +473,12 @@ asio::awaitable<bool> worker::count_at_the_cap(std::uint64_t id, pid_t asking,
         if (!co_await wait_until(*until))
             co_return false;
     relist();
-    if (!cur_->forks->wants_listing())
-        co_return true;
-    if (!co_await wait_until(std::chrono::steady_clock::now() + fork_settle_time))
-        co_return false;
-    relist();
+    for (int look = 0; look < 4 && cur_->forks->wants_listing(); ++look)
+    {
+        if (!co_await wait_until(std::chrono::steady_clock::now() + fork_settle_time))
+            co_return false;
+        relist();
+    }
     co_return true;
 }
 
@@ -486,20 +490,27 @@ void worker::on_fork(int listener, const fork_request& req)
     auto& c = *cur_;
     const bool open = admitting();
     const bool allow = open && c.forks->admit(req.pid, std::chrono::steady_clock::now());
-    if (int err = answer_fork(listener, req, allow); err != 0 && err != ENOENT)
-    {
-        // The task would wait for good (before Linux 5.5 a fork cannot be let go on).
-        c.decision = {cap_action::kill_unenforceable, budget_kind::processes, 0,
-                      static_cast<std::int64_t>(c.forks->cap())};
-        c.last_failure = std::string("answering a fork failed: ") + std::strerror(err);
-        return stop(end_reason::unenforceable, nanoseconds(0));
-    }
-    if (allow || !open || c.graceful_stop)
+    const int err = answer_fork(listener, req, allow);
+    if (err != 0 && err != ENOENT) // the task would wait for good
+        return gate_broke("answering a fork failed", err);
+    if (allow || !open || c.graceful_stop || err == ENOENT) // (the task asking is gone)
         return;
     c.decision = {cap_action::kill_budget, budget_kind::processes,
                   static_cast<std::int64_t>(c.forks->wanted()),
                   static_cast<std::int64_t>(c.forks->cap())};
     stop(end_reason::budget, nanoseconds(0));
+}
+
+// The listener failed in a way that could leave a fork waiting for good: the cap cannot be
+// held, so the tree goes, as unenforceable.
+void worker::gate_broke(const char* what, int err)
+{
+    if (!cur_ || (cur_->reason != end_reason::none && !cur_->graceful_stop))
+        return;
+    cur_->decision = {cap_action::kill_unenforceable, budget_kind::processes, 0,
+                      static_cast<std::int64_t>(cur_->forks->cap())};
+    cur_->last_failure = std::string(what) + ": " + std::strerror(err);
+    stop(end_reason::unenforceable, nanoseconds(0));
 }
 
 void worker::sample_once()

@@ -65,6 +65,10 @@ BOOST_AUTO_TEST_CASE(a_dying_process_is_not_live)
     BOOST_TEST(!parse_proc_stat(exiting)->live());
     BOOST_TEST(!parse_proc_stat("7 (x) Z 1 7 7 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
     BOOST_TEST(!parse_proc_stat("7 (x) X 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
+    // Dying but asleep uninterruptibly in its exit: it may hold its pid for good, so it counts.
+    BOOST_TEST(parse_proc_stat("7 (x) D 1 7 7 0 -1 4 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
+    // A "zombie" leader whose other threads run (num_threads 3) is live.
+    BOOST_TEST(parse_proc_stat("7 (x) Z 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 3 0 5 100 9\n")->live());
 }
 
 BOOST_AUTO_TEST_CASE(schedstat_runtime)
