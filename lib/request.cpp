@@ -3,6 +3,7 @@
 #include <sandbox/backend/request.hpp>
 #include <sandbox/sampler.hpp>
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -45,12 +46,23 @@ outcome<> check_request(const exec_request& req, bool sampler_usable)
     if (auto r = o.net.validate(); !r)
         return r.error();
     if (o.limits.max_processes > 0 && !fork_gate_usable())
-        return make_failure(errc::not_available,
-                            "the process cap cannot be enforced here: its seccomp fork gate needs "
-                            "seccomp user notification (Linux 5.5+) and a seccomp() this process "
-                            "may call; run without max_processes, or where seccomp is allowed",
-                            "processes");
+        return fork_gate_unavailable(0);
     return validate_exec_policy(o, sampler_usable);
+}
+
+failure fork_gate_unavailable(int err)
+{
+    std::string why = "the process cap cannot be enforced here: its seccomp fork gate needs "
+                      "seccomp user notification (Linux 5.5+) and a seccomp() this process may "
+                      "call";
+    if (err != 0)
+        why += std::string(" (installing it failed: ") + std::strerror(err) + ")";
+    failure f = make_failure(errc::not_available,
+                             why + "; run without max_processes, or where seccomp is allowed",
+                             "processes");
+    if (err != 0)
+        f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
 }
 
 cap_limits caps_of(const exec_options& o) noexcept

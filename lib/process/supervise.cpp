@@ -73,21 +73,6 @@ failure spawn_failure(int err, const std::string& executable)
     return f;
 }
 
-// The process cap could not be set up: the kernel refused the fork gate's seccomp filter
-// (seccomp user notification needs Linux 5.5; a container's own filter may forbid seccomp).
-// The cap is refused rather than sampled only.
-failure fork_gate_failure(int err)
-{
-    failure f = make_failure(errc::not_available,
-                             std::string("the process cap cannot be enforced here: installing "
-                                         "its seccomp fork gate failed (") +
-                                 std::strerror(err) +
-                                 "); run without max_processes, or where seccomp is allowed",
-                             "processes");
-    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
-    return f;
-}
-
 failure os_failure(const std::string& what, int err)
 {
     failure f = make_failure(errc::internal, what + ": " + std::strerror(err));
@@ -760,7 +745,7 @@ void supervision::finish()
     exec_result r;
     if (spawn_error_)
     {
-        failure f = fork_gate_failed_ ? fork_gate_failure(spawn_error_)
+        failure f = fork_gate_failed_ ? fork_gate_unavailable(spawn_error_)
                                       : spawn_failure(spawn_error_, plan_.executable);
         r.diag = std::move(f.diag);
         ec = f.code;

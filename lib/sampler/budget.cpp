@@ -138,10 +138,10 @@ std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time
     });
     if (in_flight_.empty())
         return std::nullopt;
-    time_point last = in_flight_.front().second;
-    for (const auto& f : in_flight_)
-        last = std::max(last, f.second);
-    return last + settle_;
+    return std::max_element(in_flight_.begin(), in_flight_.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+               ->second +
+           settle_;
 }
 
 bool process_gate::admit(pid_t tid, time_point now)

@@ -119,7 +119,6 @@ private:
     std::chrono::nanoseconds lost_{0};
 };
 
-
 /// \brief Decides each fork of a tree under a process cap, as the fork happens (the worker's
 /// seccomp fork gate asks; see supervisor/fork_gate.hpp).
 ///

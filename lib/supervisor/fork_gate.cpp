@@ -2,6 +2,7 @@
 // worker's side of the listener (see fork_gate.hpp).
 #include "supervisor/fork_gate.hpp"
 #include "supervisor/fork_filter.hpp"
+#include "supervisor/protocol.hpp"
 #include "supervisor/status_init.hpp"
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,57 +69,40 @@ int install_fork_filter(const std::vector<sock_filter>& program)
     return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
-// ------------------------------------------------------------------ the socket
+// ------------------------------------------------------------------ the child's reports
 
-void send_word(int sock, int value, int fd_to_pass)
+// The child reports in the supervisor protocol's own messages: `spawned` carrying the
+// listener, or `spawn_failed` with the errno and its stage, just as the worker reports to
+// the library (protocol.hpp; sending allocates nothing, as the child needs).
+
+// Reports `err` to the worker and ends the child.
+[[noreturn]] void child_failed(int sock, int err, proto::spawn_stage stage = proto::stage_command)
 {
-    iovec iov{&value, sizeof value};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-    if (fd_to_pass >= 0)
-    {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
-    }
-    while (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
-    {
-    }
+    const proto::spawn_failed_msg f{err, stage};
+    proto::send_message(sock, proto::msg_type::spawn_failed, 0, proto::as_bytes(f));
+    ::_exit(127);
 }
 
-// One message: 1 with its word (and the descriptor it carried, if any), 0 at end of file,
-// -1 on an error (errno).
-int receive_word(int sock, int& value, unique_fd& passed)
+// The child's next report, waiting for it: 0 with `m`, or an errno; `eof` once the child
+// has executed the command (its end is close-on-exec) or is gone.
+int next_report(int sock, proto::message& m, bool& eof)
 {
-    iovec iov{&value, sizeof value};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    while ((n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-    {
-    }
-    if (n <= 0)
-        return n == 0 ? 0 : -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        {
-            int fd = -1;
-            std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-            passed.reset(fd);
-        }
-    if (n != sizeof value)
-        return errno = EPROTO, -1;
-    return 1;
+    pollfd p{sock, POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0)
+        if (errno != EINTR)
+            return errno;
+    return proto::receive_message(sock, m, eof);
+}
+
+// The errno of a `spawn_failed` report (EPROTO for anything else).
+int reported_error(const proto::message& m, proto::spawn_stage& stage)
+{
+    proto::spawn_failed_msg f;
+    if (m.head.type != proto::msg_type::spawn_failed || !proto::from_bytes(m.payload, f) ||
+        f.error == 0)
+        return EPROTO;
+    stage = static_cast<proto::spawn_stage>(f.stage);
+    return f.error;
 }
 
 // ------------------------------------------------------------------ starting the command
@@ -173,14 +158,6 @@ int set_up_files(const child_plan& c)
     return 0;
 }
 
-// Reports `err` to the worker and ends the child. The filter's own failures are sent
-// negated, so that the worker can tell them from the command's (seccomp unavailable here).
-[[noreturn]] void child_failed(int sock, int err)
-{
-    send_word(sock, err, -1);
-    ::_exit(127);
-}
-
 // The child: what posix_spawn does for spawn_command (a new process group or session,
 // default dispositions but for the job signals when they stay ignored, an empty mask), then
 // the filter, the listener to the worker, and the command.
@@ -204,8 +181,9 @@ int set_up_files(const child_plan& c)
         fail(rc);
     const int listener = install_fork_filter(c.filter);
     if (listener < 0)
-        fail(listener); // negated: the filter's
-    send_word(c.sock, 0, listener);
+        child_failed(c.sock, -listener, proto::stage_fork_gate);
+    proto::send_message(c.sock, proto::msg_type::spawned, 0, {},
+                        std::span<const int>(&listener, 1));
     ::close(listener); // the worker's copy is the only one now
     ::execve(c.a.executable.c_str(), c.argv.data(), c.envp.data());
     child_failed(c.sock, errno);
@@ -293,20 +271,20 @@ int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener, bool& gate
         ::waitpid(pid, nullptr, 0);
         return err;
     };
-    int word = 0;
-    unique_fd passed;
-    int got = receive_word(ours.get(), word, passed);
-    if (got <= 0 || word != 0 || !passed)
+    proto::message m;
+    bool eof = false;
+    proto::spawn_stage stage = proto::stage_command;
+    int rc = next_report(ours.get(), m, eof);
+    if (rc != 0 || eof || m.head.type != proto::msg_type::spawned || m.fds.size() != 1)
     {
-        gate_failed = got == 1 && word < 0; // the filter's own failure (see child_failed)
-        if (gate_failed)
-            word = -word;
-        return failed(got < 0 ? errno : (got == 0 ? EIO : (word != 0 ? word : EPROTO)));
+        rc = rc != 0 ? rc : eof ? EIO : reported_error(m, stage);
+        gate_failed = stage == proto::stage_fork_gate;
+        return failed(rc);
     }
-    unique_fd none;
-    got = receive_word(ours.get(), word, none);
-    if (got != 0)
-        return failed(got < 0 ? errno : word);
+    unique_fd passed = std::move(m.fds[0]);
+    rc = next_report(ours.get(), m, eof);
+    if (rc != 0 || !eof) // the exec failed
+        return failed(rc != 0 ? rc : reported_error(m, stage));
     // Linux 6.6+: the forking task and the worker hand the cpu to each other at each round
     // trip instead of waking each other across cpus (ignored where unknown).
     ::ioctl(passed.get(), notif_set_flags, sync_wake_up);

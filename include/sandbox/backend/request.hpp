@@ -20,6 +20,11 @@ namespace sandbox::backend {
 /// (`validate_exec_policy`). Fails with the first problem found; nothing is touched.
 SANDBOX_DECL outcome<> check_request(const exec_request& req, bool sampler_usable);
 
+/// `not_available` for a process cap this host cannot hold: its seccomp fork gate cannot be
+/// installed (`fork_gate_usable()` said so, or installing it failed with `err`; 0: no OS
+/// error to pass on).
+SANDBOX_DECL failure fork_gate_unavailable(int err);
+
 /// The caps `opts` asks for (negative values must have been refused already).
 SANDBOX_DECL cap_limits caps_of(const exec_options& opts) noexcept;
 
