@@ -43,7 +43,7 @@ struct proc_stat
 
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
     /// SIGCHLD is ignored, so the kernel reaps this process's children itself: their cpu
-    /// time reaches no rusage. (SA_NOCLDWAIT does the same and does not show here.)
+    /// time reaches no rusage. (SA_NOCLDWAIT does the same and does not show here: see cpu_ledger.)
     bool children_reaped_by_kernel() const noexcept { return (sigignore >> (17 - 1)) & 1u; }
 };
 

@@ -65,8 +65,7 @@ cap_decision cap_budget::on_failure() noexcept
     return d;
 }
 
-std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t self,
-                                            std::chrono::nanoseconds self_reaped,
+std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
                                             const std::function<bool(pid_t, std::uint64_t)>& ended)
 {
     std::unordered_map<pid_t, member> now;
@@ -91,7 +90,7 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t 
         now[pid] = last_.at(pid);
     // What the members that ended since the last sample had used, by parent. A member whose
     // parent the listing missed is judged at a later sample, against that parent's children
-    // time then: judging it now would call waited-for time lost and count it twice.
+    // time then.
     std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
     for (const member* m : gone)
     {
@@ -114,20 +113,19 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live, pid_t 
     }
     for (const auto& [parent, used] : departed)
     {
-        // A parent missed by the listing keeps its last real record in `last_` and `now`, so
-        // when its carried children are judged, the growth is measured from that record.
-        std::chrono::nanoseconds absorbed = used; // unknown: assume it was waited for
-        if (parent == self)
-            absorbed = self_reaped - last_self_reaped_;
-        else if (auto was = last_.find(parent), is = now.find(parent);
-                 was != last_.end() && is != now.end() &&
-                 was->second.starttime == is->second.starttime)
-            absorbed = is->second.reaped - was->second.reaped;
+        // Only a parent seen now and before, the same process, ignoring SIGCHLD at either
+        // look, can have lost a child (see the class comment); what its children time grew
+        // by was waited for. A parent that ended too is unknown: nothing is called lost.
+        auto was = last_.find(parent);
+        auto is = now.find(parent);
+        if (was == last_.end() || is == now.end() || was->second.starttime != is->second.starttime ||
+            !(was->second.kernel_reaps || is->second.kernel_reaps))
+            continue;
+        const auto absorbed = is->second.reaped - was->second.reaped;
         if (used > absorbed)
             lost_ += used - absorbed;
     }
     last_ = std::move(now);
-    last_self_reaped_ = self_reaped;
     return lost_;
 }
 

@@ -87,8 +87,17 @@ private:
 /// for (our own RUSAGE_CHILDREN for members we reap; a live member's cutime/cstime for the
 /// ones it reaps), so summing those with the live members' own time counts each process once.
 /// A child of a parent that ignores SIGCHLD is reaped by the kernel instead and its time is
-/// lost. Sample by sample this class compares what members that ended had used (when last
-/// seen) with how much their parent's children time grew, and keeps the shortfall.
+/// lost. Sample by sample this class takes what such children had used when last seen, less
+/// any growth of their parent's children time (a parent may also have waited for a child
+/// that ended before it ignored SIGCHLD), and keeps the shortfall.
+///
+/// Only children of a parent seen ignoring SIGCHLD are judged. A listing reads a parent's
+/// record before it reaches the parent's children, and the parent may wait for a child in
+/// between (the child is gone, the record does not show it yet) or just after (the record
+/// shows it, the listing still lists the child): the growth of a waiting parent's children
+/// time cannot be matched with its children sample by sample, and judging it would call
+/// waited-for time lost and count it twice. A parent that reaps through SA_NOCLDWAIT, which
+/// /proc does not show, is not detected.
 class cpu_ledger
 {
 public:
@@ -99,14 +108,13 @@ public:
         std::uint64_t starttime = 0;
         std::chrono::nanoseconds own{0};    // utime + stime
         std::chrono::nanoseconds reaped{0}; // cutime + cstime
+        bool kernel_reaps = false;          // ignores SIGCHLD: its children vanish unwaited
     };
 
-    /// Takes one sample: the members alive now, and the sampling process's own children
-    /// time (`self` is its pid). `ended(pid, starttime)` confirms that a member missing from
-    /// this sample has really ended (a listing can miss a live process). Returns the lost
-    /// time found so far.
-    std::chrono::nanoseconds update(std::span<const member> live, pid_t self,
-                                    std::chrono::nanoseconds self_reaped,
+    /// Takes one sample: the members alive now. `ended(pid, starttime)` confirms that a
+    /// member missing from this sample has really ended (a listing can miss a live process).
+    /// Returns the lost time found so far.
+    std::chrono::nanoseconds update(std::span<const member> live,
                                     const std::function<bool(pid_t, std::uint64_t)>& ended);
 
     std::chrono::nanoseconds lost() const noexcept { return lost_; }
@@ -115,7 +123,6 @@ private:
     std::unordered_map<pid_t, member> last_;
     // Ended members whose parent a listing missed: judged once the parent is seen again.
     std::unordered_map<pid_t, member> carried_;
-    std::chrono::nanoseconds last_self_reaped_{0};
     std::chrono::nanoseconds lost_{0};
 };
 

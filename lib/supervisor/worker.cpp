@@ -103,8 +103,13 @@ tallied tally(const std::vector<subtree_member>& members)
             if (auto ns = read_runtime_ns(st.pid, err))
                 own = std::max(own, nanoseconds(static_cast<std::int64_t>(*ns)));
         }
-        t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime)});
-        t.usage.cpu += ticks_ns(st.cpu_ticks());
+        t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime),
+                          st.state != 'Z' && st.children_reaped_by_kernel()});
+        // A process in state X is being reaped right now: a waiting parent may already hold
+        // its time in the children time read earlier in this listing. The next sample finds
+        // it there (or, for a kernel reaper's child, in the ledger).
+        if (st.state != 'X')
+            t.usage.cpu += ticks_ns(st.cpu_ticks());
         t.usage.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
         t.usage.processes += st.live() ? 1 : 0;
         t.usage.tasks += st.live() ? static_cast<std::uint64_t>(st.num_threads) : 0;
@@ -546,7 +551,7 @@ void worker::sample_once()
             c.kernel_reaper_alive = t.kernel_reaper;
             const auto& seen = t.seen;
             const auto lost_before = c.ledger.lost();
-            u.cpu += c.ledger.update(seen, ::getpid(), reaped, member_ended);
+            u.cpu += c.ledger.update(seen, member_ended);
             // Children reaped by the kernel lose what they used after the last sample: while
             // a member that ignores SIGCHLD has a child, or once the tree is seen losing time
             // that way, sample it as often as a young one, so each such child loses at most

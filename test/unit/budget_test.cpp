@@ -117,94 +117,124 @@ BOOST_AUTO_TEST_CASE(pressure_is_the_closest_cap)
 namespace {
 constexpr pid_t self = 1; // the sampling subreaper
 using ms = std::chrono::milliseconds;
+using members = std::vector<cpu_ledger::member>;
 auto none_ended = [](pid_t, std::uint64_t) { return false; };
 auto all_ended = [](pid_t, std::uint64_t) { return true; };
 long long as_ms(std::chrono::nanoseconds d)
 {
     return std::chrono::duration_cast<ms>(d).count();
 }
+// Member 10 (a child of the subreaper), as seen at one sample.
+cpu_ledger::member parent(ms own, ms reaped, bool ignores_chld)
+{
+    return {10, self, 7, own, reaped, ignores_chld};
+}
 } // namespace
 
 BOOST_AUTO_TEST_CASE(ledger_child_waited_for_by_a_member_is_not_lost)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 50ms, 0ms}},
-             self, 0ms, all_ended);
+    l.update(members{parent(100ms, 0ms, false), {11, 10, 8, 50ms, 0ms}}, all_ended);
     // 11 ended and 10 waited for it: 10's children time grew by (at least) 11's last use.
-    auto lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 60ms}}, self, 0ms,
-                         all_ended);
-    BOOST_TEST(as_ms(lost) == 0);
+    BOOST_TEST(as_ms(l.update(members{parent(110ms, 60ms, false)}, all_ended)) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(ledger_waiting_parent_never_loses_a_child_whatever_the_listing_order)
+{
+    // A listing reads 10's record before it reaches 10's children, and 10 may wait for a
+    // child in between: 11 is gone, 10's record does not show it yet (the next one will).
+    cpu_ledger stale;
+    stale.update(members{parent(100ms, 0ms, false), {11, 10, 8, 100ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(stale.update(members{parent(110ms, 0ms, false)}, all_ended)) == 0);
+    BOOST_TEST(as_ms(stale.update(members{parent(110ms, 100ms, false)}, all_ended)) == 0);
+
+    // Or just after it read 10's record and before it read 11 (a zombie then): 11 is listed
+    // and 10's record already shows it. Next time 11 is gone and 10's time did not grow.
+    cpu_ledger early;
+    early.update(members{parent(100ms, 0ms, false), {11, 10, 8, 90ms, 0ms}}, all_ended);
+    early.update(members{parent(100ms, 100ms, false), {11, 10, 8, 100ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(early.update(members{parent(100ms, 100ms, false)}, all_ended)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_child_reaped_by_the_kernel_is_kept)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms},
-                                             {12, 10, 9, 200ms, 20ms}},
-             self, 0ms, all_ended);
+    l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 300ms, 0ms}, {12, 10, 9, 200ms, 20ms}},
+             all_ended);
     // 10 ignores SIGCHLD: its children vanish and its children time does not move.
-    auto lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 120ms, 0ms}}, self, 0ms,
-                         all_ended);
-    BOOST_TEST(as_ms(lost) == 520);
+    BOOST_TEST(as_ms(l.update(members{parent(120ms, 0ms, true)}, all_ended)) == 520);
     // Nothing is counted twice on later samples.
-    lost = l.update(std::vector<cpu_ledger::member>{{10, self, 7, 130ms, 0ms}}, self, 0ms,
-                    all_ended);
-    BOOST_TEST(as_ms(lost) == 520);
+    BOOST_TEST(as_ms(l.update(members{parent(130ms, 0ms, true)}, all_ended)) == 520);
+}
+
+BOOST_AUTO_TEST_CASE(ledger_parent_ignoring_sigchld_at_either_look_is_judged)
+{
+    // 10 ignored SIGCHLD when last seen and restored it since: 11 may have gone unwaited.
+    cpu_ledger before;
+    before.update(members{parent(100ms, 0ms, true), {11, 10, 8, 300ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(before.update(members{parent(100ms, 0ms, false)}, all_ended)) == 300);
+    // 10 started ignoring it after 11 was seen.
+    cpu_ledger after;
+    after.update(members{parent(100ms, 0ms, false), {11, 10, 8, 300ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(after.update(members{parent(100ms, 0ms, true)}, all_ended)) == 300);
+    // What the parent's children time grew by was waited for (a zombie from before it
+    // ignored SIGCHLD): only the rest is lost.
+    cpu_ledger part;
+    part.update(members{parent(100ms, 0ms, true), {11, 10, 8, 300ms, 0ms}, {12, 10, 9, 50ms, 0ms}},
+                all_ended);
+    BOOST_TEST(as_ms(part.update(members{parent(100ms, 60ms, true)}, all_ended)) == 290);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_members_we_reap_show_in_our_children_time)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 40ms}}, self, 0ms, all_ended);
-    // We reaped 10 (orphan or leader): our RUSAGE_CHILDREN grew by its whole use.
-    BOOST_TEST(as_ms(l.update({}, self, 150ms, all_ended)) == 0);
+    l.update(members{parent(100ms, 40ms, false)}, all_ended);
+    // We reaped 10 (orphan or leader): our RUSAGE_CHILDREN holds its whole use.
+    BOOST_TEST(as_ms(l.update({}, all_ended)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_member_missed_by_a_listing_is_not_taken_for_ended)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms}},
-             self, 0ms, none_ended);
+    l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 300ms, 0ms}}, none_ended);
     // 11 is missing from this listing but still alive: no loss, and it is still tracked.
-    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}}, self,
-                              0ms, none_ended)) == 0);
-    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}}, self,
-                              0ms, all_ended)) == 300);
+    BOOST_TEST(as_ms(l.update(members{parent(100ms, 0ms, true)}, none_ended)) == 0);
+    BOOST_TEST(as_ms(l.update(members{parent(100ms, 0ms, true)}, all_ended)) == 300);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_child_of_a_parent_the_listing_missed_is_judged_later)
 {
-    // A busy host: the listing misses parent 10 (alive) in the very sample in which its
-    // child 11 ended and was waited for. 10's children time is unknown now, so 11 must not be
-    // declared lost (10's cutime will show it next time: that would count it twice).
-    cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 270ms, 0ms}},
-             self, 0ms, all_ended);
+    // A busy host: the listing misses parent 10 (alive, ignoring SIGCHLD) in the very sample
+    // in which its child 11 ended. 10's children time is unknown then, so 11 is judged once
+    // 10 is seen again.
     auto alive_10 = [](pid_t pid, std::uint64_t) { return pid != 10; };
-    BOOST_TEST(as_ms(l.update({}, self, 0ms, alive_10)) == 0);
-    // Seen again: its children time grew by 11's whole use. Nothing lost.
-    BOOST_TEST(as_ms(l.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 280ms}}, self,
-                              0ms, all_ended)) == 0);
+    cpu_ledger l;
+    l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(l.update({}, alive_10)) == 0);
+    BOOST_TEST(as_ms(l.update(members{parent(110ms, 0ms, true)}, all_ended)) == 270);
 
-    // The same, but 10 ignores SIGCHLD: the loss is found once 10 is seen again.
+    // The same, but 10 had waited for 11 after all (its children time grew): nothing lost.
     cpu_ledger k;
-    k.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 270ms, 0ms}},
-             self, 0ms, all_ended);
-    BOOST_TEST(as_ms(k.update({}, self, 0ms, alive_10)) == 0);
-    BOOST_TEST(as_ms(k.update(std::vector<cpu_ledger::member>{{10, self, 7, 110ms, 0ms}}, self,
-                              0ms, all_ended)) == 270);
+    k.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(k.update({}, alive_10)) == 0);
+    BOOST_TEST(as_ms(k.update(members{parent(110ms, 280ms, true)}, all_ended)) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(ledger_parent_that_ended_too_is_not_judged)
+{
+    // 10 and its child 11 both ended between samples: who reaped 11 is unknown.
+    cpu_ledger l;
+    l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(l.update({}, all_ended)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
 {
     cpu_ledger l;
-    l.update(std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 8, 300ms, 0ms}},
-             self, 0ms, all_ended);
+    l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 300ms, 0ms}}, all_ended);
     // Pid 11 now belongs to another process (other start time): the old one ended unwaited.
-    auto lost = l.update(
-        std::vector<cpu_ledger::member>{{10, self, 7, 100ms, 0ms}, {11, 10, 99, 1ms, 0ms}}, self,
-        0ms, all_ended);
-    BOOST_TEST(as_ms(lost) == 300);
+    BOOST_TEST(as_ms(l.update(members{parent(100ms, 0ms, true), {11, 10, 99, 1ms, 0ms}},
+                              all_ended)) == 300);
 }
 
 namespace {
