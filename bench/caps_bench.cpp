@@ -10,7 +10,8 @@
 //   cpu_kernel_reaped 4 children of a parent that ignores SIGCHLD (the kernel reaps them):
 //                     reported cpu_time vs the bare run of the same job with SIGCHLD default
 //   mem_overshoot     an allocator at full speed after a quiet start, 128 MiB cap: the
-//                     leader's peak RSS (kernel high-water mark) vs the cap
+//                     leader's peak RSS (kernel high-water mark) vs the cap, worst of 5;
+//                     _2threads: two threads allocating at once; _populate: MAP_POPULATE
 //   procs_overshoot   a binary fork tree under max_processes 50: processes counted at the kill
 //                     vs the cap
 //   mem_shared        40 `sleep`s: the footprint judged under a 16 MiB cap (PSS, read once the
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,13 +136,23 @@ int child_main(int argc, char** argv)
     }
     else if (job == "alloc-after")
     {
+        // MS MIB THREADS [populate]: after MS ms, THREADS threads each fault in MIB MiB at
+        // full speed, 1 MiB at a time (a byte written per page, or MAP_POPULATE).
         std::this_thread::sleep_for(std::chrono::milliseconds(arg(3)));
-        for (long i = 0; i < arg(4); ++i)
-        {
-            auto* p = static_cast<volatile char*>(std::malloc(mib));
-            for (long off = 0; p && off < mib; off += 4096)
-                p[off] = 1;
-        }
+        const bool populate = argc > 6 && std::strcmp(argv[6], "populate") == 0;
+        std::vector<std::thread> ts;
+        for (long t = 0; t < std::max(arg(5), 1L); ++t)
+            ts.emplace_back([n = arg(4), populate] {
+                for (long i = 0; i < n; ++i)
+                    if (populate)
+                        ::mmap(nullptr, mib, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                    else if (auto* p = static_cast<volatile char*>(std::malloc(mib)))
+                        for (long off = 0; off < mib; off += 4096)
+                            p[off] = 1;
+            });
+        for (auto& t : ts)
+            t.join();
     }
     else if (job == "fork-tree")
         fork_tree(static_cast<int>(arg(3)));
@@ -281,15 +293,25 @@ void cpu_cases()
 
 void overshoot_cases()
 {
-    {
+    // The worst of five runs each: where the allocation starts between two samples is luck.
+    auto mem_case = [](const char* name, std::vector<std::string> job) {
         sandbox::exec_options o;
         o.limits.memory_bytes = 128 * mib;
-        boost::system::error_code ec;
-        auto r = run(child({"alloc-after", "300", "4096"}), o, ec);
-        if (r.status != sandbox::exec_status::budget_exceeded)
-            ++wrong;
-        print("mem_overshoot", static_cast<double>(r.peak_memory_bytes) / mib, "MiB", 128);
-    }
+        double worst = 0;
+        for (int round = 0; round < 5; ++round)
+        {
+            boost::system::error_code ec;
+            auto r = run(child(job), o, ec);
+            if (r.status != sandbox::exec_status::budget_exceeded ||
+                r.budget != sandbox::budget_kind::memory)
+                ++wrong;
+            worst = std::max(worst, static_cast<double>(r.peak_memory_bytes) / mib);
+        }
+        print(name, worst, "MiB", 128);
+    };
+    mem_case("mem_overshoot", {"alloc-after", "300", "4096", "1"});
+    mem_case("mem_overshoot_2threads", {"alloc-after", "300", "2048", "2"});
+    mem_case("mem_overshoot_populate", {"alloc-after", "300", "4096", "1", "populate"});
     {
         sandbox::exec_options o;
         o.limits.max_processes = 50;

@@ -15,7 +15,10 @@ inline constexpr std::int64_t default_max_output_bytes = 10 * 1024 * 1024;
 /// values are refused with `errc::validation`.
 struct resource_limits
 {
-    /// Cap on the summed resident memory of the whole process tree.
+    /// Cap on the memory footprint of the whole process tree: the summed RSS of its processes
+    /// (sampled), confirmed with their summed PSS once that sum reaches the cap, so pages
+    /// shared between processes count once. Sampled: a tree faulting memory in at full speed
+    /// is killed below about 1.2x the cap (docs/security.md says when it can pass that).
     std::int64_t memory_bytes = 0;
     /// CPU budget as a share of the wall timeout: the tree may use
     /// `timeout * cpu_millicores / 1000` of cpu time in total (a budget, not a rate).

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,6 +172,13 @@ std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept
     return read_number<1024>(pid, "smaps_rollup", parse_pss_bytes, err);
 }
 
+std::optional<std::uint64_t> read_thread_pss_bytes(pid_t pid, pid_t tid, int& err) noexcept
+{
+    char file[48];
+    std::snprintf(file, sizeof file, "task/%d/smaps_rollup", static_cast<int>(tid));
+    return read_number<1024>(pid, file, parse_pss_bytes, err);
+}
+
 std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept
 {
     std::uint64_t ns = 0;
@@ -211,6 +219,41 @@ std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept
         return std::nullopt;
     }
     return read_proc_stat_at(fd.get(), err);
+}
+
+std::optional<proc_stat> read_running_thread_stat(pid_t pid, int& err) noexcept
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+    DIR* d = ::opendir(path);
+    if (!d)
+    {
+        err = errno;
+        return std::nullopt;
+    }
+    std::optional<proc_stat> found;
+    int first_err = 0;
+    while (dirent* e = ::readdir(d))
+    {
+        pid_t tid = 0;
+        if (!to_num(std::string_view(e->d_name), tid) || tid == pid)
+            continue;
+        std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", static_cast<int>(pid),
+                      static_cast<int>(tid));
+        unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+        int e2 = fd ? 0 : errno;
+        auto st = fd ? read_proc_stat_at(fd.get(), e2) : std::nullopt;
+        if (st && st->state != 'Z' && st->state != 'X')
+        {
+            found = st;
+            break;
+        }
+        if (!st && e2 != ENOENT && e2 != ESRCH && first_err == 0)
+            first_err = e2; // (a thread that ended meanwhile is no error)
+    }
+    ::closedir(d);
+    err = found ? 0 : first_err != 0 ? first_err : ESRCH;
+    return found;
 }
 
 bool read_children_at(int fd, std::vector<pid_t>& out)

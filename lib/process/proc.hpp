@@ -41,6 +41,14 @@ struct proc_stat
         return state != 'X' && ((flags & pf_exiting) == 0 || state == 'D');
     }
 
+    /// Ended for good: a zombie whose threads have all exited (its pid waits to be reaped).
+    bool zombie() const noexcept { return state == 'Z' && num_threads <= 1; }
+
+    /// Its main thread has ended while other threads run: the process shows as a zombie but
+    /// is alive, its children hang below those threads, and this record shows no memory (the
+    /// main thread let go of it): a running thread's record does (read_running_thread_stat).
+    bool main_thread_ended() const noexcept { return state == 'Z' && num_threads > 1; }
+
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
     /// SIGCHLD is ignored, so the kernel reaps this process's children itself: their cpu
     /// time reaches no rusage. (SA_NOCLDWAIT does the same and does not show here: see cpu_ledger.)
@@ -61,6 +69,10 @@ std::optional<std::uint64_t> parse_pss_bytes(std::string_view text) noexcept;
 /// for a large one). On failure returns nullopt and sets `err` (ENOENT when it is gone).
 std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept;
 
+/// The PSS of one thread's view of `pid`'s memory (/proc/<pid>/task/<tid>/smaps_rollup): the
+/// process's own, for a process whose main thread has ended (proc_stat::main_thread_ended).
+std::optional<std::uint64_t> read_thread_pss_bytes(pid_t pid, pid_t tid, int& err) noexcept;
+
 /// Parses /proc/<pid>/schedstat: the first number, the nanoseconds its main thread has run.
 std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept;
 
@@ -71,6 +83,12 @@ std::optional<std::uint64_t> read_runtime_ns(pid_t pid, int& err) noexcept;
 
 /// Reads /proc/<pid>/stat. On failure returns nullopt and sets `err` to errno.
 std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;
+
+/// \brief For a process whose main thread has ended (proc_stat::main_thread_ended): the record
+/// of one of its threads that still runs (/proc/<pid>/task/<tid>/stat; `pid` there is the
+/// thread's id), which shows the process's memory. On failure, or when no thread is left,
+/// nullopt and `err` (ESRCH then).
+std::optional<proc_stat> read_running_thread_stat(pid_t pid, int& err) noexcept;
 
 /// Opens /proc/<pid>/stat (O_RDONLY | O_CLOEXEC) for repeated reads with read_proc_stat_at;
 /// -1 on failure. The descriptor stays bound to that process: once it has exited, reads

@@ -9,6 +9,8 @@ namespace sandbox::detail {
 cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
 {
     failures_ = 0;
+    last_rss_ = u.rss_bytes;
+    last_tasks_ = std::max<std::uint64_t>(u.tasks, 1);
     peak_rss_ = std::max(peak_rss_, u.rss_bytes);
     peak_procs_ = std::max(peak_procs_, u.processes);
     cpu_ = std::max(cpu_, u.cpu);
@@ -51,6 +53,31 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
         d.configured = static_cast<std::int64_t>(limits_.max_tasks);
     }
     return d;
+}
+
+std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned cpus) const noexcept
+{
+    if (limits_.memory_bytes == 0)
+        return std::chrono::nanoseconds::max();
+    const double bound = memory_overshoot_bound * static_cast<double>(limits_.memory_bytes);
+    const double room = std::max(0.0, bound - static_cast<double>(last_rss_));
+    const double parallel =
+        static_cast<double>(std::min<std::uint64_t>(last_tasks_, std::max(cpus, 1u)));
+    const double seconds = room / (fault_bytes_per_second * parallel);
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, 3600.0) * 1e9));
+}
+
+std::chrono::nanoseconds next_sample_delay(std::chrono::nanoseconds last,
+                                           std::chrono::nanoseconds interval, double pressure,
+                                           std::chrono::nanoseconds reach) noexcept
+{
+    const auto floor = std::min(min_sample_delay, interval);
+    auto next = std::min(last * 2, interval);
+    if (pressure >= 0.8)
+        next = floor;
+    else if (pressure >= 0.5)
+        next = std::min(next, interval / 4);
+    return std::max(floor, std::min(next, reach));
 }
 
 cap_decision cap_budget::on_failure() noexcept

@@ -69,6 +69,12 @@ public:
     /// How close the last good sample came to a cap: the largest of usage / cap over the
     /// caps that are set (0 when none is, or before the first sample).
     double pressure() const noexcept { return pressure_; }
+    /// \brief Under a memory cap: the time in which the tree could grow from the last good
+    /// sample to `memory_overshoot_bound` times the cap, faulting memory in at
+    /// `fault_bytes_per_second` per task that can run at once (its task count, at most
+    /// `cpus`). The sampler looks again within it, so that a fast allocator is killed before
+    /// that bound. nanoseconds::max() without a memory cap.
+    std::chrono::nanoseconds memory_reach_time(unsigned cpus) const noexcept;
     int consecutive_failures() const noexcept { return failures_; }
 
 private:
@@ -77,9 +83,28 @@ private:
     int failures_ = 0;
     std::uint64_t peak_rss_ = 0;
     std::uint64_t peak_procs_ = 0;
+    std::uint64_t last_rss_ = 0;
+    std::uint64_t last_tasks_ = 1;
     std::chrono::nanoseconds cpu_{0};
     double pressure_ = 0;
 };
+
+/// The footprint a memory cap is held below: a tree dirtying memory as fast as
+/// `fault_bytes_per_second` allows is killed before this many times its cap.
+inline constexpr double memory_overshoot_bound = 1.2;
+/// How fast the sampler assumes one task can fault anonymous memory in (4 KiB pages). This
+/// VM measures 2-3 GB/s per core; huge pages (THP) fault faster, see docs/architecture.md.
+inline constexpr double fault_bytes_per_second = 4.0 * 1024 * 1024 * 1024;
+/// The shortest wait between two samples, and the first one's (after the spawn).
+inline constexpr std::chrono::nanoseconds min_sample_delay = std::chrono::milliseconds(2);
+
+/// \brief When to sample next, after a wait of `last`: a young tree is sampled often (2, 4,
+/// 8, ... ms), then every `interval`; a tree at half of a cap every quarter interval, at 80 %
+/// (`pressure` 0.8) every 2 ms; and never later than `reach` (cap_budget::memory_reach_time),
+/// but never sooner than 2 ms (or `interval`, when that is shorter).
+std::chrono::nanoseconds next_sample_delay(std::chrono::nanoseconds last,
+                                           std::chrono::nanoseconds interval, double pressure,
+                                           std::chrono::nanoseconds reach) noexcept;
 
 /// \brief Finds cpu time that no rusage will ever show: members reaped by the kernel.
 ///

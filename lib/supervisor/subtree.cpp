@@ -106,6 +106,20 @@ int own_children(std::vector<pid_t>& out) { return read_own_children(out); }
 
 namespace {
 
+// A member whose main thread has ended shows no memory in its own record: a running thread's
+// record does. 0, or the errno of a read that failed for another reason than the threads
+// having ended meanwhile.
+int adopt_thread_memory(subtree_member& m)
+{
+    int err = 0;
+    auto t = read_running_thread_stat(m.stat.pid, err);
+    if (!t)
+        return gone(err) ? 0 : err;
+    m.stat.rss_pages = t->rss_pages;
+    m.memory_thread = t->pid;
+    return 0;
+}
+
 // Breadth-first walk from `level` (each pid with the parent it was listed under), appending
 // members to `out` unless `taken` holds them already; returns the first unexpected /proc
 // error.
@@ -134,8 +148,11 @@ int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtr
             if ((st->ppid != parents[i] && st->ppid != self) || !taken.insert(st->pid).second)
                 continue;
             out.push_back({*st});
-            if (st->state == 'Z')
+            if (st->zombie())
                 continue;
+            if (st->main_thread_ended())
+                if (int e = adopt_thread_memory(out.back()); e != 0 && first_err == 0)
+                    first_err = e;
             kids.clear();
             int e = read_all_children(st->pid, st->num_threads, kids);
             if (e != 0 && !gone(e) && first_err == 0)
@@ -192,7 +209,7 @@ std::size_t signal_subtree(int sig)
     std::size_t n = 0;
     for (const auto& m : members)
     {
-        if (m.stat.state == 'Z')
+        if (m.stat.zombie())
             continue;
         if (send_checked(m.stat.pid, m.stat.ppid, sig))
         {
@@ -271,7 +288,7 @@ std::size_t kill_subtree(const reap_fn& on_reap)
     std::vector<pid_t> children;
     auto kill_listed = [&] {
         for (const auto& m : members)
-            if (m.stat.state != 'Z' && !killed.count({m.stat.pid, m.stat.starttime}) &&
+            if (!m.stat.zombie() && !killed.count({m.stat.pid, m.stat.starttime}) &&
                 send_checked(m.stat.pid, m.stat.ppid, SIGKILL))
                 killed.insert({m.stat.pid, m.stat.starttime});
     };
@@ -299,7 +316,7 @@ std::size_t kill_subtree(const reap_fn& on_reap)
                 continue;
             int err = 0;
             auto st = read_proc_stat(c, err);
-            if (!st || st->state == 'Z' || st->ppid != self ||
+            if (!st || st->zombie() || st->ppid != self ||
                 killed.count({st->pid, st->starttime}))
                 continue;
             list_below(*st, members);

@@ -21,6 +21,10 @@ namespace sandbox::detail {
 struct subtree_member
 {
     proc_stat stat;
+    /// For a member whose main thread has ended while others run (proc_stat::main_thread_ended):
+    /// a running thread, whose record gave `stat.rss_pages` and whose smaps_rollup shows the
+    /// member's memory; 0 otherwise.
+    pid_t memory_thread = 0;
 };
 
 /// Opens the caller's own children file and keeps it. Call once in each process that uses
@@ -35,7 +39,8 @@ using reap_fn = std::function<void(pid_t, int, const struct rusage&)>;
 
 /// \brief Lists every descendant of the calling process (breadth first: a parent before its
 /// children). A pid read from a children file is taken only when its stat names the parent
-/// it was listed under, so a recycled pid is never taken for a member.
+/// it was listed under, so a recycled pid is never taken for a member. A member whose main
+/// thread has ended is walked like any live one (its children hang below its other threads).
 ///
 /// Returns 0, or the errno of a /proc read that failed for another reason than the process
 /// being gone (ENOENT/ESRCH); then `out` holds what could be read.

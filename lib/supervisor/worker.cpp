@@ -41,16 +41,15 @@ using proto::end_reason;
 using std::chrono::nanoseconds;
 using awaitable = asio::awaitable<void>;
 
-constexpr nanoseconds first_sample_delay = std::chrono::milliseconds(2);
 // How long a fork the gate let go may take to show in a listing (process_gate).
 constexpr nanoseconds fork_settle_time = std::chrono::milliseconds(5);
 
-nanoseconds next_sample_delay(nanoseconds last, nanoseconds interval, double pressure)
+// The cpus a tree's tasks may run on at once (for cap_budget::memory_reach_time): all that
+// are online, since a member may widen the affinity it inherited.
+unsigned online_cpus()
 {
-    if (pressure >= 0.8)
-        return std::min(first_sample_delay, interval);
-    const auto ramp = std::min(last * 2, interval);
-    return pressure >= 0.5 ? std::min(ramp, interval / 4) : ramp;
+    static const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? static_cast<unsigned>(n) : 1u;
 }
 
 nanoseconds tv_ns(const timeval& tv)
@@ -90,21 +89,21 @@ tallied tally(const std::vector<subtree_member>& members)
     t.seen.reserve(members.size());
     std::vector<pid_t> reapers;
     for (const auto& m : members)
-        if (m.stat.state != 'Z' && m.stat.children_reaped_by_kernel())
+        if (!m.stat.zombie() && m.stat.children_reaped_by_kernel())
             reapers.push_back(m.stat.pid);
     for (const auto& m : members)
     {
         const auto& st = m.stat;
         nanoseconds own = ticks_ns(st.utime + st.stime);
         int err = 0;
-        if (st.state != 'Z' && std::find(reapers.begin(), reapers.end(), st.ppid) != reapers.end())
+        if (!st.zombie() && std::find(reapers.begin(), reapers.end(), st.ppid) != reapers.end())
         {
             t.kernel_reaper = true; // a child the kernel will reap is alive now
             if (auto ns = read_runtime_ns(st.pid, err))
                 own = std::max(own, nanoseconds(static_cast<std::int64_t>(*ns)));
         }
         t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime),
-                          st.state != 'Z' && st.children_reaped_by_kernel()});
+                          !st.zombie() && st.children_reaped_by_kernel()});
         // A process in state X is being reaped right now: a waiting parent may already hold
         // its time in the children time read earlier in this listing. The next sample finds
         // it there (or, for a kernel reaper's child, in the ledger).
@@ -126,6 +125,29 @@ bool member_ended(pid_t pid, std::uint64_t starttime)
     return !st || st->starttime != starttime;
 }
 
+// One member's PSS. For a member whose main thread has ended it is read through a running
+// thread; if that thread has ended since the listing, through another one, and if threads
+// keep ending under the reads, its RSS from the listing stands (an upper bound).
+std::optional<std::uint64_t> member_pss(const subtree_member& m, int& err)
+{
+    if (m.memory_thread == 0)
+        return read_pss_bytes(m.stat.pid, err);
+    pid_t tid = m.memory_thread;
+    for (int tries = 0; tries < 3; ++tries)
+    {
+        if (auto pss = read_thread_pss_bytes(m.stat.pid, tid, err))
+            return pss;
+        if (err != ENOENT && err != ESRCH)
+            return std::nullopt;
+        auto t = read_running_thread_stat(m.stat.pid, err);
+        if (!t)
+            return std::nullopt; // no thread is left (err ESRCH), or a read failed
+        tid = t->pid;
+    }
+    err = 0;
+    return m.stat.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
+}
+
 // The summed PSS of the live members; nullopt (with `why`) when one could not be read for
 // another reason than having exited.
 std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members,
@@ -134,10 +156,10 @@ std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members
     std::uint64_t sum = 0;
     for (const auto& m : members)
     {
-        if (m.stat.state == 'Z')
+        if (m.stat.zombie())
             continue;
         int err = 0;
-        if (auto pss = read_pss_bytes(m.stat.pid, err))
+        if (auto pss = member_pss(m, err))
             sum += *pss;
         else if (err != ENOENT && err != ESRCH)
         {
@@ -398,11 +420,10 @@ void worker::start_exec(const proto::plan& p)
 awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
                               std::shared_ptr<asio::steady_timer> t)
 {
-    // A young tree is sampled often (2, 4, 8, ... ms) so that a fork bomb or a fast
-    // allocator is caught early; then every `interval`, but again more often once it has used
-    // half of a cap (a quarter of the interval) or 80 % (every 2 ms), which bounds how far a
-    // fast allocator overshoots.
-    auto delay = std::min<nanoseconds>(first_sample_delay, interval);
+    // A young tree is sampled often so that a fork bomb or a fast allocator is caught
+    // early, a tree near a cap more often again, and one under a memory cap never later than
+    // it could pass 1.2x the cap (next_sample_delay, cap_budget::memory_reach_time).
+    auto delay = std::min<nanoseconds>(min_sample_delay, interval);
     for (;;)
     {
         t->expires_after(delay);
@@ -413,10 +434,11 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         sample_once();
         if (!cur_ || cur_->id != id)
             co_return;
+        const auto& b = cur_->budget;
         delay = next_sample_delay(delay, interval,
-                                  cur_->kernel_reaps || cur_->kernel_reaper_alive
-                                      ? 1.0
-                                      : cur_->budget.pressure());
+                                  cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0
+                                                                                  : b.pressure(),
+                                  b.memory_reach_time(online_cpus()));
     }
 }
 

@@ -54,12 +54,18 @@
 //   cpu-stream N CPU_MS       fork N children one at a time, each burning CPU_MS ms of its own cpu
 //                             time; wait for each (already reaped by the kernel is fine); then
 //                             "forked N\n"
+//   alloc-threads N MB        "allocating\n"; N threads each allocate MB MiB at once, like
+//                             alloc with no delay; join them; "allocated <N*MB>\n"
 //   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
 //                             time; join them; then "spun N\n"
 //   tty-info                  "tty 0 1 2: Y Y Y\n" (isatty per fd), "size R C\n" (TIOCGWINSZ on
 //                             fd 1, or "size none"), "ctty Y\n" when fd 0 is the controlling
 //                             terminal of our session and we lead it, else "ctty N"
 //   sleep-threads N MS        start N threads that each sleep MS ms; join them; "slept N\n"
+//   main-exit                 the segments after this one run on a second thread, and the
+//                             main thread calls pthread_exit once that thread has started: /proc
+//                             then shows the process as a zombie ('Z', no memory in its own
+//                             stat) while it runs on; it exits 0 when those segments are done
 //   clone3                    a child made with the raw clone3 call (no glibc fallback) exits
 //                             at once; "clone3 ok\n" once it is reaped, or "clone3 <errno name>\n"
 //   nnp                       "nnp N\n": the no_new_privs flag (prctl)
@@ -98,6 +104,7 @@
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -108,6 +115,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <charconv>
@@ -482,6 +490,7 @@ constexpr mode_spec modes[] = {
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
+    {"main-exit", 0, 0},      {"alloc-threads", 2, 2},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -730,6 +739,21 @@ action_t prepare(std::string_view name, const args_t& a)
             for (auto& th : threads) th.join();
             out("slept " + std::to_string(n) + "\n");
         };
+    if (mode == "alloc-threads")
+        return [n = procs(0), mb = number(a[1], "alloc MiB", 1 << 20)] {
+            out("allocating\n");
+            std::vector<std::thread> threads;
+            for (std::uint64_t i = 0; i < n; ++i)
+                threads.emplace_back([mb] {
+                    for (std::uint64_t j = 0; j < mb; ++j) { // never freed
+                        auto* p = static_cast<volatile char*>(std::malloc(1 << 20));
+                        if (p == nullptr) die("alloc-threads: out of memory");
+                        for (std::size_t off = 0; off < (1 << 20); off += 4096) p[off] = 1;
+                    }
+                });
+            for (auto& th : threads) th.join();
+            out("allocated " + std::to_string(n * mb) + "\n");
+        };
     if (mode == "spin-threads")
         return [n = procs(0), t = ms(1)] {
             std::vector<std::thread> threads;
@@ -800,6 +824,8 @@ action_t prepare(std::string_view name, const args_t& a)
             term_code = code;
             set_handler(SIGTERM, on_term);
         };
+    if (mode == "main-exit")
+        return [] {}; // run by main(): it needs the segments that follow
     if (mode == "pidfile") {
         if (std::getenv("SBX_PIDFILE") == nullptr) die("pidfile: SBX_PIDFILE is not set");
         return [] { record_pid(::getpid()); };
@@ -826,11 +852,13 @@ action_t prepare(std::string_view name, const args_t& a)
 int main(int argc, char** argv)
 {
     std::vector<action_t> actions;
+    std::vector<std::string> names;
     args_t segment;
     auto finish_segment = [&] {
         if (segment.empty())
             die("missing mode (usage: sbx_test_target MODE [ARGS...] [--then MODE [ARGS...]]...)");
         actions.push_back(prepare(segment.front(), args_t(segment.begin() + 1, segment.end())));
+        names.emplace_back(segment.front());
         segment.clear();
     };
     for (int i = 1; i < argc; ++i)
@@ -839,6 +867,25 @@ int main(int argc, char** argv)
         else
             segment.push_back(argv[i]);
     finish_segment();
-    for (const action_t& action : actions) action();
+    for (std::size_t i = 0; i < actions.size(); ++i)
+    {
+        if (names[i] != "main-exit")
+        {
+            actions[i]();
+            continue;
+        }
+        // pthread_exit unwinds this stack: what the thread runs must live elsewhere.
+        auto* rest = new std::vector<action_t>(actions.begin() + static_cast<long>(i) + 1,
+                                               actions.end());
+        auto* started = new std::atomic<bool>(false);
+        std::thread([rest, started] {
+            *started = true;
+            for (const action_t& action : *rest) action();
+            ::_exit(0);
+        }).detach();
+        while (!*started)
+            sleep_ms(1);
+        ::pthread_exit(nullptr);
+    }
     return 0;
 }

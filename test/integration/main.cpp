@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <sstream>
 #include <random>
 #include <thread>
 
@@ -66,7 +67,33 @@ bool alive(pid_t pid)
     if (!std::getline(f, s))
         return false;
     auto close = s.rfind(')');
-    return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+    if (close == std::string::npos || close + 2 >= s.size())
+        return false;
+    if (s[close + 2] != 'Z')
+        return true;
+    // Field 20, num_threads (the 18th after the name): the zombie is the main thread alone
+    // when others still run.
+    std::istringstream rest(s.substr(close + 2));
+    std::string field;
+    for (int i = 0; i < 18 && rest >> field; ++i) {}
+    return !rest.fail() && std::stol(field) > 1;
+}
+
+std::string exe_of(pid_t pid)
+{
+    const std::string dir = "/proc/" + std::to_string(pid);
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink(dir + "/exe", ec);
+    if (!ec)
+        return exe.string();
+    for (const auto& t : std::filesystem::directory_iterator(dir + "/task", ec))
+    {
+        std::error_code tec;
+        exe = std::filesystem::read_symlink(t.path() / "exe", tec);
+        if (!tec)
+            return exe.string();
+    }
+    return {};
 }
 
 std::vector<pid_t> read_pids(const std::filesystem::path& file)
@@ -117,11 +144,7 @@ std::vector<pid_t> helper_processes()
         long pid = std::strtol(e->d_name, &end, 10);
         if (*end || pid <= 0)
             continue;
-        char buf[4096];
-        auto link = "/proc/" + std::string(e->d_name) + "/exe";
-        ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-        if (n > 0 && std::string(buf, static_cast<std::size_t>(n)) == want &&
-            alive(static_cast<pid_t>(pid)))
+        if (exe_of(static_cast<pid_t>(pid)) == want && alive(static_cast<pid_t>(pid)))
             found.push_back(static_cast<pid_t>(pid));
     }
     if (d)

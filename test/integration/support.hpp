@@ -53,8 +53,13 @@ private:
     std::filesystem::path path_;
 };
 
-/// True while a process with this pid exists and is not a zombie.
+/// True while a process with this pid exists and is not a zombie. A process whose main thread
+/// has exited while other threads run shows as a zombie and is alive.
 bool alive(pid_t pid);
+
+/// The executable a process runs: its own `exe` link, or that of one of its threads when the
+/// main thread has exited (its link is then unreadable); empty when there is none.
+std::string exe_of(pid_t pid);
 
 /// Pids listed one per line in `file`.
 std::vector<pid_t> read_pids(const std::filesystem::path& file);

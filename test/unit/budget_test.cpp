@@ -114,6 +114,51 @@ BOOST_AUTO_TEST_CASE(pressure_is_the_closest_cap)
     BOOST_TEST(none.pressure() == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(memory_reach_time_is_the_room_to_the_bound_at_the_fault_rate)
+{
+    using sandbox::detail::fault_bytes_per_second;
+    constexpr std::uint64_t mib = 1 << 20;
+    cap_budget none({0, 10s, 10});
+    BOOST_TEST((none.memory_reach_time(2) == std::chrono::nanoseconds::max()));
+    cap_budget b({100 * mib, 0s, 0});
+    // No sample yet: 120 MiB of room for one task.
+    const double one = 120.0 * mib / fault_bytes_per_second;
+    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
+               one, boost::test_tools::tolerance(1e-6));
+    b.on_sample({60 * mib, 0s, 1, 1}); // half the room is left
+    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
+               one / 2, boost::test_tools::tolerance(1e-6));
+    b.on_sample({60 * mib, 0s, 3, 8}); // eight threads on two cpus fault twice as fast
+    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
+               one / 4, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(16)).count() ==
+               one / 16, boost::test_tools::tolerance(1e-6));
+    b.on_sample({130 * mib, 0s, 1, 1}); // past the bound: look again at once
+    BOOST_TEST(b.memory_reach_time(2).count() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(sample_delay_ramps_tightens_near_caps_and_keeps_within_reach)
+{
+    using sandbox::detail::next_sample_delay;
+    constexpr auto far = std::chrono::nanoseconds::max();
+    auto next = [](auto last, double pressure, std::chrono::nanoseconds reach) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(
+                   next_sample_delay(last, 50ms, pressure, reach))
+            .count();
+    };
+    BOOST_TEST(next(2ms, 0.0, far) == 4000);   // young: doubling
+    BOOST_TEST(next(32ms, 0.0, far) == 50000); // up to the interval
+    BOOST_TEST(next(50ms, 0.0, far) == 50000);
+    BOOST_TEST(next(50ms, 0.5, far) == 12500); // half a cap: a quarter interval
+    BOOST_TEST(next(50ms, 0.8, far) == 2000);  // 80 %: the shortest wait
+    BOOST_TEST(next(50ms, 0.0, 20ms) == 20000); // a fast allocator could reach the bound
+    BOOST_TEST(next(4ms, 0.0, 20ms) == 8000);
+    BOOST_TEST(next(50ms, 0.0, 0ms) == 2000);   // never sooner than 2 ms
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::microseconds>(
+                   next_sample_delay(1ms, 1ms, 0.9, 0ms))
+                   .count() == 1000); // nor later than a shorter interval
+}
+
 namespace {
 constexpr pid_t self = 1; // the sampling subreaper
 using ms = std::chrono::milliseconds;

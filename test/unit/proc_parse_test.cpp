@@ -71,6 +71,18 @@ BOOST_AUTO_TEST_CASE(a_dying_process_is_not_live)
     BOOST_TEST(parse_proc_stat("7 (x) Z 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 3 0 5 100 9\n")->live());
 }
 
+BOOST_AUTO_TEST_CASE(a_zombie_is_one_whose_threads_have_all_ended)
+{
+    // The walk, the kill and the memory reads tell the two apart: the first has ended for
+    // good, the second's main thread ended while two more threads run.
+    auto dead = parse_proc_stat("7 (x) Z 1 7 7 0 -1 4194308 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0\n");
+    auto running = parse_proc_stat("7 (x) Z 1 7 7 0 -1 4194308 0 0 0 0 1 1 0 0 20 0 3 0 5 0 0\n");
+    auto plain = parse_proc_stat(line);
+    BOOST_TEST((dead->zombie() && !dead->main_thread_ended()));
+    BOOST_TEST((!running->zombie() && running->main_thread_ended()));
+    BOOST_TEST((!plain->zombie() && !plain->main_thread_ended()));
+}
+
 BOOST_AUTO_TEST_CASE(schedstat_runtime)
 {
     using sandbox::detail::parse_schedstat_ns;
