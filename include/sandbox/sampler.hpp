@@ -12,8 +12,10 @@
 
 namespace sandbox {
 
-/// Default sampling interval of the cap sampler (a young tree is sampled sooner: after 2, 4,
-/// 8, ... ms, up to the interval).
+/// Default sampling interval of the cap sampler. A young tree is sampled sooner (after 2, 4,
+/// 8, ... ms, up to the interval), so is one near a cap (a quarter interval from half of it,
+/// every 2 ms from 80 %) or one that could pass a memory or cpu cap's bound before the next
+/// look; an idle tree far from its caps waits up to 8 intervals, unless a task cap is set.
 inline constexpr std::chrono::milliseconds default_sample_interval{50};
 
 /// Consecutive failed samples after which a tree is killed as unenforceable.

@@ -258,7 +258,10 @@ std::optional<proc_stat> read_running_thread_stat(pid_t pid, int& err) noexcept
 
 bool read_children_at(int fd, std::vector<pid_t>& out)
 {
-    char buf[4096];
+    // A children file is a seq_file: a read fills the buffer unless the list ends first, so
+    // a short read is the end (no second read to learn it). A large buffer keeps a long list
+    // in one read, which an exit between two reads would shift.
+    char buf[16384];
     std::string text;
     off_t off = 0;
     for (;;)
@@ -268,10 +271,10 @@ bool read_children_at(int fd, std::vector<pid_t>& out)
             continue;
         if (n < 0)
             return false;
-        if (n == 0)
-            break;
         text.append(buf, static_cast<std::size_t>(n));
         off += n;
+        if (static_cast<std::size_t>(n) < sizeof buf)
+            break;
     }
     parse_pid_list(text, out);
     return true;

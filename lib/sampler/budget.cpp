@@ -67,17 +67,58 @@ std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned cpus) const noex
     return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, 3600.0) * 1e9));
 }
 
-std::chrono::nanoseconds next_sample_delay(std::chrono::nanoseconds last,
-                                           std::chrono::nanoseconds interval, double pressure,
-                                           std::chrono::nanoseconds reach) noexcept
+std::chrono::nanoseconds cap_budget::cpu_reach_time(unsigned cpus) const noexcept
 {
-    const auto floor = std::min(min_sample_delay, interval);
-    auto next = std::min(last * 2, interval);
+    if (limits_.cpu.count() <= 0)
+        return std::chrono::nanoseconds::max();
+    const auto room = std::max(limits_.cpu - cpu_, std::chrono::nanoseconds(0));
+    const auto parallel =
+        static_cast<std::int64_t>(std::min<std::uint64_t>(last_tasks_, std::max(cpus, 1u)));
+    return room / parallel;
+}
+
+bool sample_pacer::idle_since_last(const tree_usage& u, time_point now) const noexcept
+{
+    if (!previous_)
+        return false;
+    const auto& [before, at] = *previous_;
+    constexpr std::uint64_t mib = 1 << 20;
+    const auto rss_moved = u.rss_bytes > before.rss_bytes ? u.rss_bytes - before.rss_bytes
+                                                          : before.rss_bytes - u.rss_bytes;
+    return u.processes == before.processes && u.tasks == before.tasks && rss_moved <= mib &&
+           (u.cpu - before.cpu) * 100 <= now - at;
+}
+
+std::chrono::nanoseconds sample_pacer::pace(bool idle, double pressure,
+                                            std::chrono::nanoseconds reach) noexcept
+{
+    auto next = last_ * 2;
     if (pressure >= 0.8)
-        next = floor;
+        next = floor();
     else if (pressure >= 0.5)
-        next = std::min(next, interval / 4);
-    return std::max(floor, std::min(next, reach));
+        next = std::min(next, interval_ / 4);
+    else if (idle && may_idle_)
+        next = std::min(next, interval_ * idle_interval_factor);
+    else
+        next = std::min(next, interval_);
+    last_ = std::max(floor(), std::min(next, reach));
+    return last_;
+}
+
+std::chrono::nanoseconds sample_pacer::after_sample(const tree_usage& u, time_point now,
+                                                    double pressure,
+                                                    std::chrono::nanoseconds reach) noexcept
+{
+    const bool idle = idle_since_last(u, now);
+    previous_.emplace(u, now);
+    return pace(idle, pressure, reach);
+}
+
+std::chrono::nanoseconds sample_pacer::after_failure(double pressure,
+                                                     std::chrono::nanoseconds reach) noexcept
+{
+    previous_.reset();
+    return pace(false, pressure, reach);
 }
 
 cap_decision cap_budget::on_failure() noexcept

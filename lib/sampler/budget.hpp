@@ -75,6 +75,15 @@ public:
     /// `cpus`). The sampler looks again within it, so that a fast allocator is killed before
     /// that bound. nanoseconds::max() without a memory cap.
     std::chrono::nanoseconds memory_reach_time(unsigned cpus) const noexcept;
+    /// Under a cpu budget: the time in which the tree could use the rest of it from the last
+    /// good sample, each of its tasks (at most `cpus`) running flat out. nanoseconds::max()
+    /// without a cpu budget.
+    std::chrono::nanoseconds cpu_reach_time(unsigned cpus) const noexcept;
+    /// The earlier of the two: the latest moment the next sample keeps both caps' bounds.
+    std::chrono::nanoseconds reach_time(unsigned cpus) const noexcept
+    {
+        return std::min(memory_reach_time(cpus), cpu_reach_time(cpus));
+    }
     int consecutive_failures() const noexcept { return failures_; }
 
 private:
@@ -97,14 +106,49 @@ inline constexpr double memory_overshoot_bound = 1.2;
 inline constexpr double fault_bytes_per_second = 4.0 * 1024 * 1024 * 1024;
 /// The shortest wait between two samples, and the first one's (after the spawn).
 inline constexpr std::chrono::nanoseconds min_sample_delay = std::chrono::milliseconds(2);
+/// An idle tree far from its caps is sampled down to this many times less often than the
+/// configured interval.
+inline constexpr int idle_interval_factor = 8;
 
-/// \brief When to sample next, after a wait of `last`: a young tree is sampled often (2, 4,
-/// 8, ... ms), then every `interval`; a tree at half of a cap every quarter interval, at 80 %
-/// (`pressure` 0.8) every 2 ms; and never later than `reach` (cap_budget::memory_reach_time),
-/// but never sooner than 2 ms (or `interval`, when that is shorter).
-std::chrono::nanoseconds next_sample_delay(std::chrono::nanoseconds last,
-                                           std::chrono::nanoseconds interval, double pressure,
-                                           std::chrono::nanoseconds reach) noexcept;
+/// \brief Paces the samples of one tree: when to look next.
+///
+/// A young tree is sampled often (2, 4, 8, ... ms after the spawn), then every `interval`. A
+/// tree at half of a cap is sampled every quarter interval, at 80 % (`pressure` 0.8) every
+/// 2 ms. An idle tree (a sample that shows the same processes and tasks as the one before,
+/// its footprint within 1 MiB, and less than 1 % of one cpu used since) is sampled less and
+/// less often, down to `idle_interval_factor` times the interval, unless `may_idle` is false
+/// (under a task cap, which no bound below covers: threads are made without the gate). Any
+/// other sample brings the interval back. Whatever the rule says, the next sample comes no
+/// later than `reach` (cap_budget::reach_time: how soon a cap's bound could be passed) and no
+/// sooner than 2 ms (or the interval, when that is shorter).
+class sample_pacer
+{
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    sample_pacer(std::chrono::nanoseconds interval, bool may_idle) noexcept
+        : interval_(interval), may_idle_(may_idle), last_(floor())
+    {
+    }
+
+    /// The wait before the first sample.
+    std::chrono::nanoseconds first() const noexcept { return floor(); }
+    /// The next wait after a good sample `u` taken at `now`.
+    std::chrono::nanoseconds after_sample(const tree_usage& u, time_point now, double pressure,
+                                          std::chrono::nanoseconds reach) noexcept;
+    /// The next wait after a failed sample (never an idle one).
+    std::chrono::nanoseconds after_failure(double pressure, std::chrono::nanoseconds reach) noexcept;
+
+private:
+    std::chrono::nanoseconds floor() const noexcept { return std::min(min_sample_delay, interval_); }
+    std::chrono::nanoseconds pace(bool idle, double pressure, std::chrono::nanoseconds reach) noexcept;
+    bool idle_since_last(const tree_usage& u, time_point now) const noexcept;
+
+    std::chrono::nanoseconds interval_;
+    bool may_idle_;
+    std::chrono::nanoseconds last_;
+    std::optional<std::pair<tree_usage, time_point>> previous_;
+};
 
 /// \brief Finds cpu time that no rusage will ever show: members reaped by the kernel.
 ///

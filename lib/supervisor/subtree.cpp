@@ -65,6 +65,10 @@ int read_all_children(pid_t pid, long threads, std::vector<pid_t>& out)
 // Our own children file, opened by prepare_subtree_access() (so that a descriptor-starved
 // process can still list them); the caller is single-threaded.
 int own_children_fd = -1;
+// Our pid, read by prepare_subtree_access() (each listing asks for it; glibc does not cache it).
+pid_t own_pid = 0;
+
+pid_t self_pid() noexcept { return own_pid != 0 ? own_pid : ::getpid(); }
 
 int read_own_children(std::vector<pid_t>& out)
 {
@@ -77,7 +81,7 @@ int read_own_children(std::vector<pid_t>& out)
 // its parent checked again through that handle, so a recycled pid is never signalled.
 bool send_checked(pid_t pid, pid_t parent, int sig)
 {
-    if (parent == ::getpid())
+    if (parent == self_pid())
         return ::kill(pid, sig) == 0; // our unreaped child: its pid cannot be recycled
     unique_fd pfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pfd)
@@ -90,7 +94,7 @@ bool send_checked(pid_t pid, pid_t parent, int sig)
     int err = 0;
     auto st = read_proc_stat(pid, err);
     // Its parent may have died since the listing, handing it to us: still a member.
-    bool ok = st && (st->ppid == parent || st->ppid == ::getpid()) &&
+    bool ok = st && (st->ppid == parent || st->ppid == self_pid()) &&
               ::syscall(SYS_pidfd_send_signal, pfd.get(), sig, nullptr, 0) == 0;
     return ok;
 }
@@ -100,6 +104,7 @@ bool send_checked(pid_t pid, pid_t parent, int sig)
 void prepare_subtree_access()
 {
     own_children_fd = ::open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+    own_pid = ::getpid();
 }
 
 int own_children(std::vector<pid_t>& out) { return read_own_children(out); }
@@ -126,7 +131,7 @@ int adopt_thread_memory(subtree_member& m)
 int walk(std::vector<pid_t> level, std::vector<pid_t> parents, std::vector<subtree_member>& out,
          std::unordered_set<pid_t>& taken)
 {
-    const pid_t self = ::getpid();
+    const pid_t self = self_pid();
     int first_err = 0;
     std::vector<pid_t> next, next_parents, kids;
     while (!level.empty())
@@ -194,7 +199,7 @@ int list_subtree(std::vector<subtree_member>& out)
         std::erase_if(level, [&](pid_t p) { return taken.count(p) != 0; });
         if (level.empty())
             return first_err != 0 ? first_err : err;
-        std::vector<pid_t> parents(level.size(), ::getpid());
+        std::vector<pid_t> parents(level.size(), self_pid());
         int walk_err = walk(std::move(level), std::move(parents), out, taken);
         if (first_err == 0)
             first_err = err != 0 ? err : walk_err;
@@ -294,7 +299,7 @@ std::size_t kill_subtree(const reap_fn& on_reap)
     };
     list_subtree(members);
     kill_listed();
-    const pid_t self = ::getpid();
+    const pid_t self = self_pid();
     // Our own children cannot be recycled while unreaped: once looked at, they are known by
     // pid alone until we reap them (a stat read each per round would make this quadratic).
     std::unordered_set<pid_t> seen_children;

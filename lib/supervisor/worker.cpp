@@ -44,7 +44,7 @@ using awaitable = asio::awaitable<void>;
 // How long a fork the gate let go may take to show in a listing (process_gate).
 constexpr nanoseconds fork_settle_time = std::chrono::milliseconds(5);
 
-// The cpus a tree's tasks may run on at once (for cap_budget::memory_reach_time): all that
+// The cpus a tree's tasks may run on at once (for cap_budget::reach_time): all that
 // are online, since a member may widen the affinity it inherited.
 unsigned online_cpus()
 {
@@ -260,7 +260,7 @@ private:
     void start_exec(const proto::plan& p);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
-    void sample_once();
+    std::optional<tree_usage> sample_once(); // the usage seen, or nullopt when it failed
     void stop(end_reason why, nanoseconds grace);
     void on_reaped(pid_t p, int status, const struct rusage& ru);
     void after_reap(bool children_left);
@@ -421,9 +421,10 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
                               std::shared_ptr<asio::steady_timer> t)
 {
     // A young tree is sampled often so that a fork bomb or a fast allocator is caught
-    // early, a tree near a cap more often again, and one under a memory cap never later than
-    // it could pass 1.2x the cap (next_sample_delay, cap_budget::memory_reach_time).
-    auto delay = std::min<nanoseconds>(min_sample_delay, interval);
+    // early, a tree near a cap more often again, an idle one far from its caps less often,
+    // and none later than it could pass a cap's bound (sample_pacer, cap_budget::reach_time).
+    sample_pacer pacer(interval, cur_->budget.limits().max_tasks == 0);
+    auto delay = pacer.first();
     for (;;)
     {
         t->expires_after(delay);
@@ -431,14 +432,15 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
             co_return;
-        sample_once();
+        const auto usage = sample_once();
         if (!cur_ || cur_->id != id)
             co_return;
         const auto& b = cur_->budget;
-        delay = next_sample_delay(delay, interval,
-                                  cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0
-                                                                                  : b.pressure(),
-                                  b.memory_reach_time(online_cpus()));
+        // (as often as can be while the kernel reaps members' children: see sample_once)
+        const double pressure = cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0 : b.pressure();
+        const auto reach = b.reach_time(online_cpus());
+        delay = usage ? pacer.after_sample(*usage, std::chrono::steady_clock::now(), pressure, reach)
+                      : pacer.after_failure(pressure, reach);
     }
 }
 
@@ -540,7 +542,7 @@ void worker::gate_broke(const char* what, int err)
     stop(end_reason::unenforceable, nanoseconds(0));
 }
 
-void worker::sample_once()
+std::optional<tree_usage> worker::sample_once()
 {
     auto& c = *cur_;
     ++c.samples;
@@ -597,11 +599,13 @@ void worker::sample_once()
         ++c.failed;
         c.last_failure = why;
     }
-    if (d.action == cap_action::keep_going)
-        return;
-    c.decision = d;
-    stop(d.action == cap_action::kill_budget ? end_reason::budget : end_reason::unenforceable,
-         nanoseconds(0));
+    if (d.action != cap_action::keep_going)
+    {
+        c.decision = d;
+        stop(d.action == cap_action::kill_budget ? end_reason::budget : end_reason::unenforceable,
+             nanoseconds(0));
+    }
+    return ok ? std::optional<tree_usage>(u) : std::nullopt;
 }
 
 void worker::stop(end_reason why, nanoseconds grace)

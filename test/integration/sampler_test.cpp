@@ -437,6 +437,48 @@ BOOST_AUTO_TEST_CASE(transient_sampling_failures_are_tolerated)
     BOOST_TEST(stats.unenforceable_kills == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(an_idle_tree_is_sampled_less_often_unless_a_task_cap_needs_it)
+{
+    // A sleeping tree far from its caps: after the young ramp the waits grow past the 50 ms
+    // interval, to 400 ms (about 11 samples in 2 s, against 44 at a steady 50 ms). Under a
+    // task cap, which no bound covers, it stays at the interval.
+    auto samples_of = [](sandbox::exec_options o) {
+        sbx_test::local_fixture f;
+        o.timeout = 20s;
+        o.limits.memory_bytes = 64 * 1024 * mib; // far: 19 s to its 1.2x bound at 4 GiB/s
+        auto [ec, r] = f.run(sbx_test::helper({"sleep", "2000"}, o));
+        BOOST_TEST(!ec);
+        BOOST_TEST(r.status == sandbox::exec_status::exited);
+        return sandbox::get_sampler_stats(f.ioc.get_executor()).samples;
+    };
+    sandbox::exec_options idle;
+    const auto quiet = samples_of(idle);
+    sandbox::exec_options tasks;
+    tasks.limits.max_tasks = 100;
+    const auto steady = samples_of(tasks);
+    BOOST_TEST_MESSAGE("samples in 2 s: idle " << quiet << ", under a task cap " << steady);
+    BOOST_TEST(quiet >= 6u);
+    BOOST_TEST(quiet <= 20u);
+    BOOST_TEST(steady >= 30u);
+}
+
+BOOST_AUTO_TEST_CASE(a_tree_waking_from_idle_meets_its_cpu_budget_in_time)
+{
+    // Idle for 1.5 s (samples 400 ms apart by then), then spinning: the first busy sample
+    // brings the interval back, and the budget (1 s) is met, not overrun by an idle wait.
+    sbx_test::local_fixture f;
+    sandbox::exec_options o;
+    o.timeout = 20s;
+    o.limits.cpu_millicores = 50;
+    auto [ec, r] = f.run(sbx_test::helper({"sleep", "1500", "--then", "spin", "0"}, o));
+    const std::string described = describe(r);
+    BOOST_TEST_INFO(described);
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::cpu);
+    BOOST_TEST(r.cpu_time >= std::chrono::nanoseconds(1s));
+    BOOST_TEST(r.cpu_time < std::chrono::nanoseconds(1100ms));
+}
+
 BOOST_AUTO_TEST_CASE(one_sampler_watches_many_trees)
 {
     sbx_test::local_fixture f;

@@ -137,26 +137,81 @@ BOOST_AUTO_TEST_CASE(memory_reach_time_is_the_room_to_the_bound_at_the_fault_rat
     BOOST_TEST(b.memory_reach_time(2).count() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(sample_delay_ramps_tightens_near_caps_and_keeps_within_reach)
+BOOST_AUTO_TEST_CASE(cpu_reach_time_is_the_rest_of_the_budget_at_full_speed)
 {
-    using sandbox::detail::next_sample_delay;
-    constexpr auto far = std::chrono::nanoseconds::max();
-    auto next = [](auto last, double pressure, std::chrono::nanoseconds reach) {
-        return std::chrono::duration_cast<std::chrono::microseconds>(
-                   next_sample_delay(last, 50ms, pressure, reach))
-            .count();
-    };
-    BOOST_TEST(next(2ms, 0.0, far) == 4000);   // young: doubling
-    BOOST_TEST(next(32ms, 0.0, far) == 50000); // up to the interval
-    BOOST_TEST(next(50ms, 0.0, far) == 50000);
-    BOOST_TEST(next(50ms, 0.5, far) == 12500); // half a cap: a quarter interval
-    BOOST_TEST(next(50ms, 0.8, far) == 2000);  // 80 %: the shortest wait
-    BOOST_TEST(next(50ms, 0.0, 20ms) == 20000); // a fast allocator could reach the bound
-    BOOST_TEST(next(4ms, 0.0, 20ms) == 8000);
-    BOOST_TEST(next(50ms, 0.0, 0ms) == 2000);   // never sooner than 2 ms
-    BOOST_TEST(std::chrono::duration_cast<std::chrono::microseconds>(
-                   next_sample_delay(1ms, 1ms, 0.9, 0ms))
-                   .count() == 1000); // nor later than a shorter interval
+    cap_budget none({1 << 20, 0s, 10});
+    BOOST_TEST((none.cpu_reach_time(2) == std::chrono::nanoseconds::max()));
+    cap_budget b({0, 10s, 0});
+    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(10s))); // one task, no sample
+    b.on_sample({0, 4s, 1, 1});
+    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(6s)));
+    b.on_sample({0, 4s, 1, 6}); // six threads on two cpus: twice as fast
+    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(3s)));
+    BOOST_TEST((b.reach_time(2) == std::chrono::nanoseconds(3s)));
+    b.on_sample({0, 12s, 1, 1});
+    BOOST_TEST(b.cpu_reach_time(2).count() == 0);
+}
+
+namespace {
+using pacer_clock = std::chrono::steady_clock;
+constexpr auto far = std::chrono::nanoseconds::max();
+long long us(std::chrono::nanoseconds d)
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+// A sample of a quiet tree: one process, one task, 10 MiB, `cpu` used in all.
+tree_usage quiet(std::chrono::nanoseconds cpu) { return {10 << 20, cpu, 1, 1}; }
+} // namespace
+
+BOOST_AUTO_TEST_CASE(pacer_ramps_tightens_near_caps_and_keeps_within_reach)
+{
+    using sandbox::detail::sample_pacer;
+    sample_pacer p(50ms, false);
+    auto t = pacer_clock::now();
+    BOOST_TEST(us(p.first()) == 2000);
+    // Young: doubling up to the interval (a task cap: never beyond it, idle or not).
+    std::vector<long long> waits;
+    for (int i = 0; i < 7; ++i)
+        waits.push_back(us(p.after_sample(quiet(0ms), t += 10ms, 0.0, far)));
+    BOOST_TEST(waits == (std::vector<long long>{4000, 8000, 16000, 32000, 50000, 50000, 50000}),
+               boost::test_tools::per_element());
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.5, far)) == 12500); // half a cap
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.8, far)) == 2000);  // 80 %
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 5ms)) == 4000);  // doubling...
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 5ms)) == 5000);  // ...within reach
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 0ms)) == 2000);  // never sooner
+    BOOST_TEST(us(p.after_failure(0.0, far)) == 4000);
+    sample_pacer fast(1ms, true);
+    BOOST_TEST(us(fast.after_sample(quiet(0ms), t, 0.9, 0ms)) == 1000); // nor later than 1 ms
+}
+
+BOOST_AUTO_TEST_CASE(pacer_lets_an_idle_tree_wait_longer_and_wakes_on_any_change)
+{
+    using sandbox::detail::sample_pacer;
+    sample_pacer p(50ms, true);
+    auto t = pacer_clock::now();
+    auto cpu = 0ms;
+    long long wait = 0;
+    for (int i = 0; i < 12; ++i) // quiet: under 1 % of a cpu between samples
+    {
+        t += std::chrono::microseconds(wait);
+        cpu += std::chrono::milliseconds(wait / 1000 / 200);
+        wait = us(p.after_sample(quiet(cpu), t, 0.0, far));
+    }
+    BOOST_TEST(wait == 400000); // 8x the interval
+    // Whatever changes brings the interval back.
+    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 400ms, 0.0, far)) == 50000); // cpu 2.5 %
+    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 50ms, 0.0, far)) == 100000);
+    tree_usage forked = quiet(cpu + 10ms);
+    forked.processes = 2;
+    forked.tasks = 2;
+    BOOST_TEST(us(p.after_sample(forked, t += 100ms, 0.0, far)) == 50000);
+    BOOST_TEST(us(p.after_sample(forked, t += 50ms, 0.0, far)) == 100000);
+    tree_usage grown = forked;
+    grown.rss_bytes += 2 << 20;
+    BOOST_TEST(us(p.after_sample(grown, t += 100ms, 0.0, far)) == 50000);
+    BOOST_TEST(us(p.after_sample(grown, t += 50ms, 0.0, 70ms)) == 70000); // reach still rules
+    BOOST_TEST(us(p.after_failure(0.0, far)) == 50000);
 }
 
 namespace {

@@ -22,7 +22,8 @@ struct local_runner_options
     std::string root = ".";
     /// Per-stream output cap when the request sets none. Zero or negative: no cap.
     std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
-    /// How often the cap sampler reads the trees of this runner.
+    /// How often the cap sampler reads the trees of this runner (see
+    /// default_sample_interval for when it looks sooner or later).
     std::chrono::nanoseconds sample_interval = default_sample_interval;
     /// Retention and count bound of its sessions.
     session_registry_options sessions{};
