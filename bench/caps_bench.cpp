@@ -9,6 +9,8 @@
 //   cpu_threads       one process, 4 threads burning 200 ms each, same comparison
 //   cpu_kernel_reaped 4 children of a parent that ignores SIGCHLD (the kernel reaps them):
 //                     reported cpu_time vs the bare run of the same job with SIGCHLD default
+//   cpu_reaper_ends   6 parents, one after the other, that ignore SIGCHLD and end the moment
+//                     their burner does: vs the bare run of the same with waiting parents
 //   mem_overshoot     an allocator at full speed after a quiet start, 128 MiB cap: the
 //                     leader's peak RSS (kernel high-water mark) vs the cap, worst of 5;
 //                     _2threads: two threads allocating at once; _populate: MAP_POPULATE
@@ -125,6 +127,43 @@ int child_main(int argc, char** argv)
     {
         ::signal(SIGCHLD, SIG_IGN);
         cpu_stream(arg(3), arg(4));
+    }
+    else if (job == "parent-stream")
+    {
+        // N parents one after the other, each forking a burner and exiting the moment it
+        // ends: "ignore" parents ignore SIGCHLD (the kernel reaps the burner), "wait" ones
+        // wait for it.
+        const bool ignore = argc > 5 && std::strcmp(argv[5], "ignore") == 0;
+        for (long i = 0; i < arg(3); ++i)
+        {
+            pid_t parent = ::fork();
+            if (parent == 0)
+            {
+                if (ignore)
+                    ::signal(SIGCHLD, SIG_IGN);
+                int p[2];
+                if (::pipe(p) != 0)
+                    ::_exit(1);
+                pid_t burner = ::fork();
+                if (burner == 0)
+                {
+                    ::close(p[0]);
+                    spin(CLOCK_PROCESS_CPUTIME_ID, arg(4));
+                    ::_exit(0);
+                }
+                ::close(p[1]);
+                char c;
+                while (::read(p[0], &c, 1) < 0 && errno == EINTR)
+                {
+                }
+                if (!ignore)
+                    ::waitpid(burner, nullptr, 0);
+                ::_exit(0);
+            }
+            while (::waitpid(parent, nullptr, 0) < 0 && errno == EINTR)
+            {
+            }
+        }
     }
     else if (job == "threads")
     {
@@ -289,6 +328,8 @@ void cpu_cases()
     cpu_case("cpu_threads", threads, threads);
     cpu_case("cpu_kernel_reaped", child({"reaped-stream", "4", "250"}),
              child({"cpu-stream", "4", "250"}));
+    cpu_case("cpu_reaper_ends", child({"parent-stream", "6", "150", "ignore"}),
+             child({"parent-stream", "6", "150", "wait"}));
 }
 
 void overshoot_cases()

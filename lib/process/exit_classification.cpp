@@ -53,9 +53,13 @@ void budget(const exit_facts& f, exit_outcome& o)
                        : f.budget == budget_kind::processes ? " processes"
                        : f.budget == budget_kind::tasks     ? " tasks"
                                                             : " ns of cpu";
+    // (the worker says why, when the memory cap had to judge the RSS sum without its PSS)
+    const std::string why = f.budget == budget_kind::memory && !f.sample_failure_text.empty()
+                                ? "; " + f.sample_failure_text
+                                : "";
     o.r.diag.message = std::string(to_string(f.budget)) + " cap exceeded (" +
                        std::to_string(f.observed) + (procs ? " > " : " >= ") +
-                       std::to_string(f.configured) + unit + "); process tree killed";
+                       std::to_string(f.configured) + unit + why + "); process tree killed";
 }
 
 void ended_by_itself(const exit_facts& f, exit_outcome& o)

@@ -245,8 +245,11 @@ std::optional<proc_stat> read_running_thread_stat(pid_t pid, int& err) noexcept
         auto st = fd ? read_proc_stat_at(fd.get(), e2) : std::nullopt;
         if (st && st->state != 'Z' && st->state != 'X')
         {
-            found = st;
-            break;
+            const bool best = !st->exiting(); // an exiting thread may have let go of the memory
+            if (best || !found)
+                found = st;
+            if (best)
+                break;
         }
         if (!st && e2 != ENOENT && e2 != ESRCH && first_err == 0)
             first_err = e2; // (a thread that ended meanwhile is no error)

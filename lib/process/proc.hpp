@@ -31,23 +31,29 @@ struct proc_stat
 
     /// Neither a zombie nor dying: a process being killed stays listed for a moment with
     /// PF_EXITING set before it becomes a zombie; it counts against no process cap, unless it
-    /// sleeps uninterruptibly in its exit (it could hold its pid there for good). A "zombie"
-    /// whose other threads still run (its main thread ended) is live.
+    /// sleeps uninterruptibly in its exit (it could hold its pid there for good). A process
+    /// whose main thread ended or is ending while its other threads run is live.
     bool live() const noexcept
     {
-        constexpr std::uint64_t pf_exiting = 0x4;
-        if (state == 'Z')
-            return num_threads > 1;
-        return state != 'X' && ((flags & pf_exiting) == 0 || state == 'D');
+        if (main_thread_ended())
+            return true;
+        return state != 'Z' && state != 'X' && (!exiting() || state == 'D');
     }
 
     /// Ended for good: a zombie whose threads have all exited (its pid waits to be reaped).
     bool zombie() const noexcept { return state == 'Z' && num_threads <= 1; }
 
-    /// Its main thread has ended while other threads run: the process shows as a zombie but
-    /// is alive, its children hang below those threads, and this record shows no memory (the
-    /// main thread let go of it): a running thread's record does (read_running_thread_stat).
-    bool main_thread_ended() const noexcept { return state == 'Z' && num_threads > 1; }
+    /// Its main thread has ended, or is ending (PF_EXITING: it may be held up in its exit),
+    /// while other threads run: the process may show as a zombie but is alive, its children
+    /// hang below those threads, and this record may show no memory (the main thread let go
+    /// of it): a running thread's record does (read_running_thread_stat).
+    bool main_thread_ended() const noexcept
+    {
+        return (state == 'Z' || exiting()) && num_threads > 1;
+    }
+
+    /// PF_EXITING: the task (this record's thread) is in its exit.
+    bool exiting() const noexcept { return (flags & 0x4) != 0; }
 
     std::uint64_t cpu_ticks() const noexcept { return utime + stime + cutime + cstime; }
     /// SIGCHLD is ignored, so the kernel reaps this process's children itself: their cpu

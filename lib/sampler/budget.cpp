@@ -134,7 +134,8 @@ cap_decision cap_budget::on_failure() noexcept
 }
 
 std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
-                                            const std::function<bool(pid_t, std::uint64_t)>& ended)
+                                            const std::function<bool(pid_t, std::uint64_t)>& ended,
+                                            const std::function<bool(pid_t)>& reaped_by_us)
 {
     std::unordered_map<pid_t, member> now;
     now.reserve(live.size());
@@ -162,6 +163,8 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
     std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
     for (const member* m : gone)
     {
+        if (reaped_by_us && reaped_by_us(m->pid))
+            continue; // it outlived its parent and fell to us: in our own children time
         if (unseen_alive.count(m->ppid) != 0)
         {
             carried_[m->pid] = *m;
@@ -181,13 +184,22 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
     }
     for (const auto& [parent, used] : departed)
     {
-        // Only a parent seen now and before, the same process, ignoring SIGCHLD at either
-        // look, can have lost a child (see the class comment); what its children time grew
-        // by was waited for. A parent that ended too is unknown: nothing is called lost.
+        // Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment).
+        // Seen now and before, the same process: what its children time grew by was waited
+        // for. Ended since, ignoring SIGCHLD when last seen: its children that ended with it
+        // were reaped by the kernel (those that outlived it fell to us, and were left out
+        // above), and all they had used is lost.
         auto was = last_.find(parent);
+        if (was == last_.end())
+            continue; // not a member (the subreaper itself)
         auto is = now.find(parent);
-        if (was == last_.end() || is == now.end() || was->second.starttime != is->second.starttime ||
-            !(was->second.kernel_reaps || is->second.kernel_reaps))
+        if (is == now.end() || was->second.starttime != is->second.starttime)
+        {
+            if (was->second.kernel_reaps)
+                lost_ += used;
+            continue;
+        }
+        if (!(was->second.kernel_reaps || is->second.kernel_reaps))
             continue;
         const auto absorbed = is->second.reaped - was->second.reaped;
         if (used > absorbed)

@@ -160,6 +160,11 @@ private:
 /// any growth of their parent's children time (a parent may also have waited for a child
 /// that ended before it ignored SIGCHLD), and keeps the shortfall.
 ///
+/// A parent that ignored SIGCHLD when last seen and has ended since took the children that
+/// ended with it along unwaited: their time is lost (unless the subreaper reaped them, having
+/// outlived their parent). If such a parent set SIGCHLD back and waited for them within the
+/// last sample interval, their time is counted twice; that only brings a kill nearer.
+///
 /// Only children of a parent seen ignoring SIGCHLD are judged. A listing reads a parent's
 /// record before it reaches the parent's children, and the parent may wait for a child in
 /// between (the child is gone, the record does not show it yet) or just after (the record
@@ -181,10 +186,12 @@ public:
     };
 
     /// Takes one sample: the members alive now. `ended(pid, starttime)` confirms that a
-    /// member missing from this sample has really ended (a listing can miss a live process).
-    /// Returns the lost time found so far.
+    /// member missing from this sample has really ended (a listing can miss a live process);
+    /// `reaped_by_us(pid)` tells a member the subreaper reaped since the last sample (one
+    /// that outlived its parent). Returns the lost time found so far.
     std::chrono::nanoseconds update(std::span<const member> live,
-                                    const std::function<bool(pid_t, std::uint64_t)>& ended);
+                                    const std::function<bool(pid_t, std::uint64_t)>& ended,
+                                    const std::function<bool(pid_t)>& reaped_by_us = {});
 
     std::chrono::nanoseconds lost() const noexcept { return lost_; }
 

@@ -5,6 +5,7 @@
 
 #include "process/spawn.hpp"
 #include "supervisor/fork_gate.hpp"
+#include "supervisor/pss_reader.hpp"
 #include "sampler/budget.hpp"
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
@@ -25,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -125,51 +127,6 @@ bool member_ended(pid_t pid, std::uint64_t starttime)
     return !st || st->starttime != starttime;
 }
 
-// One member's PSS. For a member whose main thread has ended it is read through a running
-// thread; if that thread has ended since the listing, through another one, and if threads
-// keep ending under the reads, its RSS from the listing stands (an upper bound).
-std::optional<std::uint64_t> member_pss(const subtree_member& m, int& err)
-{
-    if (m.memory_thread == 0)
-        return read_pss_bytes(m.stat.pid, err);
-    pid_t tid = m.memory_thread;
-    for (int tries = 0; tries < 3; ++tries)
-    {
-        if (auto pss = read_thread_pss_bytes(m.stat.pid, tid, err))
-            return pss;
-        if (err != ENOENT && err != ESRCH)
-            return std::nullopt;
-        auto t = read_running_thread_stat(m.stat.pid, err);
-        if (!t)
-            return std::nullopt; // no thread is left (err ESRCH), or a read failed
-        tid = t->pid;
-    }
-    err = 0;
-    return m.stat.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
-}
-
-// The summed PSS of the live members; nullopt (with `why`) when one could not be read for
-// another reason than having exited.
-std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members,
-                                      std::string& why)
-{
-    std::uint64_t sum = 0;
-    for (const auto& m : members)
-    {
-        if (m.stat.zombie())
-            continue;
-        int err = 0;
-        if (auto pss = member_pss(m, err))
-            sum += *pss;
-        else if (err != ENOENT && err != ESRCH)
-        {
-            why = std::string("reading smaps_rollup failed: ") + std::strerror(err);
-            return std::nullopt;
-        }
-    }
-    return sum;
-}
-
 // The live members of a listing (proc_stat::live).
 std::uint64_t live_count(const std::vector<subtree_member>& members)
 {
@@ -215,7 +172,12 @@ struct current_exec
     bool kernel_reaps = false;
     bool kernel_reaper_alive = false;
     std::string last_failure;
+    // Members we reaped since the last sample (the ledger leaves them out: they are in our
+    // RUSAGE_CHILDREN).
+    std::unordered_set<pid_t> reaped_since_sample;
     std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
+    // The memory cap's second look (made only once the RSS sum reaches the cap).
+    std::shared_ptr<pss_reader> pss;
     // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
     std::shared_ptr<asio::posix::stream_descriptor> gate;
     std::optional<process_gate> forks;
@@ -260,7 +222,18 @@ private:
     void start_exec(const proto::plan& p);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
-    std::optional<tree_usage> sample_once(); // the usage seen, or nullopt when it failed
+    // One sample: the listing and its usage (`judged` false when it failed), the members
+    // and whether the memory cap needs their PSS before the usage can be judged.
+    struct sample
+    {
+        bool ok = false;
+        tree_usage usage;
+        std::vector<subtree_member> members;
+        bool wants_pss = false;
+    };
+    sample look();
+    asio::awaitable<void> second_look(std::uint64_t id, sample& s);
+    std::optional<tree_usage> judge(const sample& s);
     void stop(end_reason why, nanoseconds grace);
     void on_reaped(pid_t p, int status, const struct rusage& ru);
     void after_reap(bool children_left);
@@ -432,7 +405,14 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
             co_return;
-        const auto usage = sample_once();
+        auto taken = look();
+        if (taken.wants_pss)
+        {
+            co_await second_look(id, taken);
+            if (!cur_ || cur_->id != id || cur_->reason != end_reason::none)
+                co_return;
+        }
+        const auto usage = judge(taken);
         if (!cur_ || cur_->id != id)
             co_return;
         const auto& b = cur_->budget;
@@ -542,70 +522,84 @@ void worker::gate_broke(const char* what, int err)
     stop(end_reason::unenforceable, nanoseconds(0));
 }
 
-std::optional<tree_usage> worker::sample_once()
+worker::sample worker::look()
 {
     auto& c = *cur_;
     ++c.samples;
-    tree_usage u;
-    std::string why;
-    bool ok = true;
+    sample s;
     if (c.faults_left > 0)
     {
         if (c.faults_left != 0xffffffffu)
             --c.faults_left;
-        why = "injected sampling fault";
-        ok = false;
+        c.last_failure = "injected sampling fault";
+        return s;
     }
-    else
+    if (int err = list_subtree(s.members); err != 0)
     {
-        std::vector<subtree_member> members;
-        if (int err = list_subtree(members); err != 0)
-        {
-            why = std::string("reading /proc failed: ") + std::strerror(err);
-            ok = false;
-        }
-        else
-        {
-            // Reaped members are in our RUSAGE_CHILDREN or in a live member's cutime/cstime,
-            // so each process's time is counted once; the ledger adds what the kernel reaped.
-            const nanoseconds reaped = children_cpu() - c.children_base;
-            tallied t = tally(members);
-            u = t.usage;
-            u.cpu += reaped;
-            c.kernel_reaper_alive = t.kernel_reaper;
-            const auto& seen = t.seen;
-            const auto lost_before = c.ledger.lost();
-            u.cpu += c.ledger.update(seen, member_ended);
-            // Children reaped by the kernel lose what they used after the last sample: while
-            // a member that ignores SIGCHLD has a child, or once the tree is seen losing time
-            // that way, sample it as often as a young one, so each such child loses at most
-            // one short interval.
-            c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
-            // RSS counts a page shared by N members N times: an upper bound. Only when it
-            // reaches the cap is the real footprint (PSS) read, which walks page tables.
-            const auto cap = c.budget.limits().memory_bytes;
-            if (cap > 0 && u.rss_bytes >= cap)
-            {
-                if (auto pss = tree_pss(members, why))
-                    u.rss_bytes = *pss;
-                else
-                    ok = false;
-            }
-        }
+        c.last_failure = std::string("reading /proc failed: ") + std::strerror(err);
+        return s;
     }
-    cap_decision d = ok ? c.budget.on_sample(u) : c.budget.on_failure();
-    if (!ok)
+    s.ok = true;
+    c.last_failure.clear();
+    // Reaped members are in our RUSAGE_CHILDREN or in a live member's cutime/cstime, so each
+    // process's time is counted once; the ledger adds what the kernel reaped.
+    const nanoseconds reaped = children_cpu() - c.children_base;
+    tallied t = tally(s.members);
+    s.usage = t.usage;
+    s.usage.cpu += reaped;
+    c.kernel_reaper_alive = t.kernel_reaper;
+    const auto lost_before = c.ledger.lost();
+    s.usage.cpu += c.ledger.update(t.seen, member_ended,
+                                   [&c](pid_t p) { return c.reaped_since_sample.count(p) != 0; });
+    c.reaped_since_sample.clear();
+    // Children reaped by the kernel lose what they used after the last sample: while a member
+    // that ignores SIGCHLD has a child, or once the tree is seen losing time that way, sample
+    // it as often as a young one, so each such child loses at most one short interval.
+    c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
+    // RSS counts a page shared by N members N times: an upper bound. Only when it reaches the
+    // cap is the real footprint (PSS) read, which walks page tables.
+    const auto cap = c.budget.limits().memory_bytes;
+    s.wants_pss = cap > 0 && s.usage.rss_bytes >= cap;
+    return s;
+}
+
+// The footprint of a tree whose RSS sum reached the memory cap: its PSS, read off the loop.
+// A read that fails fails the sample; one that is late leaves the RSS sum to be judged.
+asio::awaitable<void> worker::second_look(std::uint64_t id, sample& s)
+{
+    if (!cur_->pss)
+        cur_->pss = std::make_shared<pss_reader>(ctx_);
+    auto reader = cur_->pss; // the execution may end (and let go of it) while we wait
+    const auto rss = s.usage.rss_bytes;
+    auto out = co_await reader->read(std::move(s.members), pss_deadline(rss));
+    if (!running(id))
+        co_return;
+    switch (out.what)
     {
+    case pss_outcome::kind::done: s.usage.rss_bytes = out.bytes; break;
+    case pss_outcome::kind::failed:
+        s.ok = false;
+        cur_->last_failure = out.why;
+        break;
+    case pss_outcome::kind::late:
+        cur_->last_failure = "judged by the RSS sum: " + out.why;
+        break;
+    }
+}
+
+std::optional<tree_usage> worker::judge(const sample& s)
+{
+    auto& c = *cur_;
+    cap_decision d = s.ok ? c.budget.on_sample(s.usage) : c.budget.on_failure();
+    if (!s.ok)
         ++c.failed;
-        c.last_failure = why;
-    }
     if (d.action != cap_action::keep_going)
     {
         c.decision = d;
         stop(d.action == cap_action::kill_budget ? end_reason::budget : end_reason::unenforceable,
              nanoseconds(0));
     }
-    return ok ? std::optional<tree_usage>(u) : std::nullopt;
+    return s.ok ? std::optional<tree_usage>(s.usage) : std::nullopt;
 }
 
 void worker::stop(end_reason why, nanoseconds grace)
@@ -643,6 +637,8 @@ awaitable worker::grace_wait(std::uint64_t id, nanoseconds grace,
 
 void worker::on_reaped(pid_t p, int status, const struct rusage& ru)
 {
+    if (cur_ && cur_->budget.limits().any())
+        cur_->reaped_since_sample.insert(p);
     if (cur_ && p == cur_->pid)
     {
         cur_->leader_reaped = true;
@@ -697,6 +693,8 @@ void worker::finish()
     for (auto* t : {c.sample_timer.get(), c.grace_timer.get()})
         if (t)
             t->cancel();
+    if (c.pss)
+        c.pss->cancel(); // a sample waiting for it ends now (the tree is gone)
     if (c.gate)
     {
         boost::system::error_code ignored;

@@ -54,8 +54,18 @@
 //   cpu-stream N CPU_MS       fork N children one at a time, each burning CPU_MS ms of its own cpu
 //                             time; wait for each (already reaped by the kernel is fine); then
 //                             "forked N\n"
+//   map-stall MB GIB          allocate MB MiB (like alloc, quietly), fork a child that shares
+//                             them and sleeps 60 s (recorded); then one thread populates a
+//                             read-only GIB GiB mapping (MAP_POPULATE: the memory-map lock held
+//                             for reading for seconds) while another maps and unmaps a page in
+//                             a loop (asking for it for writing); "stalling\n"; sleep 60 s
 //   alloc-threads N MB        "allocating\n"; N threads each allocate MB MiB at once, like
 //                             alloc with no delay; join them; "allocated <N*MB>\n"
+//   parent-stream N CPU_MS ignore|wait  fork N children one at a time and wait for each;
+//                             each forks a child that burns CPU_MS ms of cpu, waits until that
+//                             child's end closes a pipe and exits at once: with "ignore" it
+//                             ignores SIGCHLD (the kernel reaps the child), with "wait" it
+//                             waits for it; then "forked N\n"
 //   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
 //                             time; join them; then "spun N\n"
 //   tty-info                  "tty 0 1 2: Y Y Y\n" (isatty per fd), "size R C\n" (TIOCGWINSZ on
@@ -105,6 +115,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -490,7 +501,7 @@ constexpr mode_spec modes[] = {
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
-    {"main-exit", 0, 0},      {"alloc-threads", 2, 2},
+    {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"parent-stream", 3, 3},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -645,6 +656,32 @@ action_t prepare(std::string_view name, const args_t& a)
             }
             out("forked " + std::to_string(n) + "\n");
         };
+    if (mode == "parent-stream") {
+        if (a[2] != "ignore" && a[2] != "wait") die("parent-stream: ignore or wait, not " + std::string(a[2]));
+        return [n = procs(0), t = ms(1), ignore = a[2] == "ignore"] {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t parent = fork_or_die();
+                if (parent == 0) {
+                    if (ignore) ::signal(SIGCHLD, SIG_IGN);
+                    int p[2];
+                    if (::pipe(p) != 0) die_errno("pipe");
+                    pid_t pid = fork_or_die();
+                    if (pid == 0) {
+                        ::close(p[0]);
+                        spin_cpu_ms(t);
+                        ::_exit(0); // (closes p[1])
+                    }
+                    ::close(p[1]);
+                    char c;
+                    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {}
+                    if (!ignore) wait_child(pid);
+                    ::_exit(0); // at once: the kernel has reaped (or is reaping) the child
+                }
+                wait_child(parent);
+            }
+            out("forked " + std::to_string(n) + "\n");
+        };
+    }
     if (mode == "clone3")
         return [] {
             clone_args ca{};
@@ -738,6 +775,31 @@ action_t prepare(std::string_view name, const args_t& a)
                 threads.emplace_back([t] { sleep_ms(t); });
             for (auto& th : threads) th.join();
             out("slept " + std::to_string(n) + "\n");
+        };
+    if (mode == "map-stall")
+        return [mb = number(a[0], "map-stall MiB", 1 << 20), gib = number(a[1], "map-stall GiB", 1 << 12)] {
+            allocate(mb, 0); // shared with the child below: the RSS sum counts it twice
+            pid_t pid = fork_or_die();
+            if (pid == 0) {
+                sleep_ms(60000);
+                ::_exit(0);
+            }
+            record_pid(pid);
+            // One thread keeps the memory-map lock taken for reading (populating a read-only
+            // mapping: the zero page, no RSS), another keeps asking for it for writing, so a
+            // reader of smaps_rollup queues behind both.
+            std::thread([gib] {
+                ::mmap(nullptr, static_cast<std::size_t>(gib) << 30, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
+            }).detach();
+            std::thread([] {
+                for (;;) {
+                    void* p = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                    if (p != MAP_FAILED) ::munmap(p, 4096);
+                }
+            }).detach();
+            out("stalling\n");
+            sleep_ms(60000);
         };
     if (mode == "alloc-threads")
         return [n = procs(0), mb = number(a[1], "alloc MiB", 1 << 20)] {

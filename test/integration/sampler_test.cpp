@@ -791,22 +791,22 @@ BOOST_AUTO_TEST_CASE(no_cpu_kill_before_the_budget_is_used)
     BOOST_TEST(r.cpu_time >= bare * 85 / 100);
 }
 
-BOOST_AUTO_TEST_CASE(cpu_time_of_kernel_reaped_children_is_counted_while_sampled)
+/// Runs the test target with `job` under a memory cap that never trips (so the tree is
+/// sampled, at the default interval) and checks its reported cpu time within 5 % of the bare
+/// run of `bare_job` (whose rusage is exact); returns the samples taken.
+std::uint64_t check_cpu_against_bare(const std::vector<std::string>& job,
+                                     const std::vector<std::string>& bare_job)
 {
-    // The parent ignores SIGCHLD: its children's cpu reaches no rusage. The worker sees the
-    // parent's ignored SIGCHLD in its stat and samples the tree every 2 ms (not the default
-    // 50 ms) while it lives, and its ledger adds what each child had used when last seen:
-    // each child can lose at most one short interval. The reference is the same job with
-    // SIGCHLD at its default, run bare (its rusage is exact): within 5 %.
-    const auto bare = bare_cpu({sbx_test::target, "cpu-stream", "4", "250"});
-    sbx_test::local_fixture f; // the default 50 ms interval
+    std::vector<std::string> bare_argv{sbx_test::target};
+    bare_argv.insert(bare_argv.end(), bare_job.begin(), bare_job.end());
+    const auto bare = bare_cpu(bare_argv);
+    sbx_test::local_fixture f;
     sandbox::exec_options o;
     o.timeout = 30s;
     o.limits.memory_bytes = 1024 * mib;
-    auto req = sbx_test::helper({"ignore-chld", "--then", "cpu-stream", "4", "250"}, o);
-    auto [ec, r] = f.run(std::move(req));
-    const std::string described_5 = describe(r); // outlives the lazy info
-    BOOST_TEST_INFO(described_5);
+    auto [ec, r] = f.run(sbx_test::helper(job, o));
+    const std::string described = describe(r); // outlives the lazy info
+    BOOST_TEST_INFO(described);
     BOOST_TEST(!ec);
     BOOST_TEST(r.exit_code == 0);
     const auto ms = [](std::chrono::nanoseconds d) {
@@ -815,9 +815,31 @@ BOOST_AUTO_TEST_CASE(cpu_time_of_kernel_reaped_children_is_counted_while_sampled
     BOOST_TEST_MESSAGE("cpu: ours " << ms(r.cpu_time) << " ms, bare " << ms(bare) << " ms");
     BOOST_TEST(ms(r.cpu_time) >= ms(bare) * 0.95);
     BOOST_TEST(ms(r.cpu_time) <= ms(bare) * 1.05);
+    return sandbox::get_sampler_stats(f.ioc.get_executor()).samples;
+}
+
+BOOST_AUTO_TEST_CASE(cpu_time_of_kernel_reaped_children_is_counted_while_sampled)
+{
+    // The parent ignores SIGCHLD: its children's cpu reaches no rusage. The worker sees the
+    // parent's ignored SIGCHLD in its stat and samples the tree every 2 ms (not the default
+    // 50 ms) while it lives, and its ledger adds what each child had used when last seen:
+    // each child can lose at most one short interval. The reference is the same job with
+    // SIGCHLD at its default.
+    const auto samples = check_cpu_against_bare(
+        {"ignore-chld", "--then", "cpu-stream", "4", "250"}, {"cpu-stream", "4", "250"});
     // Sampled fast while the ignoring parent lived: about a second at 2 ms, far more than
     // the ~20 samples the default interval would take.
-    BOOST_TEST(sandbox::get_sampler_stats(f.ioc.get_executor()).samples > 100u);
+    BOOST_TEST(samples > 100u);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_of_kernel_reaped_children_counts_when_their_parent_ends_with_them)
+{
+    // Each parent ignores SIGCHLD, and ends the moment its child does: no parent is left
+    // whose children time could be compared. Before, the ledger called nothing lost and
+    // 3.0 s of cpu was reported as 0.39 s; the reference is the same job with parents that
+    // wait.
+    check_cpu_against_bare({"parent-stream", "6", "150", "ignore"},
+                           {"parent-stream", "6", "150", "wait"});
 }
 
 BOOST_AUTO_TEST_CASE(memory_overshoot_of_a_fast_allocator_is_bounded)
@@ -858,6 +880,30 @@ BOOST_AUTO_TEST_CASE(memory_overshoot_of_threads_allocating_at_once_is_bounded)
         BOOST_TEST(r.peak_memory_bytes >= static_cast<std::uint64_t>(128 * mib));
         BOOST_TEST(r.peak_memory_bytes < static_cast<std::uint64_t>(128 * mib * 5 / 4));
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_member_that_holds_up_the_pss_read_holds_up_nothing)
+{
+    // 100 MiB shared with a child: the RSS sum (200 MiB) reaches the 150 MiB cap, the PSS
+    // (100 MiB) would not. But a thread keeps the memory-map lock taken for seconds and
+    // another keeps asking for it, so the PSS read waits behind them. Read on the worker's
+    // loop it held the whole worker up (no timeout, no gate, no sample; then the PSS passed);
+    // now the read is late after 20 ms and the tree is judged by its RSS sum.
+    sbx_test::local_fixture f;
+    const auto pidfile = f.root.path() / "pids";
+    sandbox::exec_options o;
+    o.env.inject["SBX_PIDFILE"] = pidfile.string();
+    o.limits.memory_bytes = 150 * mib;
+    o.timeout = 20s;
+    auto [ec, r] = f.run(sbx_test::helper({"map-stall", "100", "64"}, o));
+    const std::string described = describe(r);
+    BOOST_TEST_INFO(described);
+    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
+    BOOST_TEST(r.budget == sandbox::budget_kind::memory);
+    BOOST_TEST(contains(r.diag.message, "judged by the RSS sum"), "diag: " << r.diag);
+    BOOST_TEST(r.diag.observed >= 200 * mib);
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(r.wall_time).count() < 2000);
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile), 5000ms));
 }
 
 BOOST_AUTO_TEST_CASE(memory_cap_judges_shared_pages_once)

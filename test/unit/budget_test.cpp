@@ -320,12 +320,21 @@ BOOST_AUTO_TEST_CASE(ledger_child_of_a_parent_the_listing_missed_is_judged_later
     BOOST_TEST(as_ms(k.update(members{parent(110ms, 280ms, true)}, all_ended)) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(ledger_parent_that_ended_too_is_not_judged)
+BOOST_AUTO_TEST_CASE(ledger_parent_ignoring_sigchld_that_ended_too_lost_its_children)
 {
-    // 10 and its child 11 both ended between samples: who reaped 11 is unknown.
+    // 10 ignored SIGCHLD and ended right after its child 11: the kernel reaped 11, and no
+    // parent is left whose children time could show it (10's own time reaches its reaper).
     cpu_ledger l;
     l.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
-    BOOST_TEST(as_ms(l.update({}, all_ended)) == 0);
+    BOOST_TEST(as_ms(l.update({}, all_ended)) == 270);
+    // 11 outlived 10 and fell to us, and we reaped it: our children time holds it.
+    cpu_ledger orphan;
+    orphan.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(orphan.update({}, all_ended, [](pid_t p) { return p == 11; })) == 0);
+    // A parent that did not ignore SIGCHLD waited for its child, or its child fell to us.
+    cpu_ledger waited;
+    waited.update(members{parent(100ms, 0ms, false), {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(waited.update({}, all_ended)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)

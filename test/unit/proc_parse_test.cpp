@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(a_dying_process_is_not_live)
     BOOST_TEST(parse_proc_stat(line)->flags == 4194304u);
     BOOST_TEST(parse_proc_stat(line)->live());
     const char* exiting = "4242 (sh) R 4200 4242 4100 34816 4242 4194308 120 0 0 0 "
-                          "17 5 30 12 20 0 3 0 987654 123456789 2560\n";
+                          "17 5 30 12 20 0 1 0 987654 123456789 2560\n";
     BOOST_TEST(!parse_proc_stat(exiting)->live());
     BOOST_TEST(!parse_proc_stat("7 (x) Z 1 7 7 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
     BOOST_TEST(!parse_proc_stat("7 (x) X 1 7 7 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 9\n")->live());
@@ -81,6 +81,11 @@ BOOST_AUTO_TEST_CASE(a_zombie_is_one_whose_threads_have_all_ended)
     BOOST_TEST((dead->zombie() && !dead->main_thread_ended()));
     BOOST_TEST((!running->zombie() && running->main_thread_ended()));
     BOOST_TEST((!plain->zombie() && !plain->main_thread_ended()));
+    // A main thread held up in its exit (PF_EXITING, asleep) while two more threads run.
+    auto ending = parse_proc_stat("7 (x) S 1 7 7 0 -1 4194308 0 0 0 0 1 1 0 0 20 0 3 0 5 0 0\n");
+    BOOST_TEST((ending->main_thread_ended() && ending->live() && !ending->zombie()));
+    auto alone = parse_proc_stat("7 (x) S 1 7 7 0 -1 4194308 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0\n");
+    BOOST_TEST((!alone->main_thread_ended() && !alone->live()));
 }
 
 BOOST_AUTO_TEST_CASE(schedstat_runtime)
