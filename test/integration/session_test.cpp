@@ -852,6 +852,9 @@ BOOST_FIXTURE_TEST_CASE(a_fork_bomb_in_a_session_meets_the_process_cap, sbx_test
         spec.options.limits.max_processes = 20;
         auto s = co_await runner.sessions()->start(spec);
         auto r = co_await s->wait();
+        const std::string got = std::string(sandbox::to_string(r.status)) + ": " +
+                                sandbox::to_string(r.diag); // outlives the lazy info
+        BOOST_TEST_INFO(got);
         BOOST_TEST((r.status == exec_status::budget_exceeded));
         BOOST_TEST((r.budget == sandbox::budget_kind::processes));
         co_await s->close();
