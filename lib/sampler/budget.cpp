@@ -55,26 +55,22 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
     return d;
 }
 
-std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned cpus) const noexcept
+std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned parallel) const noexcept
 {
     if (limits_.memory_bytes == 0)
         return std::chrono::nanoseconds::max();
     const double bound = memory_overshoot_bound * static_cast<double>(limits_.memory_bytes);
     const double room = std::max(0.0, bound - static_cast<double>(last_rss_));
-    const double parallel =
-        static_cast<double>(std::min<std::uint64_t>(last_tasks_, std::max(cpus, 1u)));
-    const double seconds = room / (fault_bytes_per_second * parallel);
+    const double seconds = room / (fault_bytes_per_second * std::max(parallel, 1u));
     return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, 3600.0) * 1e9));
 }
 
-std::chrono::nanoseconds cap_budget::cpu_reach_time(unsigned cpus) const noexcept
+std::chrono::nanoseconds cap_budget::cpu_reach_time(unsigned parallel) const noexcept
 {
     if (limits_.cpu.count() <= 0)
         return std::chrono::nanoseconds::max();
     const auto room = std::max(limits_.cpu - cpu_, std::chrono::nanoseconds(0));
-    const auto parallel =
-        static_cast<std::int64_t>(std::min<std::uint64_t>(last_tasks_, std::max(cpus, 1u)));
-    return room / parallel;
+    return room / static_cast<std::int64_t>(std::max(parallel, 1u));
 }
 
 bool sample_pacer::idle_since_last(const tree_usage& u, time_point now) const noexcept
@@ -89,36 +85,37 @@ bool sample_pacer::idle_since_last(const tree_usage& u, time_point now) const no
            (u.cpu - before.cpu) * 100 <= now - at;
 }
 
-std::chrono::nanoseconds sample_pacer::pace(bool idle, double pressure,
-                                            std::chrono::nanoseconds reach) noexcept
+std::chrono::nanoseconds sample_pacer::pace(bool idle, const pace_input& in) noexcept
 {
     auto next = last_ * 2;
-    if (pressure >= 0.8)
+    if (in.pressure >= 0.8)
         next = floor();
-    else if (pressure >= 0.5)
+    else if (in.pressure >= 0.5)
         next = std::min(next, interval_ / 4);
     else if (idle && may_idle_)
+    {
         next = std::min(next, interval_ * idle_interval_factor);
+        if (next > interval_) // waiting longer than the interval only where nothing can pass
+            next = std::max(interval_, std::min(next, in.idle_reach));
+    }
     else
         next = std::min(next, interval_);
-    last_ = std::max(floor(), std::min(next, reach));
+    last_ = std::max({floor(), in.took, std::min(next, in.reach)});
     return last_;
 }
 
 std::chrono::nanoseconds sample_pacer::after_sample(const tree_usage& u, time_point now,
-                                                    double pressure,
-                                                    std::chrono::nanoseconds reach) noexcept
+                                                    const pace_input& in) noexcept
 {
     const bool idle = idle_since_last(u, now);
     previous_.emplace(u, now);
-    return pace(idle, pressure, reach);
+    return pace(idle, in);
 }
 
-std::chrono::nanoseconds sample_pacer::after_failure(double pressure,
-                                                     std::chrono::nanoseconds reach) noexcept
+std::chrono::nanoseconds sample_pacer::after_failure(const pace_input& in) noexcept
 {
     previous_.reset();
-    return pace(false, pressure, reach);
+    return pace(false, in);
 }
 
 cap_decision cap_budget::on_failure() noexcept
@@ -182,29 +179,37 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
         departed[it->second.ppid] += it->second.own + it->second.reaped;
         it = carried_.erase(it);
     }
+    // Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment). Seen
+    // now and before, the same process: what its children time grew by was waited for.
+    // Ended since, ignoring SIGCHLD when last seen: its children that ended with it were
+    // reaped by the kernel, unless they outlived it: then they fell to us (left out above) or
+    // to a member that reaps orphans (a subreaper, a pid namespace's init), whose children
+    // time grew by more than its own children that ended explain. That growth is taken off.
+    using ns = std::chrono::nanoseconds;
+    ns orphaned{0}, unexplained{0};
+    for (const auto& [pid, is] : now)
+    {
+        auto was = last_.find(pid);
+        if (was == last_.end() || was->second.starttime != is.starttime)
+            continue;
+        const ns growth = std::max(is.reaped - was->second.reaped, ns{0});
+        auto d = departed.find(pid);
+        const ns used = d == departed.end() ? ns{0} : d->second;
+        unexplained += std::max(growth - used, ns{0});
+        if (used > growth && (was->second.kernel_reaps || is.kernel_reaps))
+            lost_ += used - growth;
+    }
     for (const auto& [parent, used] : departed)
     {
-        // Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment).
-        // Seen now and before, the same process: what its children time grew by was waited
-        // for. Ended since, ignoring SIGCHLD when last seen: its children that ended with it
-        // were reaped by the kernel (those that outlived it fell to us, and were left out
-        // above), and all they had used is lost.
         auto was = last_.find(parent);
         if (was == last_.end())
             continue; // not a member (the subreaper itself)
         auto is = now.find(parent);
-        if (is == now.end() || was->second.starttime != is->second.starttime)
-        {
-            if (was->second.kernel_reaps)
-                lost_ += used;
-            continue;
-        }
-        if (!(was->second.kernel_reaps || is->second.kernel_reaps))
-            continue;
-        const auto absorbed = is->second.reaped - was->second.reaped;
-        if (used > absorbed)
-            lost_ += used - absorbed;
+        if ((is == now.end() || was->second.starttime != is->second.starttime) &&
+            was->second.kernel_reaps)
+            orphaned += used;
     }
+    lost_ += std::max(orphaned - unexplained, ns{0});
     last_ = std::move(now);
     return lost_;
 }

@@ -70,20 +70,15 @@ public:
     /// caps that are set (0 when none is, or before the first sample).
     double pressure() const noexcept { return pressure_; }
     /// \brief Under a memory cap: the time in which the tree could grow from the last good
-    /// sample to `memory_overshoot_bound` times the cap, faulting memory in at
-    /// `fault_bytes_per_second` per task that can run at once (its task count, at most
-    /// `cpus`). The sampler looks again within it, so that a fast allocator is killed before
-    /// that bound. nanoseconds::max() without a memory cap.
-    std::chrono::nanoseconds memory_reach_time(unsigned cpus) const noexcept;
-    /// Under a cpu budget: the time in which the tree could use the rest of it from the last
-    /// good sample, each of its tasks (at most `cpus`) running flat out. nanoseconds::max()
-    /// without a cpu budget.
-    std::chrono::nanoseconds cpu_reach_time(unsigned cpus) const noexcept;
-    /// The earlier of the two: the latest moment the next sample keeps both caps' bounds.
-    std::chrono::nanoseconds reach_time(unsigned cpus) const noexcept
-    {
-        return std::min(memory_reach_time(cpus), cpu_reach_time(cpus));
-    }
+    /// sample to `memory_overshoot_bound` times the cap, `parallel` tasks faulting memory in
+    /// at `fault_bytes_per_second` each. The sampler looks again within it, so that a fast
+    /// allocator is killed before that bound. nanoseconds::max() without a memory cap.
+    std::chrono::nanoseconds memory_reach_time(unsigned parallel) const noexcept;
+    /// Under a cpu budget: the time in which `parallel` tasks running flat out could use the
+    /// rest of it from the last good sample. nanoseconds::max() without a cpu budget.
+    std::chrono::nanoseconds cpu_reach_time(unsigned parallel) const noexcept;
+    /// The tasks the last good sample counted (at least 1).
+    std::uint64_t last_tasks() const noexcept { return last_tasks_; }
     int consecutive_failures() const noexcept { return failures_; }
 
 private:
@@ -110,17 +105,32 @@ inline constexpr std::chrono::nanoseconds min_sample_delay = std::chrono::millis
 /// configured interval.
 inline constexpr int idle_interval_factor = 8;
 
+/// What a sample tells its pacer besides the usage.
+struct pace_input
+{
+    /// cap_budget::pressure (1.0: sample as often as can be).
+    double pressure = 0;
+    /// How soon a cap's bound could be passed at the pace of the tree's own tasks.
+    std::chrono::nanoseconds reach = std::chrono::nanoseconds::max();
+    /// The same if every cpu ran for the tree: what bounds an idle tree's longer waits, since
+    /// threads can be made at any moment without the fork gate.
+    std::chrono::nanoseconds idle_reach = std::chrono::nanoseconds::max();
+    /// How long the sample itself took: the next wait is at least as long (a tree so large
+    /// that listing it takes longer than a wait costs the sampler half a cpu at most).
+    std::chrono::nanoseconds took{0};
+};
+
 /// \brief Paces the samples of one tree: when to look next.
 ///
 /// A young tree is sampled often (2, 4, 8, ... ms after the spawn), then every `interval`. A
 /// tree at half of a cap is sampled every quarter interval, at 80 % (`pressure` 0.8) every
 /// 2 ms. An idle tree (a sample that shows the same processes and tasks as the one before,
 /// its footprint within 1 MiB, and less than 1 % of one cpu used since) is sampled less and
-/// less often, down to `idle_interval_factor` times the interval, unless `may_idle` is false
-/// (under a task cap, which no bound below covers: threads are made without the gate). Any
-/// other sample brings the interval back. Whatever the rule says, the next sample comes no
-/// later than `reach` (cap_budget::reach_time: how soon a cap's bound could be passed) and no
-/// sooner than 2 ms (or the interval, when that is shorter).
+/// less often, down to `idle_interval_factor` times the interval, as long as no cap's bound
+/// could be passed meanwhile even with every cpu running for it (`idle_reach`), and unless
+/// `may_idle` is false (under a task cap, which no bound covers). Any other sample brings the
+/// interval back. Whatever the rule says, the next sample comes no later than `reach` and no
+/// sooner than 2 ms (or the interval, when that is shorter) nor than the sample took.
 class sample_pacer
 {
 public:
@@ -134,14 +144,14 @@ public:
     /// The wait before the first sample.
     std::chrono::nanoseconds first() const noexcept { return floor(); }
     /// The next wait after a good sample `u` taken at `now`.
-    std::chrono::nanoseconds after_sample(const tree_usage& u, time_point now, double pressure,
-                                          std::chrono::nanoseconds reach) noexcept;
+    std::chrono::nanoseconds after_sample(const tree_usage& u, time_point now,
+                                          const pace_input& in) noexcept;
     /// The next wait after a failed sample (never an idle one).
-    std::chrono::nanoseconds after_failure(double pressure, std::chrono::nanoseconds reach) noexcept;
+    std::chrono::nanoseconds after_failure(const pace_input& in) noexcept;
 
 private:
     std::chrono::nanoseconds floor() const noexcept { return std::min(min_sample_delay, interval_); }
-    std::chrono::nanoseconds pace(bool idle, double pressure, std::chrono::nanoseconds reach) noexcept;
+    std::chrono::nanoseconds pace(bool idle, const pace_input& in) noexcept;
     bool idle_since_last(const tree_usage& u, time_point now) const noexcept;
 
     std::chrono::nanoseconds interval_;

@@ -214,7 +214,8 @@ int start_child(const child_plan& c, pid_t& pid)
     if (pid == 0)
         run_child(c);
 #else
-    // The worker is single-threaded and starts one command at a time.
+    // The worker starts one command at a time, and only its main thread ever does (a PSS
+    // read of an earlier execution may still run on a thread of its own: it never spawns).
     alignas(64) static std::array<std::byte, 128 * 1024> stack;
     auto child_entry = [](void* plan) -> int { run_child(*static_cast<const child_plan*>(plan)); };
     sigset_t all, old;

@@ -28,8 +28,9 @@ namespace sandbox::detail {
 /// \brief Starts `a` under the gate (as spawn_command would). Returns 0 with `pid` and the
 /// gate's listener once the command was executed, or the errno of the failure, with
 /// `gate_failed` set when it was the filter's (seccomp unavailable: not the command's fault).
-/// A child that failed is killed and reaped before the return. Call it only from a
-/// single-threaded process.
+/// A child that failed is killed and reaped before the return. Call it from one thread at a
+/// time, and from no thread that other threads could be waiting on (the child borrows the
+/// caller's memory while the caller is suspended).
 int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener,
                 bool& gate_failed);
 

@@ -75,11 +75,13 @@ std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members
     return sum;
 }
 
-std::chrono::nanoseconds pss_deadline(std::uint64_t rss_bytes) noexcept
+pss_limits pss_limits_for(std::uint64_t rss_bytes, std::uint64_t cap) noexcept
 {
-    using std::chrono::milliseconds;
     constexpr std::uint64_t gib = 1ull << 30;
-    return milliseconds(20) + milliseconds(20) * static_cast<std::int64_t>(rss_bytes / gib);
+    pss_limits l;
+    l.at_most += std::chrono::milliseconds(100) * static_cast<std::int64_t>((rss_bytes + gib - 1) / gib);
+    l.grown_rss = rss_bytes + cap / 5;
+    return l;
 }
 
 // Written by the thread, then `finished` (release), then one write to `event`; read by the
@@ -88,16 +90,21 @@ std::chrono::nanoseconds pss_deadline(std::uint64_t rss_bytes) noexcept
 struct pss_reader::pass
 {
     unique_fd event;
+    std::atomic<pid_t> tid{0}; // the reading thread, once it runs
     std::atomic<bool> finished{false};
     std::optional<std::uint64_t> bytes;
     std::string why;
 };
 
-pss_reader::pss_reader(asio::io_context& ctx) : ctx_(ctx), deadline_(ctx) {}
+pss_reader::pss_reader(asio::io_context& ctx) : ctx_(ctx), timer_(ctx) {}
 
 pss_reader::~pss_reader()
 {
-    if (thread_.joinable())
+    if (!thread_.joinable())
+        return;
+    if (current_ && !current_->finished.load(std::memory_order_acquire))
+        thread_.detach(); // held up: it ends on its own, touching only its pass
+    else
         thread_.join();
 }
 
@@ -113,55 +120,112 @@ bool pss_reader::idle()
 
 void pss_reader::cancel()
 {
-    deadline_.cancel();
+    cancelled_ = true;
+    timer_.cancel();
     if (done_fd_)
         done_fd_->cancel();
 }
 
+asio::awaitable<bool> pss_reader::wait_for(std::chrono::nanoseconds d)
+{
+    timer_.expires_after(d);
+    timer_.async_wait([this, wait = ++waits_](boost::system::error_code ec) {
+        // (a timer that fired as the wait ended must not end the next one)
+        if (!ec && wait == waits_ && done_fd_)
+            done_fd_->cancel(); // (the pass owns its descriptor: ours is a copy)
+    });
+    boost::system::error_code ec;
+    co_await done_fd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    timer_.cancel();
+    co_return !cancelled_;
+}
+
+namespace {
+
+// Whether the reading thread `tid` is held up: asleep uninterruptibly (a lock) and no cpu
+// gained since `runtime` (updated).
+bool held_up(pid_t tid, std::uint64_t& runtime)
+{
+    int err = 0;
+    auto st = tid > 0 ? read_proc_stat(tid, err) : std::nullopt;
+    auto ns = tid > 0 ? read_runtime_ns(tid, err) : std::nullopt;
+    const bool gained = ns && *ns != runtime;
+    if (ns)
+        runtime = *ns;
+    return st && st->state == 'D' && !gained;
+}
+
+std::string ms_text(std::chrono::nanoseconds d)
+{
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) +
+           " ms";
+}
+
+} // namespace
+
 asio::awaitable<pss_outcome> pss_reader::read(std::vector<subtree_member> members,
-                                              std::chrono::nanoseconds deadline)
+                                              pss_limits limits,
+                                              std::function<std::uint64_t()> rss_now)
 {
     if (!idle())
         co_return late("an earlier PSS read has not returned");
     auto p = std::make_shared<pass>();
     p->event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     unique_fd ours(p->event ? ::dup(p->event.get()) : -1);
-    if (!ours)
-    {
-        std::string why; // no descriptor to spare: read here, as before there was a thread
+    auto here = [&] { // no descriptor or no thread to spare: read here, as before
+        std::string why;
         auto bytes = tree_pss(members, why);
-        co_return outcome_of(bytes, std::move(why));
-    }
+        return outcome_of(bytes, std::move(why));
+    };
+    if (!ours)
+        co_return here();
     try
     {
-        thread_ = std::thread([p, members = std::move(members)] {
+        thread_ = std::thread([p, members] {
+            p->tid.store(static_cast<pid_t>(::gettid()), std::memory_order_release);
             p->bytes = tree_pss(members, p->why);
             p->finished.store(true, std::memory_order_release);
             const std::uint64_t one = 1;
             [[maybe_unused]] auto n = ::write(p->event.get(), &one, sizeof one);
         });
     }
-    catch (const std::system_error& e)
+    catch (const std::system_error&)
     {
-        co_return outcome_of(std::nullopt, std::string("no thread for the PSS read: ") + e.what());
+        co_return here();
     }
     current_ = p;
+    cancelled_ = false;
     done_fd_.emplace(ctx_, ours.release());
-    deadline_.expires_after(deadline);
-    deadline_.async_wait([this](boost::system::error_code ec) {
-        if (!ec && done_fd_)
-            done_fd_->cancel();
-    });
-    boost::system::error_code ec;
-    co_await done_fd_->async_wait(asio::posix::stream_descriptor::wait_read,
-                                  asio::redirect_error(asio::use_awaitable, ec));
-    deadline_.cancel();
+    using clock = std::chrono::steady_clock;
+    const auto began = clock::now();
+    auto looked = began;
+    std::uint64_t runtime = 0;
+    std::chrono::nanoseconds blocked{0};
+    std::string why;
+    while (why.empty() && !p->finished.load(std::memory_order_acquire))
+    {
+        const bool waited = co_await wait_for(limits.look_every);
+        const auto now = clock::now();
+        const bool stuck = held_up(p->tid.load(), runtime);
+        blocked = stuck ? blocked + (now - looked) : std::chrono::nanoseconds(0);
+        looked = now;
+        if (!waited)
+            why = "the execution ended";
+        else if (p->finished.load(std::memory_order_acquire))
+            break;
+        else if (blocked >= limits.blocked)
+            why = "the PSS read was held up for " + ms_text(blocked);
+        else if (now - began >= limits.at_most)
+            why = "the PSS read took longer than " + ms_text(limits.at_most);
+        // (only while it is held up: a tree that forks children sharing its pages grows its
+        // RSS sum, not its footprint, while a working read goes on)
+        else if (stuck && rss_now() >= limits.grown_rss)
+            why = "the tree grew by a fifth of the cap while it held its PSS read up";
+    }
     done_fd_.reset();
     if (!p->finished.load(std::memory_order_acquire))
-        co_return late("the PSS read took longer than " +
-                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)
-                                          .count()) +
-                       " ms");
+        co_return late(why);
     idle(); // joins the thread
     co_return outcome_of(p->bytes, p->why);
 }

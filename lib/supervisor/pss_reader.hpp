@@ -5,9 +5,13 @@
 // that lock taken for as long as it likes (one thread populating a huge mapping while another
 // asks to change the map: the reader queues behind both). Read on the worker's only thread,
 // that stalled its timeout, its fork gate and its other samples for the whole time (a 1 s
-// timeout ended after 57 s). So the reads run on a thread, and a read that is not done within
-// a deadline is "late": the caller judges the tree by its RSS sum instead (an upper bound).
-// While a late read still runs, the next one is late at once, so no threads pile up.
+// timeout ended after 57 s). So the reads run on a thread, and the worker's loop looks at it
+// every 20 ms meanwhile. The pass is "late", and the caller judges the tree by its RSS sum
+// (an upper bound), when the thread has been blocked (asleep uninterruptibly, no cpu gained)
+// for 100 ms, or is blocked when the tree's RSS sum has grown by a fifth of the cap since the
+// pass began, or after 500 ms and 100 ms more per GiB of RSS however it goes. A pass that works stays on
+// time: a full pass over a dozen processes sharing 64 MiB took 7-25 ms here.
+// While a late pass still runs, the next one is late at once, so no threads pile up.
 #ifndef SANDBOX_LIB_SUPERVISOR_PSS_READER_HPP
 #define SANDBOX_LIB_SUPERVISOR_PSS_READER_HPP
 
@@ -20,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,9 +38,18 @@ namespace sandbox::detail {
 std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members,
                                       std::string& why);
 
-/// How long a PSS pass may take before it is late: 20 ms, and 20 ms more per GiB of RSS (the
-/// page-table walk costs about 6 ms per GiB here).
-std::chrono::nanoseconds pss_deadline(std::uint64_t rss_bytes) noexcept;
+/// When a pass is late (see above).
+struct pss_limits
+{
+    std::chrono::nanoseconds look_every{std::chrono::milliseconds(20)};
+    std::chrono::nanoseconds blocked{std::chrono::milliseconds(100)};
+    std::chrono::nanoseconds at_most{std::chrono::milliseconds(500)};
+    /// The RSS sum at which the tree has grown too far meanwhile.
+    std::uint64_t grown_rss = UINT64_MAX;
+};
+
+/// The limits for a pass over a tree whose RSS sum is `rss_bytes`, under a cap of `cap`.
+pss_limits pss_limits_for(std::uint64_t rss_bytes, std::uint64_t cap) noexcept;
 
 struct pss_outcome
 {
@@ -50,9 +64,9 @@ struct pss_outcome
     std::string why;
 };
 
-/// \brief Reads a tree's summed PSS on a thread, waited for on the worker's loop with a
-/// deadline. One per execution; destroying it waits for a pass still running (once the tree
-/// is dead, a read held by its memory-map lock returns).
+/// \brief Reads a tree's summed PSS on a thread, watched from the worker's loop. One per
+/// execution; destroying it lets a pass still running finish on its own (it owns what it
+/// uses), so the worker's report never waits for a read held up by a memory-map lock.
 class pss_reader
 {
 public:
@@ -61,19 +75,25 @@ public:
     pss_reader(const pss_reader&) = delete;
     pss_reader& operator=(const pss_reader&) = delete;
 
-    /// Reads the PSS of `members`; completes when done, failed, or `deadline` has passed.
+    /// Reads the PSS of `members`; completes when done, failed, or late by `limits`.
+    /// `rss_now` gives the tree's RSS sum now (a cheap listing: no memory-map lock).
     boost::asio::awaitable<pss_outcome> read(std::vector<subtree_member> members,
-                                             std::chrono::nanoseconds deadline);
+                                             pss_limits limits,
+                                             std::function<std::uint64_t()> rss_now);
     /// Ends a wait now (its outcome is `late`).
     void cancel();
 
 private:
     struct pass; // what the thread and the loop share
     bool idle();
+    // Waits up to `d` for the pass to end; false when cancelled.
+    boost::asio::awaitable<bool> wait_for(std::chrono::nanoseconds d);
 
     boost::asio::io_context& ctx_;
     std::optional<boost::asio::posix::stream_descriptor> done_fd_;
-    boost::asio::steady_timer deadline_;
+    boost::asio::steady_timer timer_;
+    bool cancelled_ = false;
+    std::uint64_t waits_ = 0;
     std::shared_ptr<pass> current_;
     std::thread thread_;
 };

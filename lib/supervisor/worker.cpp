@@ -1,6 +1,8 @@
-// lib/supervisor/worker.cpp: the per-execution subreaper (see worker.hpp). Single-threaded:
-// coroutines on the worker's own io_context read the channel, watch the helper's lifeline,
-// reap children (SIGCHLD through a signalfd) and sample the caps.
+// lib/supervisor/worker.cpp: the per-execution subreaper (see worker.hpp). Coroutines on the
+// worker's own io_context, on its main thread, read the channel, watch the helper's lifeline,
+// reap children (SIGCHLD through a signalfd: blocked in every thread, which inherit the
+// mask), answer the fork gate and sample the caps; only the memory cap's PSS reads run on a
+// thread of their own (pss_reader.hpp).
 #include "supervisor/worker.hpp"
 
 #include "process/spawn.hpp"
@@ -73,11 +75,12 @@ nanoseconds ticks_ns(std::uint64_t ticks)
 }
 
 // One listing summed up: usage, the ledger's view of each member, and whether a live member
-// that ignores SIGCHLD has a live child (a parent that ignores it and has none costs nothing
-// extra). The children of such a member end without reaching any rusage, so the
-// ledger can only add what they had used when last seen: for them that is read in
-// nanoseconds (schedstat), not as utime + stime, which are whole clock ticks rounded down
-// separately (up to 20 ms short per child).
+// ignores SIGCHLD. The children of such a member end without reaching any rusage, so the
+// ledger can only add what they had used when last seen: the tree is sampled as often as can
+// be while such a member lives, even with no child (one forked just after a sample and gone
+// before the next would never be seen), and those children's time is read in nanoseconds
+// (schedstat), not as utime + stime, which are whole clock ticks rounded down separately (up
+// to 20 ms short per child).
 struct tallied
 {
     tree_usage usage;
@@ -93,6 +96,7 @@ tallied tally(const std::vector<subtree_member>& members)
     for (const auto& m : members)
         if (!m.stat.zombie() && m.stat.children_reaped_by_kernel())
             reapers.push_back(m.stat.pid);
+    t.kernel_reaper = !reapers.empty();
     for (const auto& m : members)
     {
         const auto& st = m.stat;
@@ -100,8 +104,7 @@ tallied tally(const std::vector<subtree_member>& members)
         int err = 0;
         if (!st.zombie() && std::find(reapers.begin(), reapers.end(), st.ppid) != reapers.end())
         {
-            t.kernel_reaper = true; // a child the kernel will reap is alive now
-            if (auto ns = read_runtime_ns(st.pid, err))
+            if (auto ns = read_runtime_ns(st.pid, err)) // a child the kernel will reap
                 own = std::max(own, nanoseconds(static_cast<std::int64_t>(*ns)));
         }
         t.seen.push_back({st.pid, st.ppid, st.starttime, own, ticks_ns(st.cutime + st.cstime),
@@ -116,6 +119,17 @@ tallied tally(const std::vector<subtree_member>& members)
         t.usage.tasks += st.live() ? static_cast<std::uint64_t>(st.num_threads) : 0;
     }
     return t;
+}
+
+// The tree's RSS sum now: a listing, whose stat reads take no memory-map lock.
+std::uint64_t rss_sum_now()
+{
+    std::vector<subtree_member> members;
+    list_subtree(members);
+    std::uint64_t sum = 0;
+    for (const auto& m : members)
+        sum += m.stat.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
+    return sum;
 }
 
 // True unless `pid` is still the process that started at `starttime` (zombies included: their
@@ -167,8 +181,7 @@ struct current_exec
     std::uint64_t samples = 0, failed = 0, killed_after = 0;
     std::uint32_t faults_left = 0;
     // Members' children are reaped by the kernel (SIGCHLD ignored): seen from a loss the
-    // ledger found (kept), or predicted from a live child of a member that ignores SIGCHLD
-    // (per sample).
+    // ledger found (kept), or predicted from a live member that ignores SIGCHLD (per sample).
     bool kernel_reaps = false;
     bool kernel_reaper_alive = false;
     std::string last_failure;
@@ -234,6 +247,7 @@ private:
     sample look();
     asio::awaitable<void> second_look(std::uint64_t id, sample& s);
     std::optional<tree_usage> judge(const sample& s);
+    pace_input pace_of(const cap_budget& b, nanoseconds took) const;
     void stop(end_reason why, nanoseconds grace);
     void on_reaped(pid_t p, int status, const struct rusage& ru);
     void after_reap(bool children_left);
@@ -390,12 +404,28 @@ void worker::start_exec(const proto::plan& p)
     }
 }
 
+// What the pacer needs of the last sample (sample_pacer). A memory cap's reach counts the
+// tree's own tasks (at most one per cpu) faulting at once, a cpu budget's every cpu; an idle
+// tree waits longer only where even every cpu could not pass a bound meanwhile.
+pace_input worker::pace_of(const cap_budget& b, nanoseconds took) const
+{
+    const unsigned cpus = online_cpus();
+    const auto tasks = static_cast<unsigned>(std::min<std::uint64_t>(b.last_tasks(), cpus));
+    pace_input in;
+    // (as often as can be while a member's children are reaped by the kernel: see tally)
+    in.pressure = cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0 : b.pressure();
+    in.reach = std::min(b.memory_reach_time(tasks), b.cpu_reach_time(cpus));
+    in.idle_reach = std::min(b.memory_reach_time(cpus), b.cpu_reach_time(cpus));
+    in.took = took;
+    return in;
+}
+
 awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
                               std::shared_ptr<asio::steady_timer> t)
 {
     // A young tree is sampled often so that a fork bomb or a fast allocator is caught
     // early, a tree near a cap more often again, an idle one far from its caps less often,
-    // and none later than it could pass a cap's bound (sample_pacer, cap_budget::reach_time).
+    // and none later than it could pass a cap's bound (sample_pacer, pace_of).
     sample_pacer pacer(interval, cur_->budget.limits().max_tasks == 0);
     auto delay = pacer.first();
     for (;;)
@@ -405,6 +435,7 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
             co_return;
+        const auto began = std::chrono::steady_clock::now();
         auto taken = look();
         if (taken.wants_pss)
         {
@@ -415,12 +446,9 @@ awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
         const auto usage = judge(taken);
         if (!cur_ || cur_->id != id)
             co_return;
-        const auto& b = cur_->budget;
-        // (as often as can be while the kernel reaps members' children: see sample_once)
-        const double pressure = cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0 : b.pressure();
-        const auto reach = b.reach_time(online_cpus());
-        delay = usage ? pacer.after_sample(*usage, std::chrono::steady_clock::now(), pressure, reach)
-                      : pacer.after_failure(pressure, reach);
+        const auto now = std::chrono::steady_clock::now();
+        const auto in = pace_of(cur_->budget, now - began);
+        delay = usage ? pacer.after_sample(*usage, now, in) : pacer.after_failure(in);
     }
 }
 
@@ -571,7 +599,9 @@ asio::awaitable<void> worker::second_look(std::uint64_t id, sample& s)
         cur_->pss = std::make_shared<pss_reader>(ctx_);
     auto reader = cur_->pss; // the execution may end (and let go of it) while we wait
     const auto rss = s.usage.rss_bytes;
-    auto out = co_await reader->read(std::move(s.members), pss_deadline(rss));
+    const auto cap = cur_->budget.limits().memory_bytes;
+    auto out = co_await reader->read(std::move(s.members), pss_limits_for(rss, cap),
+                                     [] { return rss_sum_now(); });
     if (!running(id))
         co_return;
     switch (out.what)

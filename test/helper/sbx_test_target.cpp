@@ -54,6 +54,8 @@
 //   cpu-stream N CPU_MS       fork N children one at a time, each burning CPU_MS ms of its own cpu
 //                             time; wait for each (already reaped by the kernel is fine); then
 //                             "forked N\n"
+//   share-children N MB MS    allocate MB MiB (like alloc, quietly), fork N children that
+//                             share those pages and sleep MS ms; wait for them; "shared N\n"
 //   map-stall MB GIB          allocate MB MiB (like alloc, quietly), fork a child that shares
 //                             them and sleeps 60 s (recorded); then one thread populates a
 //                             read-only GIB GiB mapping (MAP_POPULATE: the memory-map lock held
@@ -66,6 +68,11 @@
 //                             child's end closes a pipe and exits at once: with "ignore" it
 //                             ignores SIGCHLD (the kernel reaps the child), with "wait" it
 //                             waits for it; then "forked N\n"
+//   orphan-stream N CPU_MS    make itself a subreaper; then N times: fork a child that
+//                             ignores SIGCHLD and forks a grandchild (parent-death signal
+//                             SIGKILL) which burns CPU_MS ms of cpu, says so on a pipe and
+//                             burns on; the child exits at that, the grandchild dies with it
+//                             and falls to this process, which waits for both; "forked N\n"
 //   spin-threads N CPU_MS     start N threads that each burn CPU_MS ms of their own thread cpu
 //                             time; join them; then "spun N\n"
 //   tty-info                  "tty 0 1 2: Y Y Y\n" (isatty per fd), "size R C\n" (TIOCGWINSZ on
@@ -501,7 +508,7 @@ constexpr mode_spec modes[] = {
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
-    {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"parent-stream", 3, 3},
+    {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"share-children", 3, 3}, {"parent-stream", 3, 3}, {"orphan-stream", 2, 2},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -682,6 +689,35 @@ action_t prepare(std::string_view name, const args_t& a)
             out("forked " + std::to_string(n) + "\n");
         };
     }
+    if (mode == "orphan-stream")
+        return [n = procs(0), t = ms(1)] {
+            // A subreaper, so that orphans below it fall to it and it waits for them.
+            if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) die_errno("prctl");
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t parent = fork_or_die();
+                if (parent == 0) {
+                    ::signal(SIGCHLD, SIG_IGN);
+                    int p[2];
+                    if (::pipe(p) != 0) die_errno("pipe");
+                    const pid_t me = ::getpid();
+                    if (fork_or_die() == 0) {
+                        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        if (::getppid() != me) ::_exit(0);
+                        spin_cpu_ms(t);
+                        [[maybe_unused]] auto w = ::write(p[1], "x", 1);
+                        spin_cpu_ms(1000); // killed when its parent ends, just after
+                        ::_exit(0);
+                    }
+                    char c;
+                    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {}
+                    ::_exit(0);
+                }
+                for (int left = 2; left > 0;) // the parent, and its child that fell to us
+                    if (::waitpid(-1, nullptr, 0) > 0) --left;
+                    else if (errno != EINTR) break;
+            }
+            out("forked " + std::to_string(n) + "\n");
+        };
     if (mode == "clone3")
         return [] {
             clone_args ca{};
@@ -775,6 +811,22 @@ action_t prepare(std::string_view name, const args_t& a)
                 threads.emplace_back([t] { sleep_ms(t); });
             for (auto& th : threads) th.join();
             out("slept " + std::to_string(n) + "\n");
+        };
+    if (mode == "share-children")
+        return [n = procs(0), mb = number(a[1], "share-children MiB", 1 << 20), t = ms(2)] {
+            allocate(mb, 0); // every child keeps these pages, shared with us
+            std::vector<pid_t> pids;
+            for (std::uint64_t i = 0; i < n; ++i) {
+                pid_t pid = fork_or_die();
+                if (pid == 0) {
+                    sleep_ms(t);
+                    ::_exit(0);
+                }
+                record_pid(pid);
+                pids.push_back(pid);
+            }
+            for (pid_t pid : pids) wait_child(pid);
+            out("shared " + std::to_string(n) + "\n");
         };
     if (mode == "map-stall")
         return [mb = number(a[0], "map-stall MiB", 1 << 20), gib = number(a[1], "map-stall GiB", 1 << 12)] {

@@ -121,20 +121,17 @@ BOOST_AUTO_TEST_CASE(memory_reach_time_is_the_room_to_the_bound_at_the_fault_rat
     cap_budget none({0, 10s, 10});
     BOOST_TEST((none.memory_reach_time(2) == std::chrono::nanoseconds::max()));
     cap_budget b({100 * mib, 0s, 0});
+    auto seconds = [](std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); };
     // No sample yet: 120 MiB of room for one task.
     const double one = 120.0 * mib / fault_bytes_per_second;
-    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
-               one, boost::test_tools::tolerance(1e-6));
-    b.on_sample({60 * mib, 0s, 1, 1}); // half the room is left
-    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
-               one / 2, boost::test_tools::tolerance(1e-6));
-    b.on_sample({60 * mib, 0s, 3, 8}); // eight threads on two cpus fault twice as fast
-    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(2)).count() ==
-               one / 4, boost::test_tools::tolerance(1e-6));
-    BOOST_TEST(std::chrono::duration<double>(b.memory_reach_time(16)).count() ==
-               one / 16, boost::test_tools::tolerance(1e-6));
-    b.on_sample({130 * mib, 0s, 1, 1}); // past the bound: look again at once
-    BOOST_TEST(b.memory_reach_time(2).count() == 0);
+    BOOST_TEST(seconds(b.memory_reach_time(1)) == one, boost::test_tools::tolerance(1e-6));
+    b.on_sample({60 * mib, 0s, 1, 8}); // half the room is left
+    BOOST_TEST(seconds(b.memory_reach_time(1)) == one / 2, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(seconds(b.memory_reach_time(4)) == one / 8, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(b.last_tasks() == 8u);
+    b.on_sample({130 * mib, 0s, 1, 0}); // past the bound: look again at once
+    BOOST_TEST(b.memory_reach_time(1).count() == 0);
+    BOOST_TEST(b.last_tasks() == 1u); // (never fewer than one)
 }
 
 BOOST_AUTO_TEST_CASE(cpu_reach_time_is_the_rest_of_the_budget_at_full_speed)
@@ -142,18 +139,17 @@ BOOST_AUTO_TEST_CASE(cpu_reach_time_is_the_rest_of_the_budget_at_full_speed)
     cap_budget none({1 << 20, 0s, 10});
     BOOST_TEST((none.cpu_reach_time(2) == std::chrono::nanoseconds::max()));
     cap_budget b({0, 10s, 0});
-    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(10s))); // one task, no sample
+    BOOST_TEST((b.cpu_reach_time(1) == std::chrono::nanoseconds(10s))); // no sample yet
     b.on_sample({0, 4s, 1, 1});
-    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(6s)));
-    b.on_sample({0, 4s, 1, 6}); // six threads on two cpus: twice as fast
-    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(3s)));
-    BOOST_TEST((b.reach_time(2) == std::chrono::nanoseconds(3s)));
+    BOOST_TEST((b.cpu_reach_time(1) == std::chrono::nanoseconds(6s)));
+    BOOST_TEST((b.cpu_reach_time(2) == std::chrono::nanoseconds(3s))); // two cpus: twice as fast
     b.on_sample({0, 12s, 1, 1});
     BOOST_TEST(b.cpu_reach_time(2).count() == 0);
 }
 
 namespace {
 using pacer_clock = std::chrono::steady_clock;
+using sandbox::detail::pace_input;
 constexpr auto far = std::chrono::nanoseconds::max();
 long long us(std::chrono::nanoseconds d)
 {
@@ -161,6 +157,11 @@ long long us(std::chrono::nanoseconds d)
 }
 // A sample of a quiet tree: one process, one task, 10 MiB, `cpu` used in all.
 tree_usage quiet(std::chrono::nanoseconds cpu) { return {10 << 20, cpu, 1, 1}; }
+pace_input at(double pressure, std::chrono::nanoseconds reach = far,
+              std::chrono::nanoseconds idle_reach = far, std::chrono::nanoseconds took = 0ms)
+{
+    return {pressure, reach, idle_reach, took};
+}
 } // namespace
 
 BOOST_AUTO_TEST_CASE(pacer_ramps_tightens_near_caps_and_keeps_within_reach)
@@ -172,17 +173,19 @@ BOOST_AUTO_TEST_CASE(pacer_ramps_tightens_near_caps_and_keeps_within_reach)
     // Young: doubling up to the interval (a task cap: never beyond it, idle or not).
     std::vector<long long> waits;
     for (int i = 0; i < 7; ++i)
-        waits.push_back(us(p.after_sample(quiet(0ms), t += 10ms, 0.0, far)));
+        waits.push_back(us(p.after_sample(quiet(0ms), t += 10ms, at(0.0))));
     BOOST_TEST(waits == (std::vector<long long>{4000, 8000, 16000, 32000, 50000, 50000, 50000}),
                boost::test_tools::per_element());
-    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.5, far)) == 12500); // half a cap
-    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.8, far)) == 2000);  // 80 %
-    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 5ms)) == 4000);  // doubling...
-    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 5ms)) == 5000);  // ...within reach
-    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, 0.0, 0ms)) == 2000);  // never sooner
-    BOOST_TEST(us(p.after_failure(0.0, far)) == 4000);
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.5))) == 12500); // half a cap
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.8))) == 2000);  // 80 %
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.0, 5ms))) == 4000); // doubling...
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.0, 5ms))) == 5000); // ...in reach
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.0, 0ms))) == 2000); // not sooner
+    BOOST_TEST(us(p.after_failure(at(0.0))) == 4000);
+    // Never sooner than the sample took (a huge tree: half a cpu at most).
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(1.0, far, far, 7ms))) == 7000);
     sample_pacer fast(1ms, true);
-    BOOST_TEST(us(fast.after_sample(quiet(0ms), t, 0.9, 0ms)) == 1000); // nor later than 1 ms
+    BOOST_TEST(us(fast.after_sample(quiet(0ms), t, at(0.9, 0ms))) == 1000); // nor later than 1 ms
 }
 
 BOOST_AUTO_TEST_CASE(pacer_lets_an_idle_tree_wait_longer_and_wakes_on_any_change)
@@ -196,22 +199,39 @@ BOOST_AUTO_TEST_CASE(pacer_lets_an_idle_tree_wait_longer_and_wakes_on_any_change
     {
         t += std::chrono::microseconds(wait);
         cpu += std::chrono::milliseconds(wait / 1000 / 200);
-        wait = us(p.after_sample(quiet(cpu), t, 0.0, far));
+        wait = us(p.after_sample(quiet(cpu), t, at(0.0)));
     }
     BOOST_TEST(wait == 400000); // 8x the interval
     // Whatever changes brings the interval back.
-    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 400ms, 0.0, far)) == 50000); // cpu 2.5 %
-    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 50ms, 0.0, far)) == 100000);
+    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 400ms, at(0.0))) == 50000); // cpu 2.5 %
+    BOOST_TEST(us(p.after_sample(quiet(cpu + 10ms), t += 50ms, at(0.0))) == 100000);
     tree_usage forked = quiet(cpu + 10ms);
     forked.processes = 2;
     forked.tasks = 2;
-    BOOST_TEST(us(p.after_sample(forked, t += 100ms, 0.0, far)) == 50000);
-    BOOST_TEST(us(p.after_sample(forked, t += 50ms, 0.0, far)) == 100000);
+    BOOST_TEST(us(p.after_sample(forked, t += 100ms, at(0.0))) == 50000);
+    BOOST_TEST(us(p.after_sample(forked, t += 50ms, at(0.0))) == 100000);
     tree_usage grown = forked;
     grown.rss_bytes += 2 << 20;
-    BOOST_TEST(us(p.after_sample(grown, t += 100ms, 0.0, far)) == 50000);
-    BOOST_TEST(us(p.after_sample(grown, t += 50ms, 0.0, 70ms)) == 70000); // reach still rules
-    BOOST_TEST(us(p.after_failure(0.0, far)) == 50000);
+    BOOST_TEST(us(p.after_sample(grown, t += 100ms, at(0.0))) == 50000);
+    BOOST_TEST(us(p.after_failure(at(0.0))) == 50000);
+}
+
+BOOST_AUTO_TEST_CASE(pacer_waits_past_the_interval_only_where_every_cpu_could_not_pass_a_bound)
+{
+    // Idle, far from its caps at its own pace (`reach`), but every cpu running for it (threads
+    // made at once, no gate) could use a cpu budget's rest in 120 ms: it waits no longer, and
+    // never less than the interval for being idle.
+    using sandbox::detail::sample_pacer;
+    sample_pacer p(50ms, true);
+    auto t = pacer_clock::now();
+    long long wait = 0;
+    for (int i = 0; i < 12; ++i)
+        wait = us(p.after_sample(quiet(0ms), t += std::chrono::microseconds(wait), at(0.0, far, 120ms)));
+    BOOST_TEST(wait == 120000);
+    for (int i = 0; i < 3; ++i)
+        wait = us(p.after_sample(quiet(0ms), t += std::chrono::microseconds(wait), at(0.0, far, 10ms)));
+    BOOST_TEST(wait == 50000);
+    BOOST_TEST(us(p.after_sample(quiet(0ms), t += 50ms, at(0.0, 30ms, 10ms))) == 30000);
 }
 
 namespace {
@@ -331,6 +351,20 @@ BOOST_AUTO_TEST_CASE(ledger_parent_ignoring_sigchld_that_ended_too_lost_its_chil
     cpu_ledger orphan;
     orphan.update(members{parent(100ms, 0ms, true), {11, 10, 8, 270ms, 0ms}}, all_ended);
     BOOST_TEST(as_ms(orphan.update({}, all_ended, [](pid_t p) { return p == 11; })) == 0);
+    // 11 outlived 10 and fell to member 20, which reaps orphans (a subreaper, a pid
+    // namespace's init) and waited for it: 20's children time grew by what 11 had used,
+    // more than 20's own ended children explain. Nothing is lost (it was counted twice).
+    cpu_ledger adopted;
+    adopted.update(members{{20, self, 5, 10ms, 0ms, false}, {10, 20, 7, 100ms, 0ms, true},
+                           {11, 10, 8, 270ms, 0ms}},
+                   all_ended);
+    BOOST_TEST(as_ms(adopted.update(members{{20, self, 5, 10ms, 370ms, false}}, all_ended)) == 0);
+    // Only what the growth does not cover is lost.
+    cpu_ledger partly;
+    partly.update(members{{20, self, 5, 10ms, 0ms, false}, {10, 20, 7, 100ms, 0ms, true},
+                          {11, 10, 8, 270ms, 0ms}, {12, 10, 9, 200ms, 0ms}},
+                  all_ended);
+    BOOST_TEST(as_ms(partly.update(members{{20, self, 5, 10ms, 370ms, false}}, all_ended)) == 200);
     // A parent that did not ignore SIGCHLD waited for its child, or its child fell to us.
     cpu_ledger waited;
     waited.update(members{parent(100ms, 0ms, false), {11, 10, 8, 270ms, 0ms}}, all_ended);
