@@ -481,6 +481,23 @@ void allocate(std::uint64_t mb, std::uint64_t step_ms)
     }
 }
 
+// Forks `n` children that sleep `ms` ms (each recorded); waits for them when `wait`.
+void fork_sleepers(std::uint64_t n, std::uint64_t ms, bool wait)
+{
+    std::vector<pid_t> pids;
+    for (std::uint64_t i = 0; i < n; ++i) {
+        pid_t pid = fork_or_die();
+        if (pid == 0) {
+            sleep_ms(ms);
+            ::_exit(0);
+        }
+        record_pid(pid);
+        pids.push_back(pid);
+    }
+    for (pid_t pid : pids)
+        if (wait) wait_child(pid);
+}
+
 void alloc(std::uint64_t mb, std::uint64_t step_ms)
 {
     out("allocating\n");
@@ -607,20 +624,7 @@ action_t prepare(std::string_view name, const args_t& a)
         };
     if (mode == "spin") return [t = ms(0)] { spin_ms(t); };
     if (mode == "children" || mode == "fork-procs")
-        return [n = procs(0), t = ms(1), wait = mode == "fork-procs"] {
-            std::vector<pid_t> pids;
-            for (std::uint64_t i = 0; i < n; ++i) {
-                pid_t pid = fork_or_die();
-                if (pid == 0) {
-                    sleep_ms(t);
-                    ::_exit(0);
-                }
-                record_pid(pid);
-                pids.push_back(pid);
-            }
-            for (pid_t pid : pids)
-                if (wait) wait_child(pid);
-        };
+        return [n = procs(0), t = ms(1), wait = mode == "fork-procs"] { fork_sleepers(n, t, wait); };
     if (mode == "fork-stream")
         return [n = procs(0), t = ms(1)] {
             for (std::uint64_t i = 0; i < n; ++i) {
@@ -815,17 +819,7 @@ action_t prepare(std::string_view name, const args_t& a)
     if (mode == "share-children")
         return [n = procs(0), mb = number(a[1], "share-children MiB", 1 << 20), t = ms(2)] {
             allocate(mb, 0); // every child keeps these pages, shared with us
-            std::vector<pid_t> pids;
-            for (std::uint64_t i = 0; i < n; ++i) {
-                pid_t pid = fork_or_die();
-                if (pid == 0) {
-                    sleep_ms(t);
-                    ::_exit(0);
-                }
-                record_pid(pid);
-                pids.push_back(pid);
-            }
-            for (pid_t pid : pids) wait_child(pid);
+            fork_sleepers(n, t, true);
             out("shared " + std::to_string(n) + "\n");
         };
     if (mode == "map-stall")

@@ -462,23 +462,6 @@ BOOST_AUTO_TEST_CASE(an_idle_tree_is_sampled_less_often_unless_a_task_cap_needs_
     BOOST_TEST(steady >= 30u);
 }
 
-BOOST_AUTO_TEST_CASE(a_tree_waking_from_idle_meets_its_cpu_budget_in_time)
-{
-    // Idle for 1.5 s (samples 400 ms apart by then), then spinning: the first busy sample
-    // brings the interval back, and the budget (1 s) is met, not overrun by an idle wait.
-    sbx_test::local_fixture f;
-    sandbox::exec_options o;
-    o.timeout = 20s;
-    o.limits.cpu_millicores = 50;
-    auto [ec, r] = f.run(sbx_test::helper({"sleep", "1500", "--then", "spin", "0"}, o));
-    const std::string described = describe(r);
-    BOOST_TEST_INFO(described);
-    BOOST_TEST(ec == sandbox::errc::budget_exceeded);
-    BOOST_TEST(r.budget == sandbox::budget_kind::cpu);
-    BOOST_TEST(r.cpu_time >= std::chrono::nanoseconds(1s));
-    BOOST_TEST(r.cpu_time < std::chrono::nanoseconds(1100ms));
-}
-
 BOOST_AUTO_TEST_CASE(threads_started_after_an_idle_wait_do_not_overrun_the_cpu_budget)
 {
     // Idle, one task: the waits grow. Then two threads spin at once (threads pass no gate):
@@ -894,44 +877,36 @@ BOOST_AUTO_TEST_CASE(cpu_of_orphans_a_member_reaps_is_not_counted_twice)
     check_cpu_against_bare({"orphan-stream", "6", "100"}, {"orphan-stream", "6", "100"});
 }
 
-BOOST_AUTO_TEST_CASE(memory_overshoot_of_a_fast_allocator_is_bounded)
+/// Runs the test target with `args` under a 128 MiB memory cap and checks that the cap
+/// kills it before 1.25x: its peak is the kernel's own high-water mark of the leader
+/// (ru_maxrss), not a sample.
+void check_killed_below_the_bound(const std::vector<std::string>& args)
 {
-    // The allocator starts after the young-tree samples, at full speed: the sampler must
-    // speed up near the cap so the tree dies before 1.25x of it. The peak is the kernel's
-    // own high-water mark of the leader (ru_maxrss), not a sample.
     sbx_test::local_fixture f;
     sandbox::exec_options o;
     o.limits.memory_bytes = 128 * mib;
     o.timeout = 30s;
-    auto req = sbx_test::helper({"sleep", "300", "--then", "alloc", "4096", "0"}, o);
-    auto [ec, r] = f.run(std::move(req));
-    const std::string described_6 = describe(r); // outlives the lazy info
-    BOOST_TEST_INFO(described_6);
+    auto [ec, r] = f.run(sbx_test::helper(args, o));
+    const std::string described = describe(r); // outlives the lazy info
+    BOOST_TEST_INFO(described);
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.budget == sandbox::budget_kind::memory);
     BOOST_TEST(r.peak_memory_bytes >= static_cast<std::uint64_t>(128 * mib));
     BOOST_TEST(r.peak_memory_bytes < static_cast<std::uint64_t>(128 * mib * 5 / 4));
 }
 
+BOOST_AUTO_TEST_CASE(memory_overshoot_of_a_fast_allocator_is_bounded)
+{
+    // The allocator starts after the young-tree samples, at full speed: the sampler looks
+    // again before the tree could pass 1.2x the cap (without that bound: up to 1.39x).
+    check_killed_below_the_bound({"sleep", "300", "--then", "alloc", "4096", "0"});
+}
+
 BOOST_AUTO_TEST_CASE(memory_overshoot_of_threads_allocating_at_once_is_bounded)
 {
-    // Two threads fault memory in twice as fast as one: the sampler looks again before the
-    // tree could pass 1.2x the cap at that pace (without that bound: 2.3x measured).
-    sbx_test::local_fixture f;
-    sandbox::exec_options o;
-    o.limits.memory_bytes = 128 * mib;
-    o.timeout = 30s;
+    // Two threads fault memory in twice as fast as one (without the bound: 2.3x measured).
     for (int round = 0; round < 3; ++round)
-    {
-        auto [ec, r] = f.run(
-            sbx_test::helper({"sleep", "300", "--then", "alloc-threads", "2", "2048"}, o));
-        const std::string described = describe(r);
-        BOOST_TEST_INFO(described);
-        BOOST_TEST(ec == sandbox::errc::budget_exceeded);
-        BOOST_TEST(r.budget == sandbox::budget_kind::memory);
-        BOOST_TEST(r.peak_memory_bytes >= static_cast<std::uint64_t>(128 * mib));
-        BOOST_TEST(r.peak_memory_bytes < static_cast<std::uint64_t>(128 * mib * 5 / 4));
-    }
+        check_killed_below_the_bound({"sleep", "300", "--then", "alloc-threads", "2", "2048"});
 }
 
 BOOST_AUTO_TEST_CASE(a_member_that_holds_up_the_pss_read_holds_up_nothing)
@@ -940,7 +915,7 @@ BOOST_AUTO_TEST_CASE(a_member_that_holds_up_the_pss_read_holds_up_nothing)
     // (100 MiB) would not. But a thread keeps the memory-map lock taken for seconds and
     // another keeps asking for it, so the PSS read waits behind them. Read on the worker's
     // loop it held the whole worker up (no timeout, no gate, no sample; then the PSS passed);
-    // now the read is late after 20 ms and the tree is judged by its RSS sum.
+    // now the read is late once held up for 100 ms and the tree is judged by its RSS sum.
     sbx_test::local_fixture f;
     const auto pidfile = f.root.path() / "pids";
     sandbox::exec_options o;
