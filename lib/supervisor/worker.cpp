@@ -48,7 +48,7 @@ using awaitable = asio::awaitable<void>;
 // How long a fork the gate let go may take to show in a listing (process_gate).
 constexpr nanoseconds fork_settle_time = std::chrono::milliseconds(5);
 
-// The cpus a tree's tasks may run on at once (for cap_budget::reach_time): all that
+// The cpus a tree's tasks may run on at once (for pace_of's reach times): all that
 // are online, since a member may widen the affinity it inherited.
 unsigned online_cpus()
 {
@@ -235,7 +235,7 @@ private:
     void start_exec(const proto::plan& p);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
-    // One sample: the listing and its usage (`judged` false when it failed), the members
+    // One sample: the listing and its usage (`ok` false when it failed), the members
     // and whether the memory cap needs their PSS before the usage can be judged.
     struct sample
     {
@@ -581,8 +581,8 @@ worker::sample worker::look()
                                    [&c](pid_t p) { return c.reaped_since_sample.count(p) != 0; });
     c.reaped_since_sample.clear();
     // Children reaped by the kernel lose what they used after the last sample: while a member
-    // that ignores SIGCHLD has a child, or once the tree is seen losing time that way, sample
-    // it as often as a young one, so each such child loses at most one short interval.
+    // ignores SIGCHLD, or once the tree is seen losing time that way, it is sampled as often
+    // as can be (pace_of), so each such child loses at most one short interval.
     c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
     // RSS counts a page shared by N members N times: an upper bound. Only when it reaches the
     // cap is the real footprint (PSS) read, which walks page tables.
