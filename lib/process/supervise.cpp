@@ -1,7 +1,8 @@
 // lib/process/supervise.cpp: one supervised execution, as seen from the caller's executor.
 // The command runs under a worker of the supervisor helper (lib/supervisor/): we send it
-// the plan and the child's ends of the pipes, read the output (capped), feed stdin, and
-// turn the timeout and cancellation into kill requests. The worker samples the caps, kills
+// the plan (with the timeout, which the worker keeps) and the child's ends of the pipes, read
+// the output (capped), feed stdin, and turn cancellation into kill requests. The worker
+// keeps the deadline, samples the caps, kills
 // and reaps the whole tree and reports; we complete once that report is in and both pipes
 // are at EOF.
 #include <sandbox/backend/supervise.hpp>
@@ -229,7 +230,6 @@ private:
     void deliver(stream& s, std::string_view data);
     void abandon_pipes();
     void write_input();
-    void on_timeout();
     void maybe_finish();
     void finish();
     exec_result result_from_report(boost::system::error_code& ec,
@@ -256,7 +256,7 @@ private:
     stream out_, err_;
     asio::posix::stream_descriptor in_;
     std::size_t input_off_ = 0;
-    std::optional<asio::steady_timer> timeout_timer_, drain_timer_;
+    std::optional<asio::steady_timer> drain_timer_;
     clock::time_point started_{};
     bool completed_ = false;
     bool pipes_abandoned_ = false;
@@ -293,14 +293,6 @@ void supervision::start()
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected())
         slot.template emplace<cancel_fn>(cancel_fn{weak_from_this()});
-    if (plan_.timeout > 0ns)
-    {
-        timeout_timer_.emplace(ex_, plan_.timeout);
-        timeout_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec)
-                self->on_timeout();
-        });
-    }
     if (plan_.input)
         write_input();
     read(out_);
@@ -323,6 +315,10 @@ outcome<void> supervision::send_first(unique_fd channel)
     proto::plan p;
     p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
+    // The worker keeps the deadline (from the spawn): a caller whose loop is stuck, or who
+    // died while a command holds copies of its descriptors, cannot hold or stretch a run.
+    p.fixed.timeout_ns = plan_.timeout.count();
+    p.fixed.kill_grace_ns = plan_.kill_grace.count();
     p.fixed.sample_faults = plan_.test_sample_faults;
     if (on_spawned_)
         p.fixed.options |= proto::opt_report_spawn;
@@ -476,8 +472,6 @@ void supervision::on_report(const proto::message& m)
 // left, so the pipes end once drained, unless a process outside the tree holds them.
 void supervision::channel_done()
 {
-    if (timeout_timer_)
-        timeout_timer_->cancel();
     boost::system::error_code ignored;
     in_.close(ignored);
     maybe_finish();
@@ -702,11 +696,6 @@ void supervision::terminate(std::chrono::nanoseconds grace)
     send_kill(end_reason::cancelled, grace);
 }
 
-void supervision::on_timeout()
-{
-    send_kill(end_reason::timed_out, plan_.kill_grace);
-}
-
 void supervision::on_cancel(asio::cancellation_type t)
 {
     if (completed_)
@@ -738,9 +727,8 @@ void supervision::maybe_finish()
 void supervision::finish()
 {
     completed_ = true;
-    for (auto* t : {&timeout_timer_, &drain_timer_})
-        if (*t)
-            (*t)->cancel();
+    if (drain_timer_)
+        drain_timer_->cancel();
     boost::system::error_code ec;
     exec_result r;
     if (spawn_error_)

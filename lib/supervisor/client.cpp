@@ -82,6 +82,35 @@ bool reap_helper(int pidfd, pid_t pid, int ms)
 
 } // namespace
 
+int probe_fork_gate_in_helper()
+{
+    const std::string path = supervisor_program();
+    if (path.empty())
+        return ENOENT;
+    posix_spawn_file_actions_t fa;
+    ::posix_spawn_file_actions_init(&fa);
+    for (int fd : {0, 1, 2})
+        ::posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+    ::posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--probe-fork-gate"),
+                    nullptr};
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, path.c_str(), &fa, nullptr, argv, envp);
+    ::posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return rc;
+    // Reaped through a pidfd, so a caller's own waitpid(-1) loop cannot take the status.
+    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    siginfo_t info{};
+    const int waited = pidfd ? static_cast<int>(::syscall(SYS_waitid, P_PIDFD, pidfd.get(), &info,
+                                                           WEXITED, nullptr))
+                             : ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED);
+    if (waited != 0)
+        return errno;
+    return info.si_code == CLD_EXITED ? info.si_status : EPERM; // killed: not usable either
+}
+
 boost::asio::execution_context::id supervisor_service::id;
 
 std::string supervisor_program()
@@ -145,8 +174,12 @@ outcome<void> supervisor_service::start_helper_locked()
     ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                           POSIX_SPAWN_SETSIGDEF);
     const std::string version = std::to_string(proto::version);
+    // The helper watches this process through a pidfd: when it dies, the helper kills every
+    // tree, whoever holds copies of the control socket.
+    const std::string caller = std::to_string(::getpid());
     char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--protocol"),
-                    const_cast<char*>(version.c_str()), nullptr};
+                    const_cast<char*>(version.c_str()), const_cast<char*>("--caller"),
+                    const_cast<char*>(caller.c_str()), nullptr};
     char* envp[] = {nullptr};
     pid_t pid = -1;
     int rc = ::posix_spawn(&pid, path.c_str(), &fa, &attr, argv, envp);
@@ -277,8 +310,14 @@ bool fork_gate_usable() noexcept
             return false;
         struct utsname u{};
         int major = 0, minor = 0;
-        return ::uname(&u) == 0 && std::sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
-               (major > 5 || (major == 5 && minor >= 5));
+        if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
+            (major < 5 || (major == 5 && minor < 5)))
+            return false;
+        // The checks above install nothing, so they miss what only an installation meets:
+        // a listener on a filter above us (a container runtime that intercepts syscalls:
+        // EBUSY), a forbidden no_new_privs. The helper program installs the real filter
+        // on itself and exits, once per process.
+        return detail::probe_fork_gate_in_helper() == 0;
     }();
     return usable;
 }

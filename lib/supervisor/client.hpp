@@ -64,6 +64,11 @@ private:
 /// the build tree. Empty when none is executable.
 std::string supervisor_program();
 
+/// Runs `sandbox-supervisor --probe-fork-gate` and waits for it (about a millisecond; once
+/// per process, from `fork_gate_usable`): 0 when the fork gate's real filter installs, else
+/// the errno it failed with (ENOENT: no helper program).
+int probe_fork_gate_in_helper();
+
 } // namespace sandbox::detail
 
 #endif // SANDBOX_LIB_SUPERVISOR_CLIENT_HPP

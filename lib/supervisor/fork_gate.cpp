@@ -69,6 +69,19 @@ int install_fork_filter(const std::vector<sock_filter>& program)
     return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
+} // namespace
+
+int probe_fork_gate()
+{
+    const int listener = install_fork_filter(fork_filter_program());
+    if (listener < 0)
+        return -listener;
+    ::close(listener);
+    return 0;
+}
+
+namespace {
+
 // ------------------------------------------------------------------ the child's reports
 
 // The child reports in the supervisor protocol's own messages: `spawned` carrying the

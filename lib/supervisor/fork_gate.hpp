@@ -34,6 +34,12 @@ namespace sandbox::detail {
 int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener,
                 bool& gate_failed);
 
+/// \brief Installs the gate's real filter, with its listener, on the calling process, as
+/// the gated child would: 0, or the errno that would fail every gated start. Only for a
+/// process that exits right after (`sandbox-supervisor --probe-fork-gate`): the filter
+/// stays on it.
+int probe_fork_gate();
+
 /// One fork asking to go ahead.
 struct fork_request
 {

@@ -7,11 +7,19 @@
 // workers notice the helper's death. Orphans of a worker that died (killed by its own tree)
 // fall to the helper, which kills them. When the control socket closes (the library's
 // runner or io_context went away, or the library's process died) the helper kills every
-// worker and every process below them, reaps them all, and exits.
+// worker and every process below them, reaps them all, and exits. It does the same when the
+// library's process dies, watched through a pidfd of it taken at start: a command can copy
+// the control socket out of a dumpable caller (pidfd_getfd) and so keep the EOF from
+// arriving, but it cannot keep a process that died alive. The helper is not dumpable, so a
+// command of the same user can neither ptrace it nor copy its descriptors.
 //
-//   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
+//   usage: sandbox-supervisor --protocol N --caller PID   (started by the library, control
+//                                                          socket = fd 3)
+//          sandbox-supervisor --probe-fork-gate   (installs the fork gate's filter on itself
+//                                                  and exits: 0, or the errno it failed with)
 //          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
 #include "supervisor/channel.hpp"
+#include "supervisor/fork_gate.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/status_init.hpp"
 #include "supervisor/subtree.hpp"
@@ -35,6 +43,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace {
@@ -48,9 +57,10 @@ constexpr int control_fd = 3;
 class helper
 {
 public:
-    helper(asio::io_context& ctx, int sigfd, int lifeline_r, int lifeline_w, rlimit nofile)
-        : ctx_(ctx), control_(ctx, control_fd), sigfd_(ctx, sigfd), lifeline_r_(lifeline_r),
-          lifeline_w_(lifeline_w), command_nofile_(nofile)
+    helper(asio::io_context& ctx, int sigfd, int lifeline_r, int lifeline_w, rlimit nofile,
+           int caller)
+        : ctx_(ctx), control_(ctx, control_fd), sigfd_(ctx, sigfd), caller_(ctx, caller),
+          lifeline_r_(lifeline_r), lifeline_w_(lifeline_w), command_nofile_(nofile)
     {
     }
 
@@ -58,17 +68,19 @@ public:
     {
         asio::co_spawn(ctx_, read_control(), asio::detached);
         asio::co_spawn(ctx_, reap_loop(), asio::detached);
+        asio::co_spawn(ctx_, watch_caller(), asio::detached);
     }
 
 private:
     awaitable read_control();
     awaitable reap_loop();
+    awaitable watch_caller();
     void fork_worker(int chan);
     void sweep_orphans();
     [[noreturn]] void shut_down();
 
     asio::io_context& ctx_;
-    asio::posix::stream_descriptor control_, sigfd_;
+    asio::posix::stream_descriptor control_, sigfd_, caller_;
     sandbox::unique_fd lifeline_r_, lifeline_w_;
     rlimit command_nofile_;
     std::unordered_set<pid_t> workers_;
@@ -96,6 +108,14 @@ void helper::fork_worker(int chan)
     // Out of processes or memory: the library learns it before anything ran.
     proto::spawn_failed_msg f{errno, 0};
     proto::send_message(chan, proto::msg_type::spawn_failed, 0, proto::as_bytes(f));
+}
+
+awaitable helper::watch_caller()
+{
+    boost::system::error_code ec;
+    co_await caller_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    shut_down(); // a pidfd is readable once its process has ended (or on an error: fail closed)
 }
 
 awaitable helper::reap_loop()
@@ -127,12 +147,29 @@ void helper::shut_down()
     ::_exit(0);
 }
 
-int parse_protocol(int argc, char** argv)
+// The value after `name`, as a number; -1 when missing.
+long option_value(int argc, char** argv, std::string_view name)
 {
     for (int i = 1; i + 1 < argc; ++i)
-        if (std::string_view(argv[i]) == "--protocol")
-            return std::atoi(argv[i + 1]);
+        if (name == argv[i])
+            return std::strtol(argv[i + 1], nullptr, 10);
     return -1;
+}
+
+// A pidfd of the library's process, which started us: -1 when it is gone already (we were
+// re-parented before we could look) or the kernel has no pidfds. Checked as our parent
+// after the pidfd is open, so a recycled pid is never watched.
+int open_caller(long caller)
+{
+    if (caller <= 0)
+        return -1;
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(caller), 0));
+    if (fd >= 0 && ::getppid() != caller)
+    {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 } // namespace
@@ -141,7 +178,12 @@ int main(int argc, char** argv)
 {
     if (argc > 1 && std::string_view(argv[1]) == "--init")
         sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
-    if (parse_protocol(argc, argv) != static_cast<int>(proto::version))
+    if (argc == 2 && std::string_view(argv[1]) == "--probe-fork-gate")
+        return sandbox::detail::probe_fork_gate();
+    // Before anything else: a command of our user must not ptrace us or copy our control
+    // socket and lifeline (pidfd_getfd) to outlive its caller. (Workers inherit it.)
+    ::prctl(PR_SET_DUMPABLE, 0);
+    if (option_value(argc, argv, "--protocol") != static_cast<long>(proto::version))
     {
         std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "
                              "with another (a library from another build?)\n",
@@ -155,6 +197,13 @@ int main(int argc, char** argv)
         return 2;
     }
     ::fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+    const int caller = open_caller(option_value(argc, argv, "--caller"));
+    if (caller < 0)
+    {
+        std::fprintf(stderr, "sandbox-supervisor: the calling process (--caller) is gone or "
+                             "cannot be watched\n");
+        return 2; // nothing has run yet; the library sees the control socket close
+    }
     // Inherited dispositions: a SIGCHLD set to SIG_IGN would make the kernel reap our
     // children behind our back; SIGPIPE must not kill us (we send with MSG_NOSIGNAL anyway).
     ::signal(SIGCHLD, SIG_DFL);
@@ -178,7 +227,7 @@ int main(int argc, char** argv)
     ::fcntl(control_fd, F_SETFL, ::fcntl(control_fd, F_GETFL) | O_NONBLOCK);
 
     asio::io_context ctx(1);
-    helper h(ctx, sigfd, lifeline[0], lifeline[1], nofile);
+    helper h(ctx, sigfd, lifeline[0], lifeline[1], nofile, caller);
     h.start();
     ctx.run();
     return 0;

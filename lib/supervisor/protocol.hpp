@@ -24,8 +24,9 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 5; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
-                                             // 5: extra descriptors, ignored job signals
+inline constexpr std::uint32_t version = 6; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+                                             // 5: extra descriptors, ignored job signals;
+                                             // 6: the worker keeps the deadline
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -104,6 +105,11 @@ struct plan_fixed
     std::uint32_t extra_fds = 0;     // sent after the plan_fd ones; the command's fds 3, 4, ...
     backend::cap_limits caps{};
     std::int64_t sample_interval_ns = 0;
+    /// The timeout, counted by the worker from the spawn (0: none), and the grace its stop
+    /// gives (SIGTERM first; 0: SIGKILL at once). The worker keeps the deadline itself, so a
+    /// caller that is stuck or gone can neither hold nor stretch a run.
+    std::int64_t timeout_ns = 0;
+    std::int64_t kill_grace_ns = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<plan_fixed>, "plan_fixed goes over the wire as is");

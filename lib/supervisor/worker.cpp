@@ -188,7 +188,7 @@ struct current_exec
     // Members we reaped since the last sample (the ledger leaves them out: they are in our
     // RUSAGE_CHILDREN).
     std::unordered_set<pid_t> reaped_since_sample;
-    std::shared_ptr<asio::steady_timer> sample_timer, grace_timer;
+    std::shared_ptr<asio::steady_timer> sample_timer, grace_timer, deadline_timer;
     // The memory cap's second look (made only once the RSS sum reaches the cap).
     std::shared_ptr<pss_reader> pss;
     // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
@@ -219,6 +219,8 @@ private:
                           std::shared_ptr<asio::steady_timer> t);
     awaitable grace_wait(std::uint64_t id, nanoseconds grace,
                          std::shared_ptr<asio::steady_timer> t);
+    awaitable deadline_wait(std::uint64_t id, nanoseconds timeout, nanoseconds grace,
+                            std::shared_ptr<asio::steady_timer> t);
     awaitable gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g);
     asio::awaitable<bool> count_at_the_cap(std::uint64_t id, pid_t asking,
                                            asio::steady_timer& settle);
@@ -395,6 +397,15 @@ void worker::start_exec(const proto::plan& p)
         cur_->forks->on_listing(1); // the command
         cur_->gate = std::make_shared<asio::posix::stream_descriptor>(ctx_, listener.release());
         asio::co_spawn(ctx_, gate_loop(cur_->id, cur_->gate), asio::detached);
+    }
+    if (f.timeout_ns > 0)
+    {
+        cur_->deadline_timer = std::make_shared<asio::steady_timer>(ctx_);
+        asio::co_spawn(ctx_,
+                       deadline_wait(cur_->id, nanoseconds(f.timeout_ns),
+                                     nanoseconds(std::max<std::int64_t>(f.kill_grace_ns, 0)),
+                                     cur_->deadline_timer),
+                       asio::detached);
     }
     if (limits.any())
     {
@@ -665,6 +676,17 @@ awaitable worker::grace_wait(std::uint64_t id, nanoseconds grace,
     kill_all_and_finish();
 }
 
+// The timeout, from the spawn: the same stop a kill request for it makes.
+awaitable worker::deadline_wait(std::uint64_t id, nanoseconds timeout, nanoseconds grace,
+                                std::shared_ptr<asio::steady_timer> t)
+{
+    t->expires_after(timeout);
+    boost::system::error_code ec;
+    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec && running(id))
+        stop(end_reason::timed_out, grace);
+}
+
 void worker::on_reaped(pid_t p, int status, const struct rusage& ru)
 {
     if (cur_ && cur_->budget.limits().any())
@@ -720,7 +742,7 @@ void worker::finish()
     r.killed_after_exit = c.killed_after;
     std::string payload(proto::as_bytes(r));
     payload += c.last_failure.substr(0, 1024);
-    for (auto* t : {c.sample_timer.get(), c.grace_timer.get()})
+    for (auto* t : {c.sample_timer.get(), c.grace_timer.get(), c.deadline_timer.get()})
         if (t)
             t->cancel();
     if (c.pss)

@@ -86,6 +86,16 @@
 //   clone3                    a child made with the raw clone3 call (no glibc fallback) exits
 //                             at once; "clone3 ok\n" once it is reaped, or "clone3 <errno name>\n"
 //   nnp                       "nnp N\n": the no_new_privs flag (prctl)
+//   seccomp-listener-exec PROGRAM [ARG...]  set no_new_privs, install an allow-all seccomp
+//                             filter with a user-notification listener kept open across the
+//                             exec (as a container runtime that intercepts calls holds one),
+//                             then exec PROGRAM with ARGs: no filter below can have a listener
+//   steal-fds UP              copy every descriptor (0-1023) of the process UP generations above
+//                             this one (1: the parent) with pidfd_getfd and keep the copies
+//                             open: "stole N\n", or "steal <errno name>\n" when none could be
+//                             taken
+//   ptrace-up UP              PTRACE_ATTACH to the process UP generations above: "ptrace ok\n"
+//                             (then detached) or "ptrace <errno name>\n"
 //   seccomp-denied-exec PROGRAM [ARG...]  set no_new_privs, install a seccomp filter under
 //                             which seccomp() itself fails with EPERM (as in a container whose
 //                             runtime forbids it), then exec PROGRAM with ARGs
@@ -124,6 +134,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -141,6 +152,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -195,6 +207,35 @@ std::uint64_t number(std::string_view s, const std::string& what, std::uint64_t 
     if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > max)
         die("bad " + what + " '" + std::string(s) + "' (expected 0.." + std::to_string(max) + ")");
     return v;
+}
+
+// The process `up` generations above this one (1: the parent), from /proc/PID/stat.
+pid_t ancestor(std::uint64_t up)
+{
+    pid_t p = ::getpid();
+    for (std::uint64_t i = 0; i < up; ++i) {
+        const int fd = ::open(("/proc/" + std::to_string(p) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+        char buf[512];
+        const ssize_t n = fd < 0 ? -1 : ::read(fd, buf, sizeof buf - 1);
+        if (fd >= 0) ::close(fd);
+        if (n <= 0) die_errno("read stat of " + std::to_string(p));
+        buf[n] = '\0';
+        const char* close_paren = std::strrchr(buf, ')');
+        if (!close_paren || std::sscanf(close_paren + 2, "%*c %d", &p) != 1)
+            die("bad stat line");
+    }
+    return p;
+}
+
+// Executes a[0] with the arguments a (no PATH lookup).
+[[noreturn]] void exec_args(const args_t& a)
+{
+    std::vector<std::string> args(a.begin(), a.end());
+    std::vector<char*> argv;
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    die_errno("exec " + args[0]);
 }
 
 void sleep_ms(std::uint64_t ms)
@@ -525,6 +566,7 @@ constexpr mode_spec modes[] = {
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
+    {"steal-fds", 1, 1},      {"seccomp-listener-exec", 1, any},      {"ptrace-up", 1, 1},
     {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"share-children", 3, 3}, {"parent-stream", 3, 3}, {"orphan-stream", 2, 2},
 };
 
@@ -748,12 +790,7 @@ action_t prepare(std::string_view name, const args_t& a)
             if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
                 ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
                 die_errno("seccomp");
-            std::vector<std::string> args(a.begin(), a.end());
-            std::vector<char*> argv;
-            for (auto& s : args) argv.push_back(s.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            die_errno("exec " + args[0]);
+            exec_args(a);
         };
     if (mode == "fork-burst")
         return [n = procs(0)] {
@@ -777,6 +814,38 @@ action_t prepare(std::string_view name, const args_t& a)
             ::close(gate[0]);
             for (pid_t k : kids) wait_child(k);
             out("burst " + std::to_string(n) + "\n");
+        };
+    if (mode == "seccomp-listener-exec")
+        return [a] {
+            sock_filter allow_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+            sock_fprog prog{1, &allow_all};
+            const long fd = ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ? -1
+                : ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+            if (fd < 0 || ::fcntl(static_cast<int>(fd), F_SETFD, 0) != 0) die_errno("seccomp listener");
+            exec_args(a);
+        };
+    if (mode == "steal-fds")
+        return [up = number(a[0], "generations", 16)] {
+            const pid_t target = ancestor(up);
+            const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target, 0));
+            int stolen = 0, err = pidfd < 0 ? errno : EBADF;
+            for (int fd = 0; pidfd >= 0 && fd < 1024; ++fd) {
+                if (::syscall(SYS_pidfd_getfd, pidfd, fd, 0) >= 0) ++stolen; // kept open on purpose
+                else if (errno != EBADF) err = errno;
+            }
+            out(stolen > 0 ? "stole " + std::to_string(stolen) + "\n"
+                           : std::string("steal ") + strerrorname_np(err) + "\n");
+        };
+    if (mode == "ptrace-up")
+        return [up = number(a[0], "generations", 16)] {
+            const pid_t target = ancestor(up);
+            if (::ptrace(PTRACE_ATTACH, target, nullptr, nullptr) != 0) {
+                out(std::string("ptrace ") + strerrorname_np(errno) + "\n");
+                return;
+            }
+            ::waitpid(target, nullptr, __WALL);
+            ::ptrace(PTRACE_DETACH, target, nullptr, nullptr);
+            out("ptrace ok\n");
         };
     if (mode == "seccomp-listener")
         return [] {

@@ -332,6 +332,7 @@ public:
     }
 
     std::string err() const { return slurp(err_); }
+    std::string out() const { return slurp(out_); }
 
 private:
     static std::string slurp(const fs::path& p)
@@ -1158,6 +1159,84 @@ BOOST_AUTO_TEST_CASE(fork_bomb_under_a_process_cap_ends_budget_exceeded_with_not
     BOOST_TEST(later.size() == pids.size(),
                "processes recorded after exec completed: " << later.size() - pids.size());
     BOOST_TEST(still_alive(later).empty(), "alive 300 ms later: " << fmt(still_alive(later)));
+}
+
+// --- row 5: a command that holds its caller's descriptors ---------------------------------
+
+BOOST_AUTO_TEST_CASE(a_command_holding_its_callers_descriptors_dies_with_the_caller)
+{
+    // The command copies every descriptor of sandbox-run (command → worker → helper →
+    // sandbox-run) with pidfd_getfd: the control socket, its channel, the pipes. Its child
+    // inherits the copies. Neither the helper nor the worker can then see EOF when
+    // sandbox-run dies: the helper watches sandbox-run itself.
+    const auto pf = pidfile();
+    const auto ready = ready_file();
+    auto& cli = spawn_cli({"--root", root.str(), "--timeout", "30s", "--env",
+                           "SBX_PIDFILE=" + pf.string(), "--", sbx_test::target, "pidfile",
+                           "--then", "steal-fds", "3", "--then", "children", "1", "60000",
+                           "--then", "touch", ready.string(), "--then", "sleep", "60000"});
+    BOOST_TEST_REQUIRE(wait_for_file(ready, 3000ms), "the command never got ready");
+    BOOST_TEST(cli.out().rfind("stole ", 0) == 0, "the command took nothing: " << cli.out());
+    const auto pids = recorded(pf);
+    BOOST_TEST(pids.size() == 2u, "pids " << fmt(pids));
+
+    ::kill(cli.pid(), SIGKILL);
+    BOOST_TEST_REQUIRE(cli.wait_for(2000ms).has_value(), "sandbox-run survived SIGKILL");
+    BOOST_TEST(sbx_test::wait_gone(pids, 1000ms),
+               "alive 1 s after sandbox-run died: " << fmt(still_alive(pids)));
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_caller_cannot_stretch_the_timeout)
+{
+    // The worker keeps the deadline: while sandbox-run is stopped (its loop cannot run a
+    // timer), the 1 s timeout still ends the tree; once continued, sandbox-run reports it.
+    const auto pf = pidfile();
+    const auto ready = ready_file();
+    auto& cli = spawn_cli({"--root", root.str(), "--timeout", "1s", "--env",
+                           "SBX_PIDFILE=" + pf.string(), "--", sbx_test::target, "pidfile",
+                           "--then", "children", "1", "60000", "--then", "touch",
+                           ready.string(), "--then", "sleep", "60000"});
+    BOOST_TEST_REQUIRE(wait_for_file(ready, 900ms), "the command never got ready");
+    ::kill(cli.pid(), SIGSTOP);
+    const auto pids = recorded(pf);
+    BOOST_TEST(pids.size() == 2u, "pids " << fmt(pids));
+    BOOST_TEST(sbx_test::wait_gone(pids, 2500ms),
+               "alive 2.5 s into a 1 s timeout of a stopped caller: " << fmt(still_alive(pids)));
+    ::kill(cli.pid(), SIGCONT);
+    const auto st = cli.wait_for(2000ms);
+    BOOST_TEST(describe_status(st) == "exit 124", "stderr: " << cli.err());
+}
+
+BOOST_AUTO_TEST_CASE(an_unprivileged_command_can_neither_trace_nor_rob_the_helper)
+{
+    // sandbox-run, the helper and the command all run as nobody (copies of the programs in
+    // a directory nobody can reach). The command tries both verbs on the helper, its
+    // grandparent: ptrace, and pidfd_getfd of its control socket and lifeline.
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root and setpriv to become nobody");
+        return;
+    }
+    fs::permissions(root.path(), fs::perms::owner_all | fs::perms::group_read |
+                                     fs::perms::group_exec | fs::perms::others_read |
+                                     fs::perms::others_exec);
+    const auto run_copy = root.path() / "sandbox-run";
+    const auto sup_copy = root.path() / "sandbox-supervisor";
+    const auto target_copy = root.path() / "sbx_test_target";
+    fs::copy_file(sandbox_run, run_copy);
+    fs::copy_file(SBX_SUPERVISOR, sup_copy);
+    fs::copy_file(sbx_test::target, target_copy);
+    sandbox::exec_request req;
+    req.command = "/usr/bin/setpriv";
+    req.args = {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
+                "--max-processes", "0", "--", target_copy.string(), "ptrace-up", "2",
+                "--then", "steal-fds", "2"};
+    req.options.timeout = 20s;
+    req.options.env.inject = {{"SANDBOX_SUPERVISOR", sup_copy.string()}};
+    auto& op = start(std::move(req));
+    BOOST_TEST_REQUIRE(run_until_done(op, 25000ms), "exec did not complete");
+    BOOST_TEST(!op.ec, describe(op));
+    BOOST_TEST(op.result.out.data == "ptrace EPERM\nsteal EPERM\n", op.result.err.data);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -705,4 +705,30 @@ BOOST_AUTO_TEST_CASE(process_cap_refused_where_seccomp_is_forbidden)
     BOOST_TEST(j.at("stdout").as_string() == "");
 }
 
+BOOST_AUTO_TEST_CASE(enforcement_reports_no_process_cap_where_the_fork_gate_cannot_install)
+{
+    // Two hosts where the gate's filter cannot be installed: seccomp() forbidden, and a
+    // listener already held above us (a container runtime that intercepts calls): the kernel
+    // allows one listener per filter chain, which only a real installation finds out
+    // (EBUSY). --enforcement must say so, as the refused run does.
+    cli_fixture f;
+    for (const char* wrapper : {"seccomp-denied-exec", "seccomp-listener-exec"})
+        BOOST_TEST_CONTEXT(wrapper)
+        {
+            auto e = f.run_cli_via(sbx_test::target,
+                                   {wrapper, sandbox_run_path(), "--backend", "local", "--enforcement"});
+            BOOST_TEST_REQUIRE(e.exit_code == 0, e.err.data);
+            BOOST_TEST(parse_json(e.out.data).at("process_cap").as_bool() == false, e.out.data);
+            auto capped = f.run_cli_via(sbx_test::target,
+                                        {wrapper, sandbox_run_path(), "--json", "--backend", "local",
+                                         "--max-processes", "5", "--", "/bin/true"});
+            BOOST_TEST(capped.exit_code == 125, capped.err.data);
+            BOOST_TEST(parse_json(capped.out.data).at("error").at("code").as_string() ==
+                       "not_available");
+        }
+    // Where nothing stands in the way, the report says what runs.
+    auto plain = f.run_cli({"--backend", "local", "--enforcement"});
+    BOOST_TEST(parse_json(plain.out.data).at("process_cap").as_bool() == true, plain.out.data);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
