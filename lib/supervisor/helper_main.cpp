@@ -178,8 +178,9 @@ int main(int argc, char** argv)
 {
     if (argc > 1 && std::string_view(argv[1]) == "--init")
         sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
+    // _exit: nothing may run after the filter is on (a leak checker's clone would hit it).
     if (argc == 2 && std::string_view(argv[1]) == "--probe-fork-gate")
-        return sandbox::detail::probe_fork_gate();
+        ::_exit(sandbox::detail::probe_fork_gate());
     // Before anything else: a command of our user must not ptrace us or copy our control
     // socket and lifeline (pidfd_getfd) to outlive its caller. (Workers inherit it.)
     ::prctl(PR_SET_DUMPABLE, 0);
