@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sandbox {
@@ -99,18 +100,46 @@ boost::json::object to_json(const audit_record& r)
 
 audit_sink::~audit_sink() = default;
 
+namespace {
+
+[[noreturn]] void refuse_audit_file(errc code, const std::filesystem::path& path, std::string why,
+                                    int err)
+{
+    diagnostics d;
+    d.message = "cannot open the audit file: " + why;
+    d.path = path.string();
+    if (err != 0)
+        d.cause = boost::system::error_code(err, boost::system::system_category());
+    throw error(make_error_code(code), std::move(d));
+}
+
+} // namespace
+
 audit_file::audit_file(const std::filesystem::path& path)
 {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of blocking here.
+    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                 0600);
     if (fd_ < 0)
     {
         const int err = errno;
-        diagnostics d;
-        d.message = "cannot open the audit file: " + std::string(std::strerror(err));
-        d.path = path.string();
-        d.cause = boost::system::error_code(err, boost::system::system_category());
-        throw error(make_error_code(errc_from_errno(err)), std::move(d));
+        if (err == ENXIO)
+            refuse_audit_file(errc::validation, path,
+                              "a FIFO without a reader (or a socket) is refused: it could block "
+                              "the caller",
+                              err);
+        refuse_audit_file(errc_from_errno(err), path, std::strerror(err), err);
     }
+    // A FIFO that has a reader opens: refused all the same, as its reader could stall.
+    struct stat st{};
+    if (::fstat(fd_, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+        return;
+    ::close(fd_);
+    fd_ = -1;
+    refuse_audit_file(errc::validation, path,
+                      "not a regular file or a character device (a FIFO's reader could stall "
+                      "the caller)",
+                      0);
 }
 
 audit_file::~audit_file()
@@ -119,26 +148,32 @@ audit_file::~audit_file()
         ::close(fd_);
 }
 
-void audit_file::write(const audit_record& r) noexcept
+boost::system::error_code audit_file::write(const audit_record& r) noexcept
 {
+    boost::system::error_code ec;
     try
     {
         std::string line = boost::json::serialize(to_json(r));
         line += '\n';
         // One write(2) per line: with O_APPEND the kernel places it whole at the end, so
         // concurrent writers interleave lines, never bytes. A short write (disk full) is
-        // counted, not retried: a retry would be a second, separately placed piece.
+        // reported, not retried: a retry would be a second, separately placed piece.
         ssize_t n;
         do
             n = ::write(fd_, line.data(), line.size());
         while (n < 0 && errno == EINTR);
-        if (n != static_cast<ssize_t>(line.size()))
-            ++failures_;
+        if (n < 0)
+            ec.assign(errno, boost::system::system_category());
+        else if (n != static_cast<ssize_t>(line.size()))
+            ec = make_error_code(boost::system::errc::no_space_on_device);
     }
     catch (...)
     {
-        ++failures_;
+        ec = make_error_code(boost::system::errc::not_enough_memory);
     }
+    if (ec)
+        ++failures_;
+    return ec;
 }
 
 } // namespace sandbox

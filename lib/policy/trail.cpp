@@ -43,7 +43,19 @@ void trail::note(audit_event e, std::string layer, std::string reason,
     r.reason = std::move(reason);
     if (ec)
         r.error = error_name(ec);
-    sink_->write(r);
+    const auto failed = sink_->write(r);
+    if (failed && (e == audit_event::approved || e == audit_event::allowed))
+        unrecorded(failed);
+}
+
+void trail::unrecorded(const boost::system::error_code& why) const
+{
+    diagnostics d;
+    d.message = "the audit trail cannot record the call (" + why.message() +
+                "): nothing ran";
+    d.cause = why;
+    d.rule = "audit";
+    throw error(make_error_code(errc::internal), std::move(d));
 }
 
 void trail::started(const std::string& session_id)

@@ -23,6 +23,8 @@ public:
     bool active() const noexcept { return sink_ != nullptr; }
     /// A final record (denied, refused, finished) was written.
     bool closed() const noexcept { return closed_; }
+    /// Writes a record. One that the run depends on (`approved`, `allowed`: written before
+    /// anything runs) and that cannot be recorded throws `errc::internal`.
     void note(audit_event e, std::string layer, std::string reason = {},
               const boost::system::error_code& ec = {});
     void started(const std::string& session_id);
@@ -38,6 +40,7 @@ public:
 
 private:
     audit_record base(audit_event e, std::string layer) const;
+    [[noreturn]] void unrecorded(const boost::system::error_code& why) const;
     std::shared_ptr<audit_sink> sink_;
     bool closed_ = false;
     audit_record proto_{};

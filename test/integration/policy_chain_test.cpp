@@ -21,6 +21,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
@@ -61,7 +66,26 @@ private:
 // Keeps every record; the tests read them back.
 struct memory_sink final : sandbox::audit_sink
 {
-    void write(const sandbox::audit_record& r) noexcept override { records.push_back(r); }
+    boost::system::error_code write(const sandbox::audit_record& r) noexcept override
+    {
+        records.push_back(r);
+        return {};
+    }
+    std::vector<sandbox::audit_record> records;
+};
+
+// Refuses the records of one event (as a full disk would), keeps the others.
+struct failing_sink final : sandbox::audit_sink
+{
+    explicit failing_sink(sandbox::audit_event e) : fails(e) {}
+    boost::system::error_code write(const sandbox::audit_record& r) noexcept override
+    {
+        if (r.event == fails)
+            return make_error_code(boost::system::errc::no_space_on_device);
+        records.push_back(r);
+        return {};
+    }
+    sandbox::audit_event fails;
     std::vector<sandbox::audit_record> records;
 };
 
@@ -822,6 +846,93 @@ BOOST_FIXTURE_TEST_CASE(the_audit_trail_records_every_decision, real_fixture)
     }
 }
 
+BOOST_FIXTURE_TEST_CASE(an_audit_trail_that_cannot_record_stops_the_call, real_fixture)
+{
+    // /dev/full takes no byte: the `allowed` record, written before the run, fails, so the
+    // call fails (internal, with the reason) and the command never runs, for an exec and a
+    // session start alike. Before, the sink swallowed the failure and the command ran.
+    auto full = std::make_shared<sandbox::audit_file>("/dev/full");
+    auto r = sandbox::with_audit(backend(), full);
+    auto out = sbx_test::run(ioc, *r, sh("touch made"));
+    BOOST_TEST(out.ec == errc::internal);
+    BOOST_TEST(out.result.status == exec_status::not_started);
+    BOOST_TEST(out.result.diag.message.find("the audit trail cannot record the call") !=
+                   std::string::npos,
+               out.result.diag.message);
+    BOOST_TEST(out.result.diag.message.find("No space left on device") != std::string::npos,
+               out.result.diag.message);
+    BOOST_TEST(full->failures() >= 1u);
+    boost::system::error_code start_ec;
+    sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
+        try
+        {
+            auto s = co_await r->sessions()->start(sbx_test::shell("touch made-by-session"));
+            co_await s->wait();
+        }
+        catch (const sandbox::error& e)
+        {
+            start_ec = e.code();
+        }
+    });
+    BOOST_TEST(start_ec == errc::internal);
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made-by-session"));
+
+    // An `approved` record is written before the run too.
+    auto sink = std::make_shared<failing_sink>(sandbox::audit_event::approved);
+    scripted_approver ap;
+    sandbox::local_policy p;
+    p.approval = {{sandbox::command_patterns({"sh"})}, ap.fn()};
+    p.audit = sink;
+    auto approved = sandbox::compose_local(backend(), std::move(p));
+    BOOST_TEST(sbx_test::run(ioc, *approved, sh("touch made")).ec == errc::internal);
+    BOOST_TEST(ap.asked->size() == 1u);
+    BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+    for (const auto& rec : sink->records)
+        BOOST_TEST(rec.event != sandbox::audit_event::allowed);
+}
+
+BOOST_AUTO_TEST_CASE(the_audit_file_never_blocks_and_refuses_fifos)
+{
+    // A FIFO nobody reads: open(2) used to wait for a reader forever. Now refused at once.
+    // (Opened on a thread: should it block again, a reader set up after 2 s releases it.)
+    sbx_test::temp_dir dir;
+    const auto fifo = dir.path() / "fifo";
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    auto opened = std::async(std::launch::async, [&fifo]() -> boost::system::error_code {
+        try
+        {
+            sandbox::audit_file f(fifo);
+            return {};
+        }
+        catch (const sandbox::error& e)
+        {
+            BOOST_TEST(e.diag().message.find("FIFO") != std::string::npos, e.diag().message);
+            return e.code();
+        }
+    });
+    if (opened.wait_for(2s) != std::future_status::ready)
+    {
+        BOOST_ERROR("opening the audit FIFO blocked");
+        ::close(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    }
+    BOOST_TEST(opened.get() == errc::validation);
+    // With a reader it opens, and is refused all the same (the reader could stall us).
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    BOOST_TEST_REQUIRE(reader >= 0);
+    BOOST_CHECK_EXCEPTION(sandbox::audit_file{fifo}, sandbox::error,
+                          [](const sandbox::error& e) { return e.code() == errc::validation; });
+    ::close(reader);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 2s));
+    // Character devices are accepted; a write that fails is reported and counted.
+    sandbox::audit_file full("/dev/full");
+    BOOST_TEST(full.write(sandbox::audit_record{}) == boost::system::errc::no_space_on_device);
+    BOOST_TEST(full.failures() == 1u);
+    sandbox::audit_file null("/dev/null");
+    BOOST_TEST(!null.write(sandbox::audit_record{}));
+}
+
 BOOST_AUTO_TEST_CASE(the_audit_file_appends_and_classifies_open_failures)
 {
     sbx_test::temp_dir dir;
@@ -831,8 +942,8 @@ BOOST_AUTO_TEST_CASE(the_audit_file_appends_and_classifies_open_failures)
         sandbox::audit_file f(path);
         sandbox::audit_record r;
         r.command = "x";
-        f.write(r);
-        f.write(r);
+        BOOST_TEST(!f.write(r));
+        BOOST_TEST(!f.write(r));
         BOOST_TEST(f.failures() == 0u);
     }
     std::ifstream in(path);

@@ -15,12 +15,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,6 +133,54 @@ std::optional<pid_t> sandbox_run_with_child()
     }
     return std::nullopt;
 }
+
+// Every byte of `text` is one a terminal shows as is, or a newline.
+bool inert_on_a_terminal(const std::string& text)
+{
+    return std::all_of(text.begin(), text.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c == '\n' || (c >= 0x20 && c != 0x7f);
+    });
+}
+
+// A tmpfs of `kib` KiB on a fresh directory (needs root), unmounted on destruction.
+class small_tmpfs
+{
+public:
+    explicit small_tmpfs(int kib)
+    {
+        const std::string opts = "size=" + std::to_string(kib) + "k,mode=0700";
+        mounted_ = ::geteuid() == 0 &&
+                   ::mount("tmpfs", dir_.path().c_str(), "tmpfs", 0, opts.c_str()) == 0;
+    }
+    ~small_tmpfs()
+    {
+        if (mounted_)
+            ::umount2(dir_.path().c_str(), MNT_DETACH);
+    }
+    small_tmpfs(const small_tmpfs&) = delete;
+    small_tmpfs& operator=(const small_tmpfs&) = delete;
+    bool mounted() const { return mounted_; }
+    const std::filesystem::path& path() const { return dir_.path(); }
+
+    // Writes to a file until the file system has no room left.
+    void fill()
+    {
+        const auto p = dir_.path() / "filler";
+        const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        BOOST_TEST_REQUIRE(fd >= 0);
+        const std::string block(4096, 'x');
+        while (::write(fd, block.data(), block.size()) > 0)
+        {
+        }
+        BOOST_TEST(errno == ENOSPC);
+        ::close(fd);
+    }
+
+private:
+    sbx_test::temp_dir dir_;
+    bool mounted_ = false;
+};
 
 } // namespace
 
@@ -505,6 +556,72 @@ BOOST_FIXTURE_TEST_CASE(a_stalled_reader_cannot_outlast_the_timeout_or_a_signal,
     BOOST_TEST(term.err.data.find("rc=130") != std::string::npos, term.err.data);
 }
 
+BOOST_FIXTURE_TEST_CASE(output_written_during_the_kill_grace_is_streamed, cli_fixture)
+{
+    // The command prints on SIGTERM and exits 0.5 s into its 2 s grace. Before, streaming
+    // stopped at the timeout itself: that output was dropped, even into a regular file, and
+    // the run ended blaming a stalled reader.
+    const std::string script = "trap 'echo got-term; sleep 0.5; echo cleanup-done; exit 0' TERM; "
+                               "echo ready; while :; do sleep 0.1; done";
+    const std::string want = "ready\ngot-term\ncleanup-done\n";
+    auto piped = run_cli({"--timeout", "1s", "--kill-grace", "2s", "--", "/bin/sh", "-c", script});
+    BOOST_TEST(piped.exit_code == 124);
+    BOOST_TEST(piped.out.data == want, piped.err.data);
+    BOOST_TEST(piped.err.data.find("stalled") == std::string::npos, piped.err.data);
+
+    const auto file = root.path() / "out.txt";
+    auto to_file = run_cli_via(
+        "/bin/sh", {"-c", "\"$0\" --timeout 1s --kill-grace 2s -- /bin/sh -c \"$1\" > \"$2\"",
+                    sandbox_run_path(), script, file.string()});
+    BOOST_TEST(to_file.exit_code == 124);
+    std::ifstream in(file);
+    const std::string written((std::istreambuf_iterator<char>(in)), {});
+    BOOST_TEST(written == want, to_file.err.data);
+    BOOST_TEST(to_file.err.data.find("stalled") == std::string::npos, to_file.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stalled_reader_ends_the_run_at_the_end_of_the_grace, cli_fixture)
+{
+    // Nobody reads the pipe and `yes` fills it: sandbox-run waits for the reader until the
+    // timeout and the grace have passed (2 s), then kills the tree and blames the reader.
+    const std::string script = "{ s=$(date +%s%N); \"$0\" --timeout 1s --kill-grace 1s -- yes; "
+                               "rc=$?; e=$(date +%s%N); echo \"rc=$rc ms=$(( (e - s) / 1000000 ))\" >&2; } "
+                               "| sleep 5";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
+    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
+                   std::string::npos,
+               r.err.data);
+    const auto at = r.err.data.find("ms=");
+    BOOST_TEST_REQUIRE(at != std::string::npos);
+    const long ms = std::stol(r.err.data.substr(at + 3));
+    BOOST_TEST(ms >= 1900);
+    BOOST_TEST(ms < 3500);
+}
+
+BOOST_FIXTURE_TEST_CASE(refusals_show_control_bytes_escaped, cli_fixture)
+{
+    // A command name or a path that clears the screen, sets the window title and rings the
+    // bell: shown as \x1b... on stderr, as the --ask question shows them.
+    const std::string evil = "\x1b[2J\x1b]0;pwned\x07name\x7f\r";
+    auto denied = run_cli({"--allow-command", "ls", "--", evil});
+    BOOST_TEST(denied.exit_code == 125);
+    BOOST_TEST(denied.err.data.find("\\x1b[2J\\x1b]0;pwned\\x07name\\x7f\\x0d") !=
+                   std::string::npos,
+               denied.err.data);
+    BOOST_TEST(inert_on_a_terminal(denied.err.data), denied.err.data);
+
+    auto missing = run_cli({"--", evil});
+    BOOST_TEST(missing.exit_code == 127);
+    BOOST_TEST(missing.err.data.find("\\x1b[2J") != std::string::npos, missing.err.data);
+    BOOST_TEST(inert_on_a_terminal(missing.err.data), missing.err.data);
+
+    auto workdir = run_cli({"--workdir", "no-" + evil, "--", "true"});
+    BOOST_TEST(workdir.exit_code == 125);
+    BOOST_TEST(workdir.err.data.find("no-\\x1b[2J") != std::string::npos, workdir.err.data);
+    BOOST_TEST(inert_on_a_terminal(workdir.err.data), workdir.err.data);
+}
+
 BOOST_FIXTURE_TEST_CASE(option_like_arguments_reach_the_command, cli_fixture)
 {
     auto r = run_cli({sbx_test::target, "print-args", "--json", "--timeout", "1s", "--", "-h"});
@@ -639,6 +756,62 @@ BOOST_FIXTURE_TEST_CASE(an_audit_file_that_cannot_be_opened_stops_the_run, cli_f
     BOOST_TEST(r.exit_code == 125);
     BOOST_TEST(parse_json(r.out.data).at("error").at("code").as_string() == "not_found");
     BOOST_TEST(!std::filesystem::exists(root.path() / "made"));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_audit_trail_that_cannot_record_stops_the_run, cli_fixture)
+{
+    // /dev/full opens but takes no byte. Before, the command ran (exit 0) with nothing
+    // recorded and no word; now the `allowed` record fails before the run: 125, internal.
+    const auto made = root.path() / "made";
+    auto plain = run_cli({"--audit", "/dev/full", "--", "touch", made.string()});
+    BOOST_TEST(plain.exit_code == 125);
+    BOOST_TEST(plain.err.data.find("internal: the audit trail cannot record the call (No space "
+                                   "left on device): nothing ran") != std::string::npos,
+               plain.err.data);
+    auto json = run_cli({"--json", "--audit", "/dev/full", "--", "touch", made.string()});
+    BOOST_TEST(json.exit_code == 125);
+    BOOST_TEST(parse_json(json.out.data).at("error").at("code").as_string() == "internal");
+    BOOST_TEST(!std::filesystem::exists(made));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_audit_fifo_without_a_reader_is_refused_at_once, cli_fixture)
+{
+    // open(2) of a FIFO for writing waited for a reader: sandbox-run hung before the run.
+    const auto fifo = root.path() / "audit.fifo";
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const auto made = root.path() / "made";
+    sandbox::exec_request req;
+    req.command = sandbox_run_path();
+    req.args = {"--audit", fifo.string(), "--", "touch", made.string()};
+    req.options.timeout = 5s;
+    const auto start = std::chrono::steady_clock::now();
+    auto out = run(std::move(req), 10s);
+    BOOST_TEST_REQUIRE(!out.ec, out.result.diag);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 3s));
+    BOOST_TEST(out.result.exit_code == 125);
+    BOOST_TEST(out.result.err.data.find("validation: cannot open the audit file: a FIFO") !=
+                   std::string::npos,
+               out.result.err.data);
+    BOOST_TEST(!std::filesystem::exists(made));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_audit_file_on_a_full_file_system_stops_the_run, cli_fixture)
+{
+    small_tmpfs fs(64);
+    if (!fs.mounted())
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root to mount a tmpfs");
+        return;
+    }
+    const auto audit = fs.path() / "audit.jsonl";
+    std::ofstream(audit).close();
+    fs.fill();
+    const auto made = root.path() / "made";
+    auto r = run_cli({"--audit", audit.string(), "--", "touch", made.string()});
+    BOOST_TEST(r.exit_code == 125);
+    BOOST_TEST(r.err.data.find("the audit trail cannot record the call") != std::string::npos,
+               r.err.data);
+    BOOST_TEST(!std::filesystem::exists(made));
 }
 
 BOOST_AUTO_TEST_CASE(process_cap_for_an_unprivileged_caller)

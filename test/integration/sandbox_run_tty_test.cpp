@@ -74,9 +74,20 @@ public:
         return t;
     }
 
+    // The terminal device belongs to `uid` (as a login gives it to the user).
+    void give_to(uid_t uid) { BOOST_REQUIRE(::fchown(slave_, uid, static_cast<gid_t>(-1)) == 0); }
+    const std::string& slave_name() const { return slave_name_; }
+
     // sandbox-run ARGS in a session of its own with this terminal as controlling terminal
     // (and as stdin, unless `stdin_path` names another file).
     void start(const std::vector<std::string>& args, const std::string& stdin_path = {})
+    {
+        spawn(sandbox_run, args, stdin_path, environ, {});
+    }
+
+    // `program ARGS` the same way, with environment `env`, in `dir` (unless empty).
+    void spawn(const std::string& program, const std::vector<std::string>& args,
+               const std::string& stdin_path, char* const* env, const std::string& dir)
     {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
@@ -90,11 +101,13 @@ public:
             ::posix_spawn_file_actions_adddup2(&fa, 1, 0);
         else
             ::posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
-        std::vector<char*> argv{const_cast<char*>(sandbox_run.c_str())};
+        if (!dir.empty())
+            ::posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+        std::vector<char*> argv{const_cast<char*>(program.c_str())};
         for (const auto& a : args)
             argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
-        int rc = ::posix_spawn(&pid_, sandbox_run.c_str(), &fa, &attr, argv.data(), environ);
+        int rc = ::posix_spawn(&pid_, program.c_str(), &fa, &attr, argv.data(), env);
         ::posix_spawn_file_actions_destroy(&fa);
         ::posix_spawnattr_destroy(&attr);
         BOOST_REQUIRE(rc == 0);
@@ -158,6 +171,26 @@ bool same(const termios& a, const termios& b)
            a.c_lflag == b.c_lflag && std::memcmp(a.c_cc, b.c_cc, sizeof a.c_cc) == 0;
 }
 
+// Sends `sig` to `sandbox-run --tty` while its command runs (our terminal raw meanwhile),
+// and checks that afterwards our terminal is exactly as before and that the command's tree,
+// a process of another session included, is gone. Returns sandbox-run's wait status.
+int signal_a_running_session(int sig)
+{
+    user_terminal t;
+    const termios before = t.settings();
+    sbx_test::temp_dir dir;
+    const auto pidfile = dir.path() / "pids";
+    t.start({"--tty", "--", "sh", "-c",
+             "setsid sleep 30 & echo $! > " + pidfile.string() + "; echo ready; wait"});
+    t.read_until("ready");
+    BOOST_TEST((t.settings().c_lflag & (ECHO | ICANON)) == 0u);
+    t.signal(sig);
+    const int st = t.wait();
+    BOOST_TEST(same(t.settings(), before));
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile)));
+    return st;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(sandbox_run_tty)
@@ -206,19 +239,90 @@ BOOST_AUTO_TEST_CASE(a_window_change_resizes_the_commands_terminal)
 
 BOOST_AUTO_TEST_CASE(sigterm_to_sandbox_run_kills_the_tree_and_restores_the_terminal)
 {
-    user_terminal t;
-    const termios before = t.settings();
-    sbx_test::temp_dir dir;
-    const auto pidfile = dir.path() / "pids";
-    t.start({"--tty", "--", "sh", "-c",
-             "setsid sleep 30 & echo $! > " + pidfile.string() + "; echo ready; wait"});
-    t.read_until("ready");
-    t.signal(SIGTERM);
-    const int st = t.wait();
+    const int st = signal_a_running_session(SIGTERM);
     BOOST_TEST(WIFEXITED(st));
     BOOST_TEST(WEXITSTATUS(st) == 130);
-    BOOST_TEST(same(t.settings(), before));
-    BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile)));
+}
+
+BOOST_AUTO_TEST_CASE(every_signal_that_ends_sandbox_run_restores_the_terminal)
+{
+    // Before, only SIGINT and SIGTERM (which cancel the run) restored it: the others killed
+    // sandbox-run with the caller's terminal left raw. Now it is restored, sandbox-run dies of
+    // the signal as before, and the tree goes with it.
+    for (int sig : {SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
+    {
+        BOOST_TEST_CONTEXT("signal " << sig)
+        {
+            const int st = signal_a_running_session(sig);
+            BOOST_TEST(WIFSIGNALED(st));
+            BOOST_TEST((WIFSIGNALED(st) ? WTERMSIG(st) : 0) == sig);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(an_unprivileged_command_cannot_reach_the_callers_terminal)
+{
+    // sandbox-run runs as nobody on a terminal that nobody owns, with the terminal as its
+    // stdin; the command (the same uid) walks up to it and tries to open its stdin through
+    // /proc and push a key into it with TIOCSTI. sandbox-run is not dumpable, so /proc
+    // refuses (before, the open worked). The command is in a session of its own: /dev/tty
+    // is nothing to it, and the terminal opened by its path takes no TIOCSTI.
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0 ||
+        ::access("/usr/bin/perl", X_OK) != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root, setpriv and perl");
+        return;
+    }
+    namespace fs = std::filesystem;
+    sbx_test::temp_dir dir;
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::others_read |
+                                    fs::perms::others_exec | fs::perms::group_read |
+                                    fs::perms::group_exec);
+    const auto run_copy = dir.path() / "sandbox-run";
+    const auto sup_copy = dir.path() / "sandbox-supervisor";
+    fs::copy_file(sandbox_run, run_copy);
+    fs::copy_file(SBX_SUPERVISOR, sup_copy);
+    const std::string probe = R"(
+my $p = getppid();
+while ($p > 1) {
+    open(my $c, "<", "/proc/$p/comm") or last;
+    my $n = <$c>; chomp $n;
+    last if $n eq "sandbox-run";
+    open(my $s, "<", "/proc/$p/stat") or last;
+    my $st = <$s>; ($p) = $st =~ /\) \S+ (\d+)/;
+}
+print "found: ", ($p > 1 ? "yes" : "no"), "\n";
+my $key = "x";
+if (open(my $t, "+<", "/proc/$p/fd/0")) {
+    print "proc-fd: opened\n";
+    print "proc-tiocsti: ", (ioctl($t, 0x5412, $key) ? "pushed" : "$!"), "\n";
+} else { print "proc-fd: $!\n"; }
+print "dev-tty: ", (open(my $d, "+<", "/dev/tty") ? "opened" : "$!"), "\n";
+if (open(my $q, "+<", $ARGV[0])) {
+    print "path-tiocsti: ", (ioctl($q, 0x5412, $key) ? "pushed" : "$!"), "\n";
+}
+print "done\n";
+)";
+    user_terminal t;
+    t.give_to(65534);
+    std::vector<std::string> env_text{"PATH=/usr/bin:/bin", "SANDBOX_SUPERVISOR=" + sup_copy.string()};
+    std::vector<char*> env;
+    for (auto& e : env_text)
+        env.push_back(e.data());
+    env.push_back(nullptr);
+    t.spawn("/usr/bin/setpriv",
+            {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(), "--",
+             "/usr/bin/perl", "-e", probe, t.slave_name()},
+            {}, env.data(), dir.str());
+    const std::string screen = t.read_until("done");
+    BOOST_TEST(screen.find("found: yes") != std::string::npos, screen);
+    BOOST_TEST(screen.find("proc-fd: Permission denied") != std::string::npos, screen);
+    BOOST_TEST(screen.find("dev-tty: No such device or address") != std::string::npos, screen);
+    BOOST_TEST(screen.find("path-tiocsti: Operation not permitted") != std::string::npos, screen);
+    BOOST_TEST(screen.find("pushed") == std::string::npos, screen);
+    const int st = t.wait();
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == 0);
 }
 
 BOOST_FIXTURE_TEST_CASE(tty_needs_a_terminal_and_excludes_json, sbx_test::local_fixture)

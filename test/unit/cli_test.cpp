@@ -674,6 +674,16 @@ BOOST_AUTO_TEST_CASE(sanitize_keeps_valid_text)
         BOOST_TEST(sbx_cli::sanitize_utf8(s) == s);
 }
 
+BOOST_AUTO_TEST_CASE(printable_text_escapes_what_a_terminal_would_act_on)
+{
+    using sandbox::cli::printable_text;
+    BOOST_TEST(printable_text("plain text: /a b/c-1.txt ~") == "plain text: /a b/c-1.txt ~");
+    BOOST_TEST(printable_text("\x1b[2J\a\r\n\t") == "\\x1b[2J\\x07\\x0d\\x0a\\x09");
+    BOOST_TEST(printable_text(std::string("nul\0del\x7f", 8)) == "nul\\x00del\\x7f");
+    // C1 controls (U+009B, a CSI to some terminals) and every other non-ASCII byte.
+    BOOST_TEST(printable_text("\xc2\x9b" "caf\xc3\xa9") == "\\xc2\\x9bcaf\\xc3\\xa9");
+}
+
 BOOST_AUTO_TEST_CASE(sanitize_replaces_each_invalid_sequence)
 {
     struct row

@@ -1,5 +1,6 @@
 // tools/sandbox-run/ask_terminal.cpp: the `--ask` approver, asynchronous on the run's loop.
 #include "ask_terminal.hpp"
+#include "cli.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
@@ -10,7 +11,6 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -24,31 +24,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Bytes a terminal could act on are shown as \xNN: C0 controls and DEL, and every byte
-// of a non-ASCII character (C1 controls such as U+009B, a CSI to some terminals, and
-// bidirectional overrides are encoded there).
-bool shown_as_is(unsigned char c)
-{
-    return c >= 0x20 && c < 0x7f;
-}
-
-std::string escaped(std::string_view text)
-{
-    std::string out;
-    for (unsigned char c : text)
-    {
-        if (shown_as_is(c))
-        {
-            out += static_cast<char>(c);
-            continue;
-        }
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\x%02x", c);
-        out += buf;
-    }
-    return out;
-}
-
 // A word as a shell would need it: bare when it has only "safe" characters.
 std::string printable_word(const std::string& w)
 {
@@ -58,7 +33,7 @@ std::string printable_word(const std::string& w)
     if (bare)
         return w;
     std::string quoted = "'";
-    for (char c : escaped(w))
+    for (char c : printable_text(w))
         quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return quoted + "'";
 }
@@ -98,7 +73,7 @@ asio::awaitable<approval_decision> ask(std::string tty_path, approval_request rq
     // Keys typed before the question was shown (or pasted) must not answer it.
     ::tcflush(fd, TCIFLUSH);
     // The reason quotes the command's name: escaped like the command line.
-    const std::string question = "sandbox-run: approval needed: " + escaped(rq.reason) +
+    const std::string question = "sandbox-run: approval needed: " + printable_text(rq.reason) +
                                  "\n  " + printable_command(rq.call) + "\nRun it? [y/N] ";
     co_await asio::async_write(tty, asio::buffer(question), asio::use_awaitable);
     std::string line;

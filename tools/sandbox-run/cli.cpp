@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -677,6 +678,24 @@ private:
 };
 
 } // namespace
+
+std::string printable_text(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (const unsigned char c : text)
+    {
+        if (c >= 0x20 && c < 0x7f)
+        {
+            out += static_cast<char>(c);
+            continue;
+        }
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+    }
+    return out;
+}
 
 std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r)
 {

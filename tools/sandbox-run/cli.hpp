@@ -140,6 +140,12 @@ int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_res
 /// a FIFO's writer has taken part of the timeout.
 void shrink_timeout(sandbox::exec_options& o, std::chrono::nanoseconds left);
 
+/// \brief `text` safe to show on a terminal: C0 control bytes, DEL and every byte of a
+/// non-ASCII character (C1 controls, bidirectional overrides) as `\xNN`, so that no command
+/// name, argument or path can move the cursor, clear the screen or hide text. Used for the
+/// `--ask` question and for every line sandbox-run writes to stderr.
+std::string printable_text(std::string_view text);
+
 /// Replaces ill-formed UTF-8 with U+FFFD (`<sandbox/utf8.hpp>`).
 using sandbox::sanitize_utf8;
 

@@ -33,6 +33,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace {
@@ -64,10 +65,12 @@ bool write_all(int fd, std::string_view data)
     return true;
 }
 
+// One line on stderr; the text is escaped (`printable_text`): it may quote the command's
+// name, arguments or paths, which must not act on the caller's terminal.
 void print_error(std::string_view text)
 {
     std::string line = "sandbox-run: ";
-    line += text;
+    line += cli::printable_text(text);
     line += '\n';
     write_all(STDERR_FILENO, line);
 }
@@ -217,9 +220,10 @@ std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::r
 }
 
 // The chain of --allow-command, --ask and --audit in front of the backend (none: the backend
-// itself). Throws sandbox::error when the audit file cannot be opened.
+// itself); `audit` gets the audit file. Throws sandbox::error when it cannot be opened.
 std::unique_ptr<sandbox::runner> with_chain(std::unique_ptr<sandbox::runner> backend,
-                                            const cli::run_config& cfg)
+                                            const cli::run_config& cfg,
+                                            std::shared_ptr<sandbox::audit_file>& audit)
 {
     if (cfg.chain.empty())
         return backend;
@@ -232,9 +236,20 @@ std::unique_ptr<sandbox::runner> with_chain(std::unique_ptr<sandbox::runner> bac
         p.approval.deadline = cfg.chain.ask_timeout;
     }
     if (!cfg.chain.audit.empty())
-        p.audit = std::make_shared<sandbox::audit_file>(cfg.chain.audit);
+        p.audit = audit = std::make_shared<sandbox::audit_file>(cfg.chain.audit);
     return sandbox::compose_local(std::move(backend), std::move(p));
 }
+
+// Records the chain could not write after the run (the ones before it stop the call).
+int warn_unrecorded(const sandbox::audit_file* audit, int status)
+{
+    if (audit && audit->failures() > 0)
+        print_error("warning: " + std::to_string(audit->failures()) +
+                    " audit record(s) could not be written");
+    return status;
+}
+
+int run_chained(cli::run_config& cfg, asio::io_context& ioc, sandbox::runner& runner);
 
 int run(cli::run_config& cfg)
 {
@@ -253,9 +268,10 @@ int run(cli::run_config& cfg)
         write_all(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
         return 0;
     }
+    std::shared_ptr<sandbox::audit_file> audit;
     try
     {
-        owned = with_chain(std::move(owned), cfg);
+        owned = with_chain(std::move(owned), cfg, audit);
     }
     catch (const sandbox::error& e)
     {
@@ -263,7 +279,12 @@ int run(cli::run_config& cfg)
         nothing.diag = e.diag();
         return report(cfg, e.code(), nothing);
     }
-    sandbox::runner& runner = *owned;
+    return warn_unrecorded(audit.get(), run_chained(cfg, ioc, *owned));
+}
+
+// The run itself, once the chain (if any) is in front of the backend.
+int run_chained(cli::run_config& cfg, asio::io_context& ioc, sandbox::runner& runner)
+{
     if (!cli::interrupts::install())
         throw std::system_error(errno, std::generic_category(), "cannot watch SIGINT/SIGTERM");
     asio::posix::stream_descriptor interrupt(ioc, ::fcntl(cli::interrupts::fd(), F_DUPFD_CLOEXEC, 0));
@@ -279,8 +300,10 @@ int run(cli::run_config& cfg)
 
     using clock = std::chrono::steady_clock;
     const auto timeout = cfg.request.options.timeout;
+    // The run lasts until the timeout and then the kill grace: what the command writes after
+    // its SIGTERM is part of it.
     cli::output_writer out(timeout > std::chrono::nanoseconds::zero()
-                               ? clock::now() + timeout
+                               ? clock::now() + timeout + cfg.request.options.kill_grace
                                : clock::time_point::max());
     if (!cfg.json)
         cfg.request.on_output = [&out](sandbox::output_stream s, std::string_view data) {
@@ -341,6 +364,10 @@ int main(int argc, char** argv)
     // A closed stdout or stderr must end the run (EPIPE), not kill us: the helper would then
     // kill the tree without a word. Commands start with default dispositions regardless.
     ::signal(SIGPIPE, SIG_IGN);
+    // Not dumpable: a command of the same uid can then neither open /proc/<us>/fd/* (our
+    // terminal, the helper's control socket), nor ptrace us, nor copy our descriptors with
+    // pidfd_getfd. Root commands of the local backend keep CAP_SYS_PTRACE and still can.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     try
     {
         return main_checked(argc, argv);

@@ -71,27 +71,37 @@ bool output_writer::stop(write_end why, int err)
     return false;
 }
 
-bool output_writer::write(int fd, std::string_view data)
+// How long a write may wait for the reader now: until the deadline, 0 once it passed (one
+// last look), -1 without one.
+int output_writer::wait_ms() const
 {
     using clock = std::chrono::steady_clock;
+    if (deadline_ == clock::time_point::max())
+        return -1;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - clock::now());
+    return static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
+}
+
+bool output_writer::write(int fd, std::string_view data)
+{
     while (!data.empty())
     {
         if (interrupts::raised())
             return stop(write_end::interrupted);
-        int wait_ms = -1;
-        if (deadline_ != clock::time_point::max())
-        {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - clock::now());
-            if (left.count() <= 0)
-                return stop(write_end::timed_out);
-            wait_ms = static_cast<int>(std::min<long long>(left.count(), INT_MAX));
-        }
+        const int wait = wait_ms();
         pollfd p[2] = {{fd, POLLOUT, 0}, {interrupts::fd(), POLLIN, 0}};
-        const int ready = ::poll(p, 2, wait_ms);
+        const int ready = ::poll(p, 2, wait);
         if (ready < 0 && errno != EINTR)
             return stop(write_end::failed, errno);
-        if (ready <= 0 || (p[0].revents == 0))
-            continue; // a signal (checked above), the deadline (checked above), or EINTR
+        if (ready <= 0 || p[0].revents == 0)
+        {
+            // Past the deadline only a reader that has no room even now has stalled: output
+            // written during the kill grace, or read late by a reader that keeps up, still
+            // goes out. Otherwise a signal (checked above), the deadline's poll, or EINTR.
+            if (wait == 0 && ready == 0)
+                return stop(write_end::timed_out);
+            continue;
+        }
         // POLLOUT promises PIPE_BUF bytes of room, so a write of at most that never blocks;
         // regular files never do.
         const std::size_t n =

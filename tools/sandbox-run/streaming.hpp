@@ -37,17 +37,19 @@ enum class write_end
     ok,
     reader_gone, ///< EPIPE: whoever read our stdout or stderr went away
     interrupted, ///< SIGINT or SIGTERM while waiting for the reader
-    timed_out,   ///< the run's deadline passed while the reader was stalled
+    timed_out,   ///< the deadline passed while the reader had no room for more
     failed,      ///< another write error (`error` holds errno)
 };
 
 /// \brief Writes streamed output to our stdout and stderr, waiting for a slow reader (its
 /// backpressure reaches the command through the library) but never past the deadline or an
-/// interrupt.
+/// interrupt. Past the deadline, output still goes out as long as the reader has room for
+/// it: only a reader that has none then has stalled.
 class output_writer
 {
 public:
-    /// `deadline`: when the run's timeout expires (time_point::max() for none).
+    /// `deadline`: when the run's timeout and its kill grace have expired (time_point::max()
+    /// for none): what the command writes after SIGTERM belongs to the run.
     explicit output_writer(std::chrono::steady_clock::time_point deadline);
 
     /// Writes all of `data` to `fd`; false once it had to stop (see `why()`).
@@ -60,6 +62,7 @@ public:
 
 private:
     bool stop(write_end why, int err = 0);
+    int wait_ms() const;
 
     std::chrono::steady_clock::time_point deadline_;
     bool regular_[3] = {false, false, false}; // fds 1 and 2: regular files never block

@@ -18,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -50,30 +52,82 @@ void write_out(int fd, std::string_view data)
     }
 }
 
-// Our terminal in raw mode for the lifetime of this object, then exactly as it was.
+// One line of ours on stderr, escaped (it may quote the command's name or a path).
+void say(std::string_view text)
+{
+    write_out(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
+}
+
+// The terminal and settings a fatal signal restores before sandbox-run dies of it.
+volatile sig_atomic_t raw_fd = -1;
+termios cooked{};
+
+extern "C" void restore_and_die(int sig)
+{
+    if (raw_fd >= 0)
+        ::tcsetattr(raw_fd, TCSANOW, &cooked); // async-signal-safe
+    // SA_RESETHAND made the action the default again and SA_NODEFER left the signal
+    // unblocked: this ends the process as the signal would have (the tree goes with it).
+    ::raise(sig);
+}
+
+// Signals whose default action ends the process, other than SIGINT and SIGTERM (they cancel
+// the run, see `interrupts`) and SIGKILL and SIGSTOP (nothing catches them).
+std::vector<int> fatal_signals()
+{
+    std::vector<int> sigs{SIGHUP,  SIGQUIT, SIGUSR1,   SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
+                          SIGXCPU, SIGXFSZ, SIGPOLL,   SIGPWR,  SIGSYS,  SIGTRAP,   SIGABRT,
+                          SIGBUS,  SIGFPE,  SIGSTKFLT, SIGILL,  SIGSEGV};
+    for (int s = SIGRTMIN; s <= SIGRTMAX; ++s)
+        sigs.push_back(s);
+    return sigs;
+}
+
+// Our terminal in raw mode for the lifetime of this object, then exactly as it was, also
+// when a signal ends sandbox-run meanwhile (one that was ignored stays ignored).
 class raw_mode
 {
 public:
     explicit raw_mode(int fd)
     {
-        if (::tcgetattr(fd, &saved_) != 0)
+        if (::tcgetattr(fd, &cooked) != 0)
             return;
-        termios raw = saved_;
+        termios raw = cooked;
         ::cfmakeraw(&raw);
+        raw_fd = fd;
+        for (int s : fatal_signals())
+            catch_default(s);
         if (::tcsetattr(fd, TCSANOW, &raw) == 0)
             fd_ = fd;
     }
     ~raw_mode()
     {
         if (fd_ >= 0)
-            ::tcsetattr(fd_, TCSANOW, &saved_);
+            ::tcsetattr(fd_, TCSANOW, &cooked);
+        for (const auto& [sig, old] : caught_)
+            ::sigaction(sig, &old, nullptr);
+        raw_fd = -1;
     }
     raw_mode(const raw_mode&) = delete;
     raw_mode& operator=(const raw_mode&) = delete;
 
 private:
+    void catch_default(int sig)
+    {
+        struct sigaction old{};
+        if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO) != 0)
+            return;
+        struct sigaction sa{};
+        sa.sa_handler = restore_and_die;
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        if (::sigaction(sig, &sa, nullptr) == 0)
+            caught_.emplace_back(sig, old);
+    }
+
     int fd_ = -1;
-    termios saved_{};
+    std::vector<std::pair<int, struct sigaction>> caught_;
 };
 
 // SIGWINCH as a readable self-pipe (sandbox-run owns its signals; the library has none).
@@ -285,12 +339,12 @@ int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& 
 {
     if (!::isatty(STDIN_FILENO))
     {
-        write_out(STDERR_FILENO, "sandbox-run: --tty needs a terminal on stdin\n");
+        say("--tty needs a terminal on stdin");
         return exit_sandbox_failure;
     }
     if (!watch_winch())
     {
-        write_out(STDERR_FILENO, "sandbox-run: cannot watch SIGWINCH\n");
+        say("cannot watch SIGWINCH");
         return exit_sandbox_failure;
     }
     outcome_of_run out;
@@ -304,14 +358,12 @@ int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& 
         std::rethrow_exception(failure);
     if (out.interrupted && out.start_error)
     {
-        write_out(STDERR_FILENO, "sandbox-run: interrupted before the session started; "
-                                 "nothing ran\n");
+        say("interrupted before the session started; nothing ran");
         return exit_cancelled;
     }
     if (out.start_error)
     {
-        write_out(STDERR_FILENO, "sandbox-run: " + sandbox::error_name(out.start_error) + ": " +
-                                     sandbox::to_string(out.result.diag) + "\n");
+        say(sandbox::error_name(out.start_error) + ": " + sandbox::to_string(out.result.diag));
         return exit_status_for(out.start_error, out.result);
     }
     if (out.interrupted)
@@ -319,7 +371,7 @@ int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& 
     const auto& res = out.result;
     if (res.status != exec_status::exited && res.status != exec_status::signaled &&
         !res.diag.message.empty())
-        write_out(STDERR_FILENO, "sandbox-run: " + sandbox::to_string(res.diag) + "\n");
+        say(sandbox::to_string(res.diag));
     return exit_status_for({}, res);
 }
 

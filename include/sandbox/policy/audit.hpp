@@ -7,6 +7,7 @@
 #include <sandbox/policy/call.hpp>
 
 #include <boost/json/object.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -66,12 +67,18 @@ struct audit_record
 SANDBOX_DECL boost::json::object to_json(const audit_record& r);
 
 /// \brief Where audit records go. Called on the runner's executor, once per record; it
-/// should be quick (a buffered write), as it runs on the caller's loop.
+/// should be quick and never block (it runs on the caller's loop).
+///
+/// `write` returns an empty code once the record is recorded, else why it is not. The chain
+/// fails closed: a call whose `approved` or `allowed` record (written before anything runs)
+/// cannot be recorded fails with `errc::internal` and its command does not run. Records
+/// written after the run (`finished`, `refused`) or with a refusal (`denied`) cannot stop
+/// anything: their failures are the sink's to count.
 class SANDBOX_DECL audit_sink
 {
 public:
     virtual ~audit_sink();
-    virtual void write(const audit_record& r) noexcept = 0;
+    virtual boost::system::error_code write(const audit_record& r) noexcept = 0;
 };
 
 /// \brief A sink that appends one JSON object per line to `path` (created 0600 if missing,
@@ -80,11 +87,17 @@ public:
 /// Each line is written with one `write(2)` on a descriptor opened with `O_APPEND`, so
 /// several processes appending to the same file on a local filesystem do not tear or lose
 /// each other's lines (on NFS `O_APPEND` is not atomic). A record that cannot be written
-/// completely (disk full) is counted in `failures()`; what was written of it stays, and the
-/// next line starts after it. Keep the file where the commands cannot write: under the local
-/// backend they run as the same user.
+/// completely (disk full, `/dev/full`, EAGAIN on a terminal) is reported by `write` (a short
+/// write as `no_space_on_device`) and counted in `failures()`; what was written of it stays.
+/// Keep the file where the commands cannot write: under the local backend they run as the
+/// same user.
 ///
-/// \throws sandbox::error when the file cannot be opened (`errc_from_errno`, `diag.path`).
+/// The open never blocks (`O_NONBLOCK`): only a regular file or a character device (a
+/// terminal, `/dev/null`) is accepted; a FIFO (which would wait for a reader, or block the
+/// caller's loop once full), a socket or a directory is refused.
+///
+/// \throws sandbox::error when the file cannot be opened (`errc_from_errno`, `diag.path`),
+/// or is of a refused type (`errc::validation`).
 class SANDBOX_DECL audit_file final : public audit_sink
 {
 public:
@@ -92,7 +105,7 @@ public:
     ~audit_file() override;
     audit_file(const audit_file&) = delete;
     audit_file& operator=(const audit_file&) = delete;
-    void write(const audit_record& r) noexcept override;
+    boost::system::error_code write(const audit_record& r) noexcept override;
     std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 
 private:

@@ -117,7 +117,9 @@ SANDBOX_DECL std::unique_ptr<runner> with_defaults(std::unique_ptr<runner> inner
 SANDBOX_DECL std::unique_ptr<runner> with_approval(std::unique_ptr<runner> inner,
                                                    approval_options approval);
 
-/// Records every call that passes through it and how it ended to `sink`.
+/// Records every call that passes through it and how it ended to `sink`. Fails closed: a
+/// call whose `allowed` record (written before the inner runner is called) cannot be
+/// recorded fails with `errc::internal` and never reaches the inner runner.
 SANDBOX_DECL std::unique_ptr<runner> with_audit(std::unique_ptr<runner> inner,
                                                 std::shared_ptr<audit_sink> sink);
 
