@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -144,6 +145,24 @@ bool empty_dir(const std::string& path)
     return empty;
 }
 
+// The git directory a gitfile names (`gitdir: PATH`, relative to `dir`), resolved; empty
+// when it names none that exists.
+std::string read_gitdir(const std::string& dir, const std::string& file)
+{
+    std::ifstream in(file);
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("gitdir: ", 0) != 0)
+        return {};
+    std::string p = line.substr(8);
+    while (!p.empty() && (p.back() == '\r' || p.back() == ' '))
+        p.pop_back();
+    if (p.empty())
+        return {};
+    std::error_code ec;
+    const auto c = std::filesystem::canonical(p[0] == '/' ? p : dir + "/" + p, ec);
+    return ec ? std::string() : c.string();
+}
+
 // One target's walk: what it binds, and the stand-ins it made.
 struct walker
 {
@@ -152,6 +171,7 @@ struct walker
     std::map<std::string, bool>& bind; // path → read-only (false: pinned as a mount point)
     std::vector<std::string>& made;
     std::vector<std::string> on_the_way{}; // directories between t.dir and `cur`
+    bool followed = false; // walking below a gitfile's git directory
 
     // `path` read-only, and the directories leading to it pinned: a directory that is a
     // mount point can be neither renamed nor removed, so what lies below stays put.
@@ -228,6 +248,26 @@ struct walker
         return {};
     }
 
+    // A `.git` gitfile on the way (a linked worktree's, a submodule's, a separate git
+    // directory's): where the git directory it names lies in a writable directory, the rest
+    // of the entry is kept there too (once: not through a second gitfile).
+    outcome<void> gitfile(const std::string& cur, const std::string& next,
+                          const std::vector<std::string>& parts, std::size_t i)
+    {
+        const std::string gitdir = followed ? std::string() : read_gitdir(cur, next);
+        std::string holder; // the deepest writable directory holding it
+        for (const auto& d : dirs)
+            if (!gitdir.empty() && within(gitdir, d) && d.size() > holder.size())
+                holder = d;
+        if (holder.empty())
+            return {}; // none, or read-only anyway
+        std::string rel = gitdir.substr(holder == "/" ? 0 : holder.size());
+        for (std::size_t k = i + 1; k < parts.size(); ++k)
+            rel += "/" + parts[k];
+        const write_deny_target there{holder, {rel, t.entry.missing}};
+        return walker{there, dirs, bind, made, {}, true}.run();
+    }
+
     outcome<void> run()
     {
         const auto parts = components(t.entry.relative);
@@ -252,7 +292,8 @@ struct walker
             if (i + 1 == parts.size() || !S_ISDIR(st.st_mode))
             {
                 keep(next); // the path, or a file on its way (a worktree's .git gitfile)
-                return {};
+                return parts[i] == ".git" && i + 1 < parts.size() ? gitfile(cur, next, parts, i)
+                                                                  : outcome<void>{};
             }
             on_the_way.push_back(next);
             cur = next;

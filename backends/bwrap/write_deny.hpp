@@ -39,7 +39,8 @@ struct write_deny_view
 /// the way is pinned (bound onto itself, so it cannot be renamed away with what lies below
 /// it); a missing component becomes a stand-in of ours, bound read-only (see `stand_in`; an
 /// empty `.git` on the way is kept read-only whole instead); a component
-/// that is a file (a `.git` gitfile) is bound read-only; a symbolic link keeps what it
+/// that is a file (a `.git` gitfile) is bound read-only, and the rest of the entry is kept
+/// below the git directory it names too when that lies in a writable directory; a symbolic link keeps what it
 /// resolves to inside the writable directories read-only and, below the writable directory
 /// itself, the directory holding the link. Fails closed: a component that cannot be
 /// examined or made keeps the last directory reached read-only whole; at the writable

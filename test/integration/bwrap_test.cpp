@@ -140,7 +140,8 @@ int on_host(const std::string& line)
 std::string host_git(const std::filesystem::path& dir)
 {
     return "cd '" + dir.string() + "' && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git "
-           "-c user.name=t -c user.email=t@t -c protocol.file.allow=always ";
+           "-c user.name=t -c user.email=t@t -c protocol.file.allow=always "
+           "-c safe.directory='*' ";
 }
 
 // A repository with one commit at `dir`, made on the host.
@@ -1121,6 +1122,84 @@ BOOST_FIXTURE_TEST_CASE(a_caller_killed_mid_run_leaves_a_working_repository, bwr
                        "fsck --no-progress >/dev/null") == 0);
     auto r = sh("echo ../x > .git/commondir 2>/dev/null || echo kept");
     BOOST_TEST(r.result.out.data == "kept\n");
+}
+
+// A `.git` gitfile at the top of the root names a git directory elsewhere in a writable
+// directory (`git init --separate-git-dir`): its config, hooks and commondir are kept too,
+// and git on the host in the root runs nothing the command planted there.
+BOOST_AUTO_TEST_CASE(a_gitfile_s_git_directory_is_kept_too)
+{
+    namespace fs = std::filesystem;
+    sbx_test::temp_dir store;
+    sandbox::bwrap_runner_options o;
+    o.writable_paths = {store.str()};
+    bwrap_fixture f(o);
+    const std::string gitdir = (store.path() / "repo.git").string();
+    BOOST_REQUIRE(on_host(host_git(f.root.path()) + "init -q --separate-git-dir=" + gitdir +
+                          " . && " + host_git(f.root.path()) + "commit -q --allow-empty -m i") ==
+                  0);
+    const fs::path marker = f.outside.path() / "pwned";
+    for (const std::string& script :
+         {"printf \"$FSM\" >> " + gitdir + "/config", "cp hook.sh " + gitdir + "/hooks/pre-commit",
+          "mkdir -p evil && cp -r " + gitdir + "/objects " + gitdir + "/refs " + gitdir +
+              "/HEAD evil/ && printf \"$FSM\" > evil/config && echo $PWD/evil > " + gitdir +
+              "/commondir"})
+        BOOST_TEST_CONTEXT(script)
+        {
+            auto r = f.sh(plant_prelude(marker) + "(" + script + ") 2>/dev/null && echo planted "
+                          "|| echo refused");
+            BOOST_TEST(r.result.out.data == "refused\n");
+            BOOST_TEST(on_host(host_git(f.root.path()) + "status >/dev/null && " +
+                               host_git(f.root.path()) + "commit -q --allow-empty -m x") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+    auto commit = f.sh("git -c user.name=t -c user.email=t@t commit -q --allow-empty -m in && "
+                       "echo committed");
+    BOOST_TEST(commit.result.out.data == "committed\n", commit.result.err.data);
+    BOOST_TEST(!fs::exists(gitdir + "/commondir")); // the stand-in went with the command
+}
+
+// The same plants by an unprivileged caller (sandbox-run, its supervisor and bwrap all run
+// as nobody, in a repository nobody owns): refused, and git on the host runs nothing.
+BOOST_FIXTURE_TEST_CASE(an_unprivileged_caller_plants_nothing_either, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root and setpriv to become nobody");
+        return;
+    }
+    host_repo(root.path());
+    BOOST_REQUIRE(on_host(host_git(root.path()) + "config extensions.worktreeConfig true && "
+                          "chown -R 65534:65534 " + root.str()) == 0);
+    host_dir programs; // copies nobody can run, whatever the checkout's permissions
+    fs::permissions(programs.path(), fs::perms(0755));
+    fs::copy_file(SBX_SANDBOX_RUN, programs.path() / "sandbox-run");
+    fs::copy_file(SBX_SUPERVISOR, programs.path() / "sandbox-supervisor");
+    const fs::path marker = outside.path() / "pwned", out = outside.path() / "out";
+    for (const std::string& script :
+         {std::string("mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && "
+                      "printf \"$FSM\" > evil/config && echo $PWD/evil > .git/commondir"),
+          std::string("printf \"$FSM\" > .git/config.worktree")})
+        BOOST_TEST_CONTEXT(script)
+        {
+            const fs::path plant = programs.path() / "plant.sh";
+            std::ofstream(plant) << plant_prelude(marker) + "(" + script +
+                                        ") 2>/dev/null && echo planted || echo refused\n";
+            fs::permissions(plant, fs::perms(0644));
+            BOOST_TEST(on_host("setpriv --reuid=65534 --regid=65534 --clear-groups env "
+                               "SANDBOX_SUPERVISOR=" +
+                               (programs.path() / "sandbox-supervisor").string() + " " +
+                               (programs.path() / "sandbox-run").string() + " --backend bwrap "
+                               "--root " + root.str() + " -- /bin/sh " + plant.string() + " > " +
+                               out.string()) == 0);
+            std::ifstream in(out);
+            BOOST_TEST(std::string(std::istreambuf_iterator<char>(in), {}) == "refused\n");
+            BOOST_TEST(on_host(host_git(root.path()) + "status >/dev/null && " +
+                               host_git(root.path()) + "commit -q --allow-empty -m x") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+    BOOST_TEST(!fs::exists(root.path() / ".git" / "commondir"));
 }
 
 // A .git that is a symbolic link at the top of a writable directory cannot be kept
