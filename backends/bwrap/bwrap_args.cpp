@@ -230,9 +230,9 @@ outcome<std::vector<std::string>> home_dirs(const std::string& passwd_home,
             out.push_back(h);
     if (out.empty())
         return make_failure(errc::not_available,
-                            "the caller's home directory is unknown (no password database "
-                            "entry for its uid and no absolute HOME): its credentials could "
-                            "not be masked",
+                            "the caller's home directory is unknown (no /etc/passwd entry for "
+                            "its uid and no absolute HOME): its credentials could not be "
+                            "masked",
                             "read_deny");
     return out;
 }

@@ -133,7 +133,7 @@ bool inside_any(const std::string& path, const std::vector<std::string>& dirs);
 std::vector<std::string> default_read_deny(const std::string& home);
 
 /// \brief The home directories whose credentials are masked: the password database's for
-/// the caller's uid, and `$HOME` too when it differs (each resolved by the caller; one that is
+/// the caller's uid (its file, /etc/passwd), and `$HOME` too when it differs (each resolved by the caller; one that is
 /// not absolute counts as unknown). `errc::not_available` when neither is known: running
 /// with nothing masked would not be the policy.
 outcome<std::vector<std::string>> home_dirs(const std::string& passwd_home,

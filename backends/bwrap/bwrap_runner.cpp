@@ -15,8 +15,10 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -108,25 +110,26 @@ std::string resolved(const std::string& p)
     return c.empty() ? p : c;
 }
 
-// The home directory of the effective uid in the password database; empty when there is no
-// entry.
+// The home directory of the effective uid in the password database's file, /etc/passwd; empty
+// when it has no entry. Read directly, not through NSS (getpwuid_r): sandbox-run is linked
+// statically, and there an NSS module that must be loaded (systemd, ldap) crashes it.
 std::string passwd_home()
 {
-    const long max = ::sysconf(_SC_GETPW_R_SIZE_MAX);
-    std::vector<char> buf(max > 0 ? static_cast<std::size_t>(max) : 16384);
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/etc/passwd", "re"), &std::fclose);
+    std::vector<char> buf(16384);
     struct passwd pw{};
-    struct passwd* found = nullptr;
-    if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) != 0 || !found ||
-        !found->pw_dir)
-        return {};
-    return resolved(found->pw_dir);
+    struct passwd* entry = nullptr;
+    while (f && ::fgetpwent_r(f.get(), &pw, buf.data(), buf.size(), &entry) == 0 && entry)
+        if (entry->pw_uid == ::geteuid() && entry->pw_dir)
+            return resolved(entry->pw_dir);
+    return {};
 }
 
 // The masks follow the real home, not only $HOME (which the caller's environment sets).
 void prepare_masks(bwrap_runner::state& s, const bwrap_runner_options& o)
 {
     const char* env = std::getenv("HOME");
-    auto homes = bwrap::home_dirs(passwd_home(), env && *env ? resolved(env) : std::string());
+    auto homes = bwrap::home_dirs(passwd_home(), env && *env == '/' ? resolved(env) : "");
     if (!homes)
         s.setup_error = homes.error();
     else

@@ -396,6 +396,46 @@ BOOST_AUTO_TEST_CASE(credentials_are_masked_whatever_home_says)
         }
 }
 
+// A caller whose home cannot be known (a uid with no password database entry, HOME unset) is
+// refused with not_available, and the report says why instead of claiming filesystem bounds;
+// with a HOME the same caller runs.
+BOOST_AUTO_TEST_CASE(a_caller_without_a_known_home_is_refused)
+{
+    namespace fs = std::filesystem;
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0 || ::getpwuid(54321))
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root, setpriv and uid 54321 free");
+        return;
+    }
+    host_dir programs, root;
+    fs::permissions(programs.path(), fs::perms(0755));
+    fs::copy_file(SBX_SANDBOX_RUN, programs.path() / "sandbox-run");
+    fs::copy_file(SBX_SUPERVISOR, programs.path() / "sandbox-supervisor");
+    BOOST_REQUIRE(::chown(root.path().c_str(), 54321, 54321) == 0);
+    const fs::path out = programs.path() / "out";
+    auto as_stranger = [&](const std::string& home, const std::string& args) {
+        return on_host("setpriv --reuid=54321 --regid=54321 --clear-groups env " + home +
+                       " SANDBOX_SUPERVISOR=" + (programs.path() / "sandbox-supervisor").string() +
+                       " " + (programs.path() / "sandbox-run").string() +
+                       " --backend bwrap --root " + root.path().string() + " " + args + " > " +
+                       out.string() + " 2>&1");
+    };
+    auto output = [&] {
+        std::ifstream in(out);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    BOOST_TEST(as_stranger("-u HOME", "--enforcement") == 0);
+    BOOST_TEST(contains(output(), "\"unavailable\":\"the caller's home directory is unknown"),
+               output());
+    BOOST_TEST(!contains(output(), "\"filesystem_bounds\":true"));
+    BOOST_TEST(as_stranger("-u HOME", "-- /bin/echo ran") == 125);
+    BOOST_TEST(contains(output(), "home directory is unknown"), output());
+    BOOST_TEST(!contains(output(), "ran"));
+    BOOST_TEST(as_stranger("HOME=" + programs.path().string(), "-- /bin/echo ran") == 0,
+               output());
+    BOOST_TEST(output() == "ran\n");
+}
+
 // Each sandbox has its own /dev/shm and IPC namespace: a 64 MiB file there and SysV
 // shared-memory segments go with it; the host's /dev/shm and segments are as they were.
 BOOST_FIXTURE_TEST_CASE(shared_memory_is_private_and_gone_with_the_sandbox, bwrap_fixture)

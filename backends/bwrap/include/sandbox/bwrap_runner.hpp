@@ -25,7 +25,7 @@ struct bwrap_runner_options
     /// home directory, not an ancestor of a read-deny path).
     std::vector<std::string> writable_paths{};
     /// Paths hidden from the command, on top of the built-in list (credentials and keys
-    /// under the caller's home, the password database's for its uid and `$HOME`'s when it
+    /// under the caller's home, /etc/passwd's for its effective uid and `$HOME`'s when it
     /// differs; neither known: `errc::not_available`): `.ssh`, `.aws`, `.gnupg`, `.config/gcloud`, `.azure`, `.kube`,
     /// `.docker/config.json`, `.netrc`, `.git-credentials`, `.config/gh/hosts.yml`, `.npmrc`,
     /// `.pypirc`). Paths that do not exist are skipped.
