@@ -33,8 +33,15 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
         a.emplace_back("--as-pid-1"); // the init is ours
     if (v.isolate_network)
         a.emplace_back("--unshare-net");
+    const std::string size = std::to_string(v.tmpfs_bytes);
+    auto private_tmpfs = [&](const char* path) {
+        if (v.tmpfs_bytes > 0)
+            a.insert(a.end(), {"--size", size});
+        a.insert(a.end(), {"--tmpfs", path});
+    };
     // The /tmp tmpfs comes before the binds, so a root or writable path under /tmp shows.
-    add(a, {"--ro-bind", "/", "/", "--tmpfs", "/tmp"});
+    add(a, {"--ro-bind", "/", "/"});
+    private_tmpfs("/tmp");
     if (v.isolate_network)
         add(a, {"--tmpfs", "/run"}); // host unix sockets: a network namespace does not hide them
     a.insert(a.end(), {"--bind", v.root, v.root});
@@ -43,7 +50,9 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
             a.insert(a.end(), {"--bind", w, w});
     for (const auto& s : v.sockets) // read-only: connect() needs no write access to the mount
         a.insert(a.end(), {"--ro-bind", s, s});
-    add(a, {"--proc", "/proc", "--dev", "/dev"});
+    // /dev is a tmpfs of bwrap's: read-only, so that only /dev/shm (bounded) takes files.
+    add(a, {"--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"});
+    private_tmpfs("/dev/shm");
     a.insert(a.end(), v.extra_flags.begin(), v.extra_flags.end());
     // Then what stays read-only inside the writable directories, and the masks last: they
     // hide what the binds above exposed.
@@ -193,20 +202,39 @@ outcome<void> check_extra_flags(const std::vector<std::string>& flags,
 
 const std::vector<write_deny_entry>& default_write_deny()
 {
-    // Git runs hooks and reads config (core.hooksPath, core.fsmonitor) on the host later;
-    // shells and direnv run rc files. .git is kept even where it does not exist yet, so a
-    // command cannot `git init` and plant a hook.
+    // Everything through which a host tool later runs what lies there: git runs hooks and
+    // reads config (core.hooksPath, core.fsmonitor), also through commondir, a worktree's
+    // config, the linked worktrees' and submodules' own git directories and .gitmodules;
+    // shells and direnv run rc files; editors and agents run tasks, settings and servers.
+    // Kept even where missing, so a command can neither `git init` and plant a hook nor
+    // point commondir at a config of its own.
+    using k = stand_in;
     static const std::vector<write_deny_entry> entries{
-        {".git/hooks", true},          {".git/config", true},
-        {".git/commondir", false},     {".git/config.worktree", false},
-        {".git/modules", false},       {".git/worktrees", false},
-        {".gitmodules", false},
-        {".bashrc", false},   {".bash_profile", false}, {".bash_login", false},
-        {".profile", false},  {".zshrc", false},        {".zshenv", false},
-        {".zprofile", false}, {".zlogin", false},       {".envrc", false},
-        {".gitconfig", false},
+        {".git/hooks"},        {".git/config", k::empty_file},
+        {".git/commondir", k::git_self}, {".git/config.worktree", k::empty_file},
+        {".git/modules"},      {".git/worktrees"},     {".gitmodules"},
+        {".bashrc"},   {".bash_profile"}, {".bash_login"}, {".bash_logout"}, {".profile"},
+        {".zshrc"},    {".zshenv"},       {".zprofile"},   {".zlogin"},      {".zlogout"},
+        {".envrc"},    {".gitconfig"},    {".ripgreprc"},  {".mcp.json"},
+        {".vscode"},   {".idea"},         {".claude/commands"}, {".claude/agents"},
     };
     return entries;
+}
+
+outcome<std::vector<std::string>> home_dirs(const std::string& passwd_home,
+                                            const std::string& env_home)
+{
+    std::vector<std::string> out;
+    for (const auto& h : {passwd_home, env_home})
+        if (!h.empty() && h[0] == '/' && std::find(out.begin(), out.end(), h) == out.end())
+            out.push_back(h);
+    if (out.empty())
+        return make_failure(errc::not_available,
+                            "the caller's home directory is unknown (no /etc/passwd entry for "
+                            "its uid and no absolute HOME): its credentials could not be "
+                            "masked",
+                            "read_deny");
+    return out;
 }
 
 std::vector<std::string> default_read_deny(const std::string& home)

@@ -37,8 +37,8 @@ struct sandbox_view
     std::vector<std::string> writable{};
     /// Bound again after the writable binds, in this order: paths inside writable
     /// directories that the command may read but not change (`.git/hooks`, shell rc files,
-    /// ...) and the directories leading to them, pinned. Each exists (the runner makes an
-    /// empty directory for one that did not).
+    /// ...) and the directories leading to them, pinned. Each exists (the runner makes a
+    /// stand-in for one that did not).
     std::vector<bound_path> protect{};
     /// Host unix sockets bound into the sandbox at the same paths (after the /tmp and /run
     /// tmpfs, so they show through them).
@@ -50,6 +50,9 @@ struct sandbox_view
     std::vector<masked_path> read_deny{};
     /// A private network namespace with only loopback, and /run masked.
     bool isolate_network = false;
+    /// The size of each private tmpfs the command can write (/tmp, /dev/shm), in bytes: files
+    /// there hold memory no sampler counts. 0: the kernel's default (half the RAM).
+    std::int64_t tmpfs_bytes = 0;
     /// Runs before the command inside, as the namespace's pid 1 (`--as-pid-1`): the helper's
     /// status init and its arguments. Empty: bwrap's own init, then the command.
     std::vector<std::string> init{};
@@ -99,13 +102,24 @@ outcome<void> check_extra_flags(const std::vector<std::string>& flags,
                                 const std::vector<std::string>& writable,
                                 const path_probe& probe);
 
-/// \brief The built-in write-deny entries, relative to each writable directory. `always`:
-/// protected even when missing (an empty read-only directory takes the first missing
-/// component's place, so the command cannot create it); otherwise only when present.
+/// What takes the place of a protected path that is missing, when its directory exists: an
+/// empty directory (git ignores it, so it is never committed by mistake), an empty file (a
+/// git config file: git cannot read a directory there), or a file holding `.` (a
+/// `commondir`: git reads it as the repository itself; an empty one makes every git command
+/// die). Where a directory on the way is missing, an empty directory takes its place.
+enum class stand_in
+{
+    directory,
+    empty_file,
+    git_self,
+};
+
+/// \brief The built-in write-deny entries, relative to each writable directory, each kept
+/// read-only whether it exists or not (see `resolve_write_deny`).
 struct write_deny_entry
 {
     std::string relative;
-    bool always = false;
+    stand_in missing = stand_in::directory;
 };
 const std::vector<write_deny_entry>& default_write_deny();
 
@@ -117,6 +131,13 @@ bool inside_any(const std::string& path, const std::vector<std::string>& dirs);
 
 /// The built-in read-deny list under `home` (credentials and keys), whether they exist or not.
 std::vector<std::string> default_read_deny(const std::string& home);
+
+/// \brief The home directories whose credentials are masked: the password database's for
+/// the caller's uid (its file, /etc/passwd), and `$HOME` too when it differs (each resolved by the caller; one that is
+/// not absolute counts as unknown). `errc::not_available` when neither is known: running
+/// with nothing masked would not be the policy.
+outcome<std::vector<std::string>> home_dirs(const std::string& passwd_home,
+                                            const std::string& env_home);
 
 } // namespace sandbox::bwrap
 

@@ -15,10 +15,13 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,7 +33,7 @@ namespace fs = std::filesystem;
 struct bwrap_runner::state
 {
     std::string bwrap;          // the program, or empty when not found
-    std::string home;           // the caller's home (for the built-in read-deny list)
+    std::vector<std::string> homes; // the caller's (passwd, $HOME): the built-in masks
     std::vector<std::string> writable;
     std::vector<std::string> dirs; // the root, then the writable paths
     std::vector<bwrap::masked_path> masked;
@@ -100,16 +103,62 @@ void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& pat
     }
 }
 
+// `p` resolved, or as it is when it cannot be (a home that does not exist).
+std::string resolved(const std::string& p)
+{
+    const std::string c = canonical_or_empty(p);
+    return c.empty() ? p : c;
+}
+
+// The home directory of the effective uid in the password database's file, /etc/passwd; empty
+// when it has no entry. Read directly, not through NSS (getpwuid_r): sandbox-run is linked
+// statically, and there an NSS module that must be loaded (systemd, ldap) crashes it.
+std::string passwd_home()
+{
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/etc/passwd", "re"), &std::fclose);
+    std::vector<char> buf(16384);
+    struct passwd pw{};
+    struct passwd* entry = nullptr;
+    while (f && ::fgetpwent_r(f.get(), &pw, buf.data(), buf.size(), &entry) == 0 && entry)
+        if (entry->pw_uid == ::geteuid() && entry->pw_dir)
+            return resolved(entry->pw_dir);
+    return {};
+}
+
+// The masks follow the real home, not only $HOME (which the caller's environment sets).
+void prepare_masks(bwrap_runner::state& s, const bwrap_runner_options& o)
+{
+    const char* env = std::getenv("HOME");
+    auto homes = bwrap::home_dirs(passwd_home(), env && *env == '/' ? resolved(env) : "");
+    if (!homes)
+        s.setup_error = homes.error();
+    else
+        s.homes = std::move(*homes);
+    std::vector<std::string> deny;
+    for (const auto& h : s.homes)
+    {
+        auto d = bwrap::default_read_deny(h);
+        deny.insert(deny.end(), d.begin(), d.end());
+    }
+    deny.insert(deny.end(), o.read_deny.begin(), o.read_deny.end());
+    s.masked = resolve_masks(deny);
+}
+
+outcome<void> check_writable(const bwrap_runner::state& s, const std::string& path,
+                             const char* field)
+{
+    for (const auto& h : s.homes)
+        if (auto r = bwrap::check_writable(path, h, s.masked, field); !r)
+            return r;
+    return bwrap::check_writable(path, {}, s.masked, field);
+}
+
 // The options, checked once: writable paths exist and are safe to bind.
 void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
 {
     s.bwrap = find_bwrap(o.bwrap_path);
-    const char* home = std::getenv("HOME");
-    s.home = home && *home ? canonical_or_empty(home) : std::string();
-    auto deny = bwrap::default_read_deny(s.home);
-    deny.insert(deny.end(), o.read_deny.begin(), o.read_deny.end());
-    s.masked = resolve_masks(deny);
-    if (auto r = bwrap::check_writable(o.root, s.home, s.masked, "root"); !r)
+    prepare_masks(s, o);
+    if (auto r = check_writable(s, o.root, "root"); !r)
         s.setup_error = r.error();
     for (const auto& w : o.writable_paths)
     {
@@ -122,7 +171,7 @@ void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
             s.setup_error = f;
             continue;
         }
-        if (auto r = bwrap::check_writable(c, s.home, s.masked, "writable_paths"); !r)
+        if (auto r = check_writable(s, c, "writable_paths"); !r)
             s.setup_error = r.error();
         s.writable.push_back(c);
     }
@@ -202,6 +251,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
         return protect.error();
     v.protect = std::move(protect->paths);
     v.isolate_network = o.net.mode == net_mode::deny_all;
+    v.tmpfs_bytes = o.limits.memory_bytes; // files there are memory the cap does not see
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
         return make_failure(errc::internal, "cannot name the work directory", "work_dir");

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,8 +18,38 @@ namespace sandbox::bwrap {
 
 namespace {
 
-// The stand-in directories of this process, counted by the commands that hold them, so
-// two commands in the same root share one and the last one out removes it.
+// Makes a file stand-in: written under a temporary name and linked into place, so the path
+// never holds a partial one (an empty commondir makes git die), even if this process dies.
+bool make_file(const std::string& path, stand_in kind, struct stat& st)
+{
+    const std::string tmp = path.substr(0, path.rfind('/') + 1) + ".sandbox-stand-in." +
+                            std::to_string(::getpid());
+    ::unlink(tmp.c_str()); // one a dead process of the same pid left
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    const std::string text = kind == stand_in::git_self ? ".\n" : "";
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+              ::fstat(fd, &st) == 0;
+    ::close(fd);
+    ok = ok && ::link(tmp.c_str(), path.c_str()) == 0;
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    return ok;
+}
+
+// True when `path` is still the file stand-in made as `st` (same file, never written since).
+bool unchanged_file(const std::string& path, const struct stat& st)
+{
+    struct stat now{};
+    return ::lstat(path.c_str(), &now) == 0 && S_ISREG(now.st_mode) && now.st_ino == st.st_ino &&
+           now.st_dev == st.st_dev && now.st_size == st.st_size &&
+           now.st_mtim.tv_sec == st.st_mtim.tv_sec && now.st_mtim.tv_nsec == st.st_mtim.tv_nsec;
+}
+
+// The stand-ins of this process, counted by the commands that hold them, so two commands in
+// the same root share one and the last one out removes it.
 class stand_ins
 {
 public:
@@ -28,14 +60,16 @@ public:
     }
 
     // True when `path` is now a stand-in held once more (made here, or already ours).
-    bool acquire(const std::string& path)
+    bool acquire(const std::string& path, stand_in kind)
     {
         std::lock_guard l(mu_);
         if (auto it = held_.find(path); it != held_.end())
-            return ++it->second, true;
-        if (::mkdir(path.c_str(), 0755) != 0)
+            return ++it->second.count, true;
+        held h{1, kind, {}};
+        if (kind == stand_in::directory ? ::mkdir(path.c_str(), 0755) != 0
+                                        : !make_file(path, kind, h.made))
             return false;
-        held_[path] = 1;
+        held_[path] = h;
         return true;
     }
 
@@ -44,23 +78,33 @@ public:
     {
         std::lock_guard l(mu_);
         auto it = held_.find(path);
-        return it != held_.end() && ++it->second > 0;
+        return it != held_.end() && ++it->second.count > 0;
     }
 
     void release(const std::vector<std::string>& paths)
     {
         std::lock_guard l(mu_);
         for (auto p = paths.rbegin(); p != paths.rend(); ++p) // deepest first
-            if (auto it = held_.find(*p); it != held_.end() && --it->second == 0)
+            if (auto it = held_.find(*p); it != held_.end() && --it->second.count == 0)
             {
+                // Only as made: whatever the host put there, or wrote, stays.
+                if (it->second.kind == stand_in::directory)
+                    ::rmdir(p->c_str());
+                else if (unchanged_file(*p, it->second.made))
+                    ::unlink(p->c_str());
                 held_.erase(it);
-                ::rmdir(p->c_str()); // only while empty: whatever the host put there stays
             }
     }
 
 private:
+    struct held
+    {
+        int count;
+        stand_in kind;
+        struct stat made; // a file's identity when made
+    };
     std::mutex mu_;
-    std::map<std::string, int> held_;
+    std::map<std::string, held> held_;
 };
 
 struct lease
@@ -101,6 +145,24 @@ bool empty_dir(const std::string& path)
     return empty;
 }
 
+// The git directory a gitfile names (`gitdir: PATH`, relative to `dir`), resolved; empty
+// when it names none that exists.
+std::string read_gitdir(const std::string& dir, const std::string& file)
+{
+    std::ifstream in(file);
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("gitdir: ", 0) != 0)
+        return {};
+    std::string p = line.substr(8);
+    while (!p.empty() && (p.back() == '\r' || p.back() == ' '))
+        p.pop_back();
+    if (p.empty())
+        return {};
+    std::error_code ec;
+    const auto c = std::filesystem::canonical(p[0] == '/' ? p : dir + "/" + p, ec);
+    return ec ? std::string() : c.string();
+}
+
 // One target's walk: what it binds, and the stand-ins it made.
 struct walker
 {
@@ -109,6 +171,7 @@ struct walker
     std::map<std::string, bool>& bind; // path → read-only (false: pinned as a mount point)
     std::vector<std::string>& made;
     std::vector<std::string> on_the_way{}; // directories between t.dir and `cur`
+    bool followed = false; // walking below a gitfile's git directory
 
     // `path` read-only, and the directories leading to it pinned: a directory that is a
     // mount point can be neither renamed nor removed, so what lies below stays put.
@@ -137,16 +200,14 @@ struct walker
         return f;
     }
 
-    outcome<void> missing(const std::string& cur, const std::string& next)
+    outcome<void> missing(const std::string& cur, const std::string& next, bool leaf)
     {
-        if (!t.entry.always)
-            return {};
         // An empty .git on the way (a stand-in a crashed process left, or made by hand):
         // kept read-only whole, so no repository can be put together in it.
         if (cur != t.dir && cur.size() >= 5 && cur.compare(cur.size() - 5, 5, "/.git") == 0 &&
             empty_dir(cur))
             return give_up(cur, next, ENOENT);
-        if (stand_ins::instance().acquire(next))
+        if (stand_ins::instance().acquire(next, leaf ? t.entry.missing : stand_in::directory))
         {
             made.push_back(next);
             keep(next);
@@ -166,7 +227,7 @@ struct walker
     {
         // bwrap cannot bind over a link (it follows it); the link itself can be replaced
         // unless its directory is read-only.
-        if (t.entry.always && cur == t.dir)
+        if (cur == t.dir)
         {
             failure f = make_failure(errc::validation,
                                      next + " is a symbolic link: it cannot be kept read-only "
@@ -187,6 +248,26 @@ struct walker
         return {};
     }
 
+    // A `.git` gitfile on the way (a linked worktree's, a submodule's, a separate git
+    // directory's): where the git directory it names lies in a writable directory, the rest
+    // of the entry is kept there too (once: not through a second gitfile).
+    outcome<void> gitfile(const std::string& cur, const std::string& next,
+                          const std::vector<std::string>& parts, std::size_t i)
+    {
+        const std::string gitdir = followed ? std::string() : read_gitdir(cur, next);
+        std::string holder; // the deepest writable directory holding it
+        for (const auto& d : dirs)
+            if (!gitdir.empty() && within(gitdir, d) && d.size() > holder.size())
+                holder = d;
+        if (holder.empty())
+            return {}; // none, or read-only anyway
+        std::string rel = gitdir.substr(holder == "/" ? 0 : holder.size());
+        for (std::size_t k = i + 1; k < parts.size(); ++k)
+            rel += "/" + parts[k];
+        const write_deny_target there{holder, {rel, t.entry.missing}};
+        return walker{there, dirs, bind, made, {}, true}.run();
+    }
+
     outcome<void> run()
     {
         const auto parts = components(t.entry.relative);
@@ -204,13 +285,15 @@ struct walker
             }
             struct stat st{};
             if (::lstat(next.c_str(), &st) != 0)
-                return errno == ENOENT ? missing(cur, next) : give_up(cur, next, errno);
+                return errno == ENOENT ? missing(cur, next, i + 1 == parts.size())
+                                       : give_up(cur, next, errno);
             if (S_ISLNK(st.st_mode))
                 return link(cur, next);
             if (i + 1 == parts.size() || !S_ISDIR(st.st_mode))
             {
                 keep(next); // the path, or a file on its way (a worktree's .git gitfile)
-                return {};
+                return parts[i] == ".git" && i + 1 < parts.size() ? gitfile(cur, next, parts, i)
+                                                                  : outcome<void>{};
             }
             on_the_way.push_back(next);
             cur = next;
@@ -246,9 +329,9 @@ outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std
         for (const auto& d : dirs)
         {
             if (x[0] != '/')
-                out.push_back({d, {clean, true}}), placed = true;
+                out.push_back({d, {clean}}), placed = true;
             else if (within("/" + clean, d) && "/" + clean != d)
-                out.push_back({d, {clean.substr(d == "/" ? 0 : d.size()), true}}), placed = true;
+                out.push_back({d, {clean.substr(d == "/" ? 0 : d.size())}}), placed = true;
         }
         if (!placed)
         {

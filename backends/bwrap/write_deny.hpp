@@ -1,5 +1,5 @@
 // backends/bwrap/write_deny.hpp: which paths inside the writable directories are bound
-// read-only for one command, and the empty directories that stand in for missing ones.
+// read-only for one command, and the stand-ins that take missing ones' places.
 #ifndef SANDBOX_BACKENDS_BWRAP_WRITE_DENY_HPP
 #define SANDBOX_BACKENDS_BWRAP_WRITE_DENY_HPP
 
@@ -27,7 +27,7 @@ outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std
 
 /// What one command gets: the paths to bind (sorted, so a directory is bound before what lies
 /// below it) and the stand-in directories it holds (removed when the last command holding
-/// them lets go).
+/// them lets go, each only while as made).
 struct write_deny_view
 {
     std::vector<bound_path> paths;
@@ -37,13 +37,14 @@ struct write_deny_view
 /// \brief Looks at the file system now (a path can appear between two commands). For each
 /// target, walking from its directory: the path is bound read-only and every directory on
 /// the way is pinned (bound onto itself, so it cannot be renamed away with what lies below
-/// it); a missing component of an `always` entry becomes an empty directory of ours, bound
-/// read-only (an empty `.git` on the way is kept read-only whole instead); a component
-/// that is a file (a `.git` gitfile) is bound read-only; a symbolic link keeps what it
+/// it); a missing component becomes a stand-in of ours, bound read-only (see `stand_in`; an
+/// empty `.git` on the way is kept read-only whole instead); a component
+/// that is a file (a `.git` gitfile) is bound read-only, and the rest of the entry is kept
+/// below the git directory it names too when that lies in a writable directory; a symbolic link keeps what it
 /// resolves to inside the writable directories read-only and, below the writable directory
 /// itself, the directory holding the link. Fails closed: a component that cannot be
 /// examined or made keeps the last directory reached read-only whole; at the writable
-/// directory itself, and for an `always` entry that is a symbolic link there, the command
+/// directory itself, and for an entry that is a symbolic link there, the command
 /// is refused (`errc::internal`, `errc::validation`).
 outcome<write_deny_view> resolve_write_deny(const std::vector<write_deny_target>& targets,
                                    const std::vector<std::string>& writable_dirs);

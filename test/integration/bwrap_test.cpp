@@ -14,17 +14,24 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -119,6 +126,109 @@ boost::test_tools::assertion_result bwrap_usable(boost::unit_test::test_unit_id)
     res.message() << "bwrap is not usable on this host, so the bwrap tests are skipped: "
                   << why->diag.message;
     return res;
+}
+
+
+// Runs a shell line on the host, outside any sandbox; its exit status (-1: killed).
+int on_host(const std::string& line)
+{
+    const int s = std::system(line.c_str());
+    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+// git on the host in `dir`, with no global or system configuration.
+std::string host_git(const std::filesystem::path& dir)
+{
+    return "cd '" + dir.string() + "' && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git "
+           "-c user.name=t -c user.email=t@t -c protocol.file.allow=always "
+           "-c safe.directory='*' ";
+}
+
+// A repository with one commit at `dir`, made on the host.
+void host_repo(const std::filesystem::path& dir)
+{
+    std::filesystem::create_directories(dir);
+    BOOST_REQUIRE(on_host(host_git(dir) + "init -q . && " + host_git(dir) +
+                          "commit -q --allow-empty -m init") == 0);
+}
+
+// The start of a hostile command's script: hook.sh in the work directory touches `marker`
+// (outside the sandbox, which cannot touch it itself) when the host runs it, and $FSM is a
+// git config that makes every `git status` run it (core.fsmonitor).
+std::string plant_prelude(const std::filesystem::path& marker)
+{
+    return "printf '#!/bin/sh\\ntouch " + marker.string() + "\\n' > hook.sh; chmod +x hook.sh; "
+           "FSM=\"[core]\\n\\tfsmonitor = $PWD/hook.sh\\n\"; ";
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for the guard's lifetime.
+class env_guard
+{
+public:
+    env_guard(std::string name, const char* value) : name_(std::move(name))
+    {
+        if (const char* old = std::getenv(name_.c_str()))
+            old_ = old;
+        value ? ::setenv(name_.c_str(), value, 1) : ::unsetenv(name_.c_str());
+    }
+    ~env_guard() { old_ ? ::setenv(name_.c_str(), old_->c_str(), 1) : ::unsetenv(name_.c_str()); }
+    env_guard(const env_guard&) = delete;
+    env_guard& operator=(const env_guard&) = delete;
+
+private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
+
+// A file written at `path` only when nothing is there (with its directory, when missing);
+// removed on destruction with the directory it made, so what existed stays exactly as it was.
+class planted_file
+{
+public:
+    planted_file(std::filesystem::path path, const std::string& text) : path_(std::move(path))
+    {
+        namespace fs = std::filesystem;
+        if (fs::exists(fs::symlink_status(path_)))
+            return;
+        if (!fs::exists(path_.parent_path()))
+            made_dir_ = fs::create_directory(path_.parent_path());
+        std::ofstream(path_) << text;
+        planted_ = true;
+    }
+    ~planted_file()
+    {
+        std::error_code ec;
+        if (planted_)
+            std::filesystem::remove(path_, ec);
+        if (made_dir_)
+            std::filesystem::remove(path_.parent_path(), ec);
+    }
+    planted_file(const planted_file&) = delete;
+    planted_file& operator=(const planted_file&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    bool planted() const { return planted_; }
+
+private:
+    std::filesystem::path path_;
+    bool planted_ = false;
+    bool made_dir_ = false;
+};
+
+// The host's SysV shared-memory segment ids.
+std::vector<std::string> sysv_segments()
+{
+    std::ifstream in("/proc/sysvipc/shm");
+    std::string line;
+    std::getline(in, line); // the header
+    std::vector<std::string> ids;
+    while (std::getline(in, line))
+    {
+        std::istringstream fields(line);
+        std::string key, id;
+        fields >> key >> id;
+        ids.push_back(id);
+    }
+    return ids;
 }
 
 } // namespace
@@ -251,6 +361,109 @@ BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
                   (secrets.path() / "visible").string() + "; echo end");
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(r.result.out.data == "shownend\n"); // the unmasked neighbour is readable
+}
+
+// The credential masks follow the password database's home, not only HOME: with HOME unset
+// or pointing elsewhere, a key under the real home stays hidden (and the other HOME's too).
+BOOST_AUTO_TEST_CASE(credentials_are_masked_whatever_home_says)
+{
+    namespace fs = std::filesystem;
+    const struct passwd* pw = ::getpwuid(::geteuid());
+    BOOST_REQUIRE(pw && pw->pw_dir);
+    const fs::path home = fs::canonical(pw->pw_dir);
+    planted_file key(home / ".ssh" / ("sbx-test-key-" + std::to_string(::getpid())), "key");
+    planted_file npmrc(home / ".npmrc", "token");
+    host_dir other;
+    std::ofstream(other.path() / ".npmrc") << "other";
+    std::string cat = "cat " + key.path().string();
+    if (npmrc.planted())
+        cat += " " + npmrc.path().string();
+    else
+        BOOST_TEST_MESSAGE("the real home has a .npmrc of its own: left alone, not read");
+    for (const char* env : {static_cast<const char*>(nullptr), other.path().c_str()})
+        BOOST_TEST_CONTEXT("HOME=" << (env ? env : "(unset)"))
+        {
+            if (env)
+                cat += " " + (other.path() / ".npmrc").string();
+            std::optional<bwrap_fixture> f;
+            {
+                env_guard g("HOME", env); // the runner reads it when built
+                f.emplace();
+            }
+            auto r = f->sh(cat + " 2>/dev/null; echo end");
+            BOOST_TEST(!r.ec, r.result.diag);
+            BOOST_TEST(r.result.out.data == "end\n");
+        }
+}
+
+// A caller whose home cannot be known (a uid with no password database entry, HOME unset) is
+// refused with not_available, and the report says why instead of claiming filesystem bounds;
+// with a HOME the same caller runs.
+BOOST_AUTO_TEST_CASE(a_caller_without_a_known_home_is_refused)
+{
+    namespace fs = std::filesystem;
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0 || ::getpwuid(54321))
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root, setpriv and uid 54321 free");
+        return;
+    }
+    host_dir programs, root;
+    fs::permissions(programs.path(), fs::perms(0755));
+    fs::copy_file(SBX_SANDBOX_RUN, programs.path() / "sandbox-run");
+    fs::copy_file(SBX_SUPERVISOR, programs.path() / "sandbox-supervisor");
+    BOOST_REQUIRE(::chown(root.path().c_str(), 54321, 54321) == 0);
+    const fs::path out = programs.path() / "out";
+    auto as_stranger = [&](const std::string& home, const std::string& args) {
+        return on_host("setpriv --reuid=54321 --regid=54321 --clear-groups env " + home +
+                       " SANDBOX_SUPERVISOR=" + (programs.path() / "sandbox-supervisor").string() +
+                       " " + (programs.path() / "sandbox-run").string() +
+                       " --backend bwrap --root " + root.path().string() + " " + args + " > " +
+                       out.string() + " 2>&1");
+    };
+    auto output = [&] {
+        std::ifstream in(out);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    BOOST_TEST(as_stranger("-u HOME", "--enforcement") == 0);
+    BOOST_TEST(contains(output(), "\"unavailable\":\"the caller's home directory is unknown"),
+               output());
+    BOOST_TEST(!contains(output(), "\"filesystem_bounds\":true"));
+    BOOST_TEST(as_stranger("-u HOME", "-- /bin/echo ran") == 125);
+    BOOST_TEST(contains(output(), "home directory is unknown"), output());
+    BOOST_TEST(!contains(output(), "ran"));
+    BOOST_TEST(as_stranger("HOME=" + programs.path().string(), "-- /bin/echo ran") == 0,
+               output());
+    BOOST_TEST(output() == "ran\n");
+}
+
+// Each sandbox has its own /dev/shm and IPC namespace: a 64 MiB file there and SysV
+// shared-memory segments go with it; the host's /dev/shm and segments are as they were.
+BOOST_FIXTURE_TEST_CASE(shared_memory_is_private_and_gone_with_the_sandbox, bwrap_fixture)
+{
+    const std::string name = "sbx-test-" + std::to_string(::getpid());
+    const auto before = sysv_segments();
+    auto r = sh("head -c 67108864 /dev/zero > /dev/shm/" + name + " && du -m /dev/shm/" + name +
+                " | cut -f1; for i in 1 2 3 4; do ipcmk -M 1048576 >/dev/null; done; "
+                "tail -n +2 /proc/sysvipc/shm | wc -l");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "64\n4\n", r.result.err.data);
+    BOOST_TEST(!std::filesystem::exists("/dev/shm/" + name));
+    BOOST_TEST(sysv_segments() == before, boost::test_tools::per_element());
+}
+
+// Files in the private /tmp and /dev/shm are memory the sampler does not see: under a memory
+// cap each holds at most the cap, and /dev itself takes no file.
+BOOST_FIXTURE_TEST_CASE(private_tmpfs_are_bounded_by_the_memory_cap, bwrap_fixture)
+{
+    sandbox::exec_options o;
+    o.limits.memory_bytes = 32 << 20;
+    auto r = sh("head -c 40M /dev/zero > /dev/shm/big || echo shm-full; "
+                "head -c 40M /dev/zero > /tmp/big || echo tmp-full; "
+                "rm /tmp/big; head -c 1M /dev/zero > /tmp/small && echo tmp-usable; "
+                "touch /dev/x 2>/dev/null || echo dev-read-only", o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "shm-full\ntmp-full\ntmp-usable\ndev-read-only\n");
+    BOOST_TEST(contains(r.result.err.data, "No space left on device"), r.result.err.data);
 }
 
 BOOST_AUTO_TEST_CASE(unsafe_writable_paths_and_roots_are_refused)
@@ -511,8 +724,9 @@ BOOST_AUTO_TEST_CASE(extra_write_deny_paths_and_their_refusals)
     BOOST_TEST(fs::file_size(f.root.path() / "Makefile") == 5u);
     BOOST_TEST(!fs::exists(f.root.path() / "ci" / "deploy.sh"));
     // A missing directory on the way is kept whole: nothing can be made below it.
-    auto gone = f.sh("mkdir -p .git/hooks 2>/dev/null || echo no-git; LC_ALL=C ls -A");
-    BOOST_TEST(gone.result.out.data == "no-git\n.git\nMakefile\nci\n");
+    auto gone = f.sh("mkdir -p .git/hooks 2>/dev/null || echo no-git; test -d .git && echo "
+                     "stand-in; LC_ALL=C ls");
+    BOOST_TEST(gone.result.out.data == "no-git\nstand-in\nMakefile\nci\n");
     BOOST_TEST(!fs::exists(f.root.path() / ".git"));
     sandbox::bwrap_runner_options bad;
     bad.write_deny = {"../outside"};
@@ -803,6 +1017,229 @@ BOOST_FIXTURE_TEST_CASE(protected_paths_cannot_be_renamed_away, bwrap_fixture)
     BOOST_TEST(!e.ec, e.result.diag);
     BOOST_TEST(e.result.out.data == "no-hooks\nno-head\n");
     BOOST_TEST(fs::is_empty(other.path() / ".git"));
+}
+
+// The host never runs what the command planted in the repository: for each path git reads on
+// the host later (commondir, config, config.worktree, hooks), missing or not, the command's
+// plant fails, and the host's next `git status` and `git commit` run nothing of it.
+BOOST_FIXTURE_TEST_CASE(git_on_the_host_runs_nothing_the_command_planted, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    host_repo(root.path());
+    BOOST_REQUIRE(on_host(host_git(root.path()) + "config extensions.worktreeConfig true") == 0);
+    fs::remove_all(root.path() / ".git" / "hooks"); // missing, as in a fresh clone's hookless copy
+    const fs::path marker = outside.path() / "pwned";
+    const std::vector<std::pair<const char*, std::string>> plants{
+        {"commondir", "mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && "
+                      "printf \"$FSM\" > evil/config && echo $PWD/evil > .git/commondir"},
+        {"config", "printf \"$FSM\" >> .git/config"},
+        {"config.worktree", "printf \"$FSM\" > .git/config.worktree"},
+        {"hooks", "mkdir -p .git/hooks && cp hook.sh .git/hooks/pre-commit"},
+    };
+    for (const auto& [name, script] : plants)
+        BOOST_TEST_CONTEXT(name)
+        {
+            auto r = sh(plant_prelude(marker) + "(" + script + ") 2>/dev/null && echo planted "
+                        "|| echo refused");
+            BOOST_TEST(!r.ec, r.result.diag);
+            BOOST_TEST(r.result.out.data == "refused\n");
+            BOOST_TEST(on_host(host_git(root.path()) + "status >/dev/null && " +
+                               host_git(root.path()) + "commit -q --allow-empty -m x") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+    // The stand-ins went with the commands: the repository is as it was.
+    for (const char* gone : {"commondir", "config.worktree", "hooks"})
+        BOOST_TEST(!fs::exists(root.path() / ".git" / gone), gone);
+}
+
+// The same for a linked worktree's and a submodule's own git directories (under .git/worktrees
+// and .git/modules) and .gitmodules: git on the host in the worktree, the submodule and the
+// superproject runs nothing.
+BOOST_FIXTURE_TEST_CASE(git_on_the_host_runs_nothing_planted_for_worktrees_or_submodules,
+                        bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    host_repo(outside.path() / "subsrc");
+    host_repo(root.path());
+    const std::string git = host_git(root.path());
+    BOOST_REQUIRE(on_host(git + "submodule -q add " + (outside.path() / "subsrc").string() +
+                          " sub && " + git + "commit -qm sub && " + git + "worktree add -q " +
+                          (outside.path() / "wt").string() + " 2>/dev/null") == 0);
+    const fs::path marker = outside.path() / "pwned";
+    const std::string evil = "mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && "
+                             "printf \"$FSM\" > evil/config && ";
+    const std::vector<std::pair<const char*, std::string>> plants{
+        {"modules", "printf \"$FSM\" >> .git/modules/sub/config"},
+        {"worktrees", evil + "echo $PWD/evil > .git/worktrees/wt/commondir"},
+        {".gitmodules", "printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./evil\\n' "
+                        ">> .gitmodules"},
+    };
+    for (const auto& [name, script] : plants)
+        BOOST_TEST_CONTEXT(name)
+        {
+            auto r = sh(plant_prelude(marker) + "(" + script + ") 2>/dev/null && echo planted "
+                        "|| echo refused");
+            BOOST_TEST(r.result.out.data == "refused\n");
+            BOOST_TEST(on_host(git + "status >/dev/null && " + host_git(root.path() / "sub") +
+                               "status >/dev/null && " + host_git(outside.path() / "wt") +
+                               "status >/dev/null && " + git + "submodule -q update") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+}
+
+// Tool and editor files (and git's, where missing) cannot be created; the stand-ins that keep
+// them are gone after the run, and git inside ignores them (empty directories).
+BOOST_FIXTURE_TEST_CASE(tool_and_editor_files_cannot_be_planted_and_nothing_is_left,
+                        bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    host_repo(root.path());
+    auto listing = [](const fs::path& d) {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(d))
+            names.push_back(e.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    };
+    const auto top = listing(root.path()), git = listing(root.path() / ".git");
+    std::string script;
+    for (const char* p : {".vscode/tasks.json", ".idea/workspace.xml", ".mcp.json", ".ripgreprc",
+                          ".claude/commands/x.md", ".claude/agents/x.md", ".envrc", ".bashrc",
+                          ".profile", ".zshrc", ".gitconfig", ".gitmodules",
+                          ".git/modules/x/config", ".git/worktrees/x/commondir"})
+        script += std::string("mkdir -p $(dirname ") + p + ") 2>/dev/null; echo x > " + p +
+                  " 2>/dev/null && echo planted " + p + "; ";
+    auto r = sh(script + "git status --porcelain --untracked-files=all; echo end");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "end\n");
+    BOOST_TEST(listing(root.path()) == top, boost::test_tools::per_element());
+    BOOST_TEST(listing(root.path() / ".git") == git, boost::test_tools::per_element());
+}
+
+// Ordinary git use inside the sandbox still works in an existing repository (status, add,
+// commit, branch, log), with the stand-ins in place; the host sees the commit.
+BOOST_FIXTURE_TEST_CASE(git_inside_the_sandbox_still_works, bwrap_fixture)
+{
+    host_repo(root.path());
+    auto r = sh("G='git -c user.name=t -c user.email=t@t'; echo a > f && $G add f && "
+                "$G commit -qm inside && $G branch -q side && $G status --porcelain && "
+                "$G log --oneline | wc -l");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "2\n", r.result.err.data);
+    BOOST_TEST(on_host(host_git(root.path()) + "log -1 --format=%s | grep -qx inside && " +
+                       host_git(root.path()) + "fsck --no-progress >/dev/null") == 0);
+}
+
+// A caller killed mid-run leaves its stand-ins (it cannot remove them), but never a broken
+// repository: git on the host still works, and the next command keeps them read-only.
+BOOST_FIXTURE_TEST_CASE(a_caller_killed_mid_run_leaves_a_working_repository, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    host_repo(root.path());
+    int out[2];
+    BOOST_REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    const pid_t pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0)
+    {
+        ::dup2(out[1], 1);
+        ::execl(SBX_SANDBOX_RUN, "sandbox-run", "--backend", "bwrap", "--root",
+                root.str().c_str(), "--", "/bin/sh", "-c", "echo ready; exec sleep 30",
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    char line[16] = {};
+    const ssize_t n = ::read(out[0], line, sizeof line - 1); // the sandbox is set up
+    ::close(out[0]);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    BOOST_TEST(std::string(line, n > 0 ? static_cast<std::size_t>(n) : 0) == "ready\n");
+    BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes(), 10s));
+    BOOST_TEST(fs::exists(root.path() / ".git" / "commondir")); // left, holding "."
+    BOOST_TEST(on_host(host_git(root.path()) + "status >/dev/null && " + host_git(root.path()) +
+                       "commit -q --allow-empty -m after && " + host_git(root.path()) +
+                       "fsck --no-progress >/dev/null") == 0);
+    auto r = sh("echo ../x > .git/commondir 2>/dev/null || echo kept");
+    BOOST_TEST(r.result.out.data == "kept\n");
+}
+
+// A `.git` gitfile at the top of the root names a git directory elsewhere in a writable
+// directory (`git init --separate-git-dir`): its config, hooks and commondir are kept too,
+// and git on the host in the root runs nothing the command planted there.
+BOOST_AUTO_TEST_CASE(a_gitfile_s_git_directory_is_kept_too)
+{
+    namespace fs = std::filesystem;
+    sbx_test::temp_dir store;
+    sandbox::bwrap_runner_options o;
+    o.writable_paths = {store.str()};
+    bwrap_fixture f(o);
+    const std::string gitdir = (store.path() / "repo.git").string();
+    BOOST_REQUIRE(on_host(host_git(f.root.path()) + "init -q --separate-git-dir=" + gitdir +
+                          " . && " + host_git(f.root.path()) + "commit -q --allow-empty -m i") ==
+                  0);
+    const fs::path marker = f.outside.path() / "pwned";
+    for (const std::string& script :
+         {"printf \"$FSM\" >> " + gitdir + "/config", "cp hook.sh " + gitdir + "/hooks/pre-commit",
+          "mkdir -p evil && cp -r " + gitdir + "/objects " + gitdir + "/refs " + gitdir +
+              "/HEAD evil/ && printf \"$FSM\" > evil/config && echo $PWD/evil > " + gitdir +
+              "/commondir"})
+        BOOST_TEST_CONTEXT(script)
+        {
+            auto r = f.sh(plant_prelude(marker) + "(" + script + ") 2>/dev/null && echo planted "
+                          "|| echo refused");
+            BOOST_TEST(r.result.out.data == "refused\n");
+            BOOST_TEST(on_host(host_git(f.root.path()) + "status >/dev/null && " +
+                               host_git(f.root.path()) + "commit -q --allow-empty -m x") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+    auto commit = f.sh("git -c user.name=t -c user.email=t@t commit -q --allow-empty -m in && "
+                       "echo committed");
+    BOOST_TEST(commit.result.out.data == "committed\n", commit.result.err.data);
+    BOOST_TEST(!fs::exists(gitdir + "/commondir")); // the stand-in went with the command
+}
+
+// The same plants by an unprivileged caller (sandbox-run, its supervisor and bwrap all run
+// as nobody, in a repository nobody owns): refused, and git on the host runs nothing.
+BOOST_FIXTURE_TEST_CASE(an_unprivileged_caller_plants_nothing_either, bwrap_fixture)
+{
+    namespace fs = std::filesystem;
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root and setpriv to become nobody");
+        return;
+    }
+    host_repo(root.path());
+    BOOST_REQUIRE(on_host(host_git(root.path()) + "config extensions.worktreeConfig true && "
+                          "chown -R 65534:65534 " + root.str()) == 0);
+    host_dir programs; // copies nobody can run, whatever the checkout's permissions
+    fs::permissions(programs.path(), fs::perms(0755));
+    fs::copy_file(SBX_SANDBOX_RUN, programs.path() / "sandbox-run");
+    fs::copy_file(SBX_SUPERVISOR, programs.path() / "sandbox-supervisor");
+    const fs::path marker = outside.path() / "pwned", out = outside.path() / "out";
+    for (const std::string& script :
+         {std::string("mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && "
+                      "printf \"$FSM\" > evil/config && echo $PWD/evil > .git/commondir"),
+          std::string("printf \"$FSM\" > .git/config.worktree")})
+        BOOST_TEST_CONTEXT(script)
+        {
+            const fs::path plant = programs.path() / "plant.sh";
+            std::ofstream(plant) << plant_prelude(marker) + "(" + script +
+                                        ") 2>/dev/null && echo planted || echo refused\n";
+            fs::permissions(plant, fs::perms(0644));
+            BOOST_TEST(on_host("setpriv --reuid=65534 --regid=65534 --clear-groups env "
+                               "SANDBOX_SUPERVISOR=" +
+                               (programs.path() / "sandbox-supervisor").string() + " " +
+                               (programs.path() / "sandbox-run").string() + " --backend bwrap "
+                               "--root " + root.str() + " -- /bin/sh " + plant.string() + " > " +
+                               out.string()) == 0);
+            std::ifstream in(out);
+            BOOST_TEST(std::string(std::istreambuf_iterator<char>(in), {}) == "refused\n");
+            BOOST_TEST(on_host(host_git(root.path()) + "status >/dev/null && " +
+                               host_git(root.path()) + "commit -q --allow-empty -m x") == 0);
+            BOOST_TEST(!fs::exists(marker));
+        }
+    BOOST_TEST(!fs::exists(root.path() / ".git" / "commondir"));
 }
 
 // A .git that is a symbolic link at the top of a writable directory cannot be kept

@@ -36,10 +36,25 @@ BOOST_AUTO_TEST_CASE(the_whole_command_line)
                "bwrap --unshare-user --disable-userns --cap-drop ALL --unshare-pid "
                "--unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent "
                "--ro-bind / / --tmpfs /tmp --bind /srv/p /srv/p "
-               "--bind /srv/cache /srv/cache --proc /proc --dev /dev "
-               "--perms 0000 --tmpfs /root/.ssh --remount-ro /root/.ssh "
+               "--bind /srv/cache /srv/cache --proc /proc --dev /dev --remount-ro /dev "
+               "--tmpfs /dev/shm --perms 0000 --tmpfs /root/.ssh --remount-ro /root/.ssh "
                "--ro-bind /dev/null /root/.netrc "
                "--chdir /srv/p/src -- make -j2 SECRET=in-args-only-if-asked");
+}
+
+// Files in the private /tmp and /dev/shm are memory no sampler sees: each tmpfs gets the
+// memory cap as its size; /dev, bwrap's own tmpfs, is read-only.
+BOOST_AUTO_TEST_CASE(private_tmpfs_sized_by_the_memory_cap)
+{
+    bw::sandbox_view v;
+    v.root = "/srv/p";
+    v.work_dir = "/srv/p";
+    v.tmpfs_bytes = 67108864;
+    const std::string s = joined(bw::build_args(v, "true", {}));
+    BOOST_TEST(s.find("--ro-bind / / --size 67108864 --tmpfs /tmp ") != std::string::npos, s);
+    BOOST_TEST(s.find("--dev /dev --remount-ro /dev --size 67108864 --tmpfs /dev/shm ") !=
+                   std::string::npos,
+               s);
 }
 
 BOOST_AUTO_TEST_CASE(no_network_masks_run_and_the_init_precedes_the_command)
@@ -99,6 +114,25 @@ BOOST_AUTO_TEST_CASE(the_built_in_read_deny_list)
     BOOST_TEST((std::find(d.begin(), d.end(), "/home/u/.docker/config.json") != d.end()));
     BOOST_TEST(bw::default_read_deny("").empty());
     BOOST_TEST(bw::default_read_deny("/")[0] == "/.ssh");
+}
+
+// The masks follow the password database's home, and $HOME's too when it differs; with
+// neither, nothing could be masked: refused.
+BOOST_AUTO_TEST_CASE(the_homes_whose_credentials_are_masked)
+{
+    using v = std::vector<std::string>;
+    BOOST_TEST((*bw::home_dirs("/root", "") == v{"/root"}));
+    BOOST_TEST((*bw::home_dirs("/root", "/root") == v{"/root"}));
+    BOOST_TEST((*bw::home_dirs("/root", "/srv/other") == v{"/root", "/srv/other"}));
+    BOOST_TEST((*bw::home_dirs("", "/srv/other") == v{"/srv/other"}));
+    BOOST_TEST((*bw::home_dirs("/root", "relative") == v{"/root"}));
+    for (const auto& [pw, env] : {std::pair{"", ""}, std::pair{"", "relative"}})
+    {
+        auto r = bw::home_dirs(pw, env);
+        BOOST_TEST_REQUIRE(!r.has_value());
+        BOOST_TEST(r.error().code == errc::not_available);
+        BOOST_TEST(r.error().diag.limit == "read_deny");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(read_only_paths_sockets_and_extra_flags_in_their_places)
@@ -198,17 +232,25 @@ BOOST_AUTO_TEST_CASE(extra_flags_refused)
     }
 }
 
+// Every path through which git or a tool on the host later runs something, each kept even
+// where missing, with a stand-in git can live with inside .git.
 BOOST_AUTO_TEST_CASE(the_built_in_write_deny_list)
 {
     const auto& d = bw::default_write_deny();
-    auto find = [&](const char* rel) {
-        return std::find_if(d.begin(), d.end(), [&](auto& e) { return e.relative == rel; });
+    auto kind = [&](const char* rel) {
+        auto it = std::find_if(d.begin(), d.end(), [&](auto& e) { return e.relative == rel; });
+        BOOST_TEST_REQUIRE((it != d.end()), rel);
+        return it->missing;
     };
-    BOOST_TEST_REQUIRE((find(".git/hooks") != d.end()));
-    BOOST_TEST(find(".git/hooks")->always);
-    BOOST_TEST(find(".git/config")->always);
-    BOOST_TEST_REQUIRE((find(".bashrc") != d.end()));
-    BOOST_TEST(!find(".bashrc")->always);
+    using k = bw::stand_in;
+    for (const char* dir : {".git/hooks", ".git/modules", ".git/worktrees", ".gitmodules",
+                            ".vscode", ".idea", ".claude/commands", ".claude/agents", ".bashrc",
+                            ".profile", ".zshrc", ".envrc", ".gitconfig", ".ripgreprc",
+                            ".mcp.json"})
+        BOOST_TEST((kind(dir) == k::directory), dir);
+    BOOST_TEST((kind(".git/config") == k::empty_file));
+    BOOST_TEST((kind(".git/config.worktree") == k::empty_file));
+    BOOST_TEST((kind(".git/commondir") == k::git_self));
 }
 
 BOOST_AUTO_TEST_CASE(write_deny_targets_per_writable_directory)
@@ -216,17 +258,19 @@ BOOST_AUTO_TEST_CASE(write_deny_targets_per_writable_directory)
     auto t = bw::write_deny_targets({"/srv/p", "/srv/cache"},
                                     {"Makefile", "/srv/p/ci/./deploy.sh"});
     BOOST_TEST_REQUIRE(t.has_value());
-    auto has = [&](const std::string& dir, const std::string& rel, bool always) {
+    auto has = [&](const std::string& dir, const std::string& rel) {
         return std::any_of(t->begin(), t->end(), [&](const bw::write_deny_target& x) {
-            return x.dir == dir && x.entry.relative == rel && x.entry.always == always;
+            return x.dir == dir && x.entry.relative == rel &&
+                   (x.entry.missing == bw::stand_in::directory) == (rel != ".git/config");
         });
     };
-    BOOST_TEST(has("/srv/p", ".git/hooks", true));
-    BOOST_TEST(has("/srv/cache", ".git/hooks", true));
-    BOOST_TEST(has("/srv/p", "Makefile", true)); // relative: in every directory, kept if missing
-    BOOST_TEST(has("/srv/cache", "Makefile", true));
-    BOOST_TEST(has("/srv/p", "ci/deploy.sh", true)); // absolute: where it lies
-    BOOST_TEST(!has("/srv/cache", "ci/deploy.sh", true));
+    BOOST_TEST(has("/srv/p", ".git/hooks"));
+    BOOST_TEST(has("/srv/cache", ".git/hooks"));
+    BOOST_TEST(has("/srv/p", ".git/config"));
+    BOOST_TEST(has("/srv/p", "Makefile")); // relative: in every directory
+    BOOST_TEST(has("/srv/cache", "Makefile"));
+    BOOST_TEST(has("/srv/p", "ci/deploy.sh")); // absolute: where it lies
+    BOOST_TEST(!has("/srv/cache", "ci/deploy.sh"));
     const std::size_t builtin = bw::default_write_deny().size();
     BOOST_TEST(t->size() == 2 * builtin + 3);
     // Outside every writable directory (read-only anyway, or misspelt), empty, climbing: refused.

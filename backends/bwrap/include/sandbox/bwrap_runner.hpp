@@ -21,20 +21,22 @@ struct bwrap_runner_options
 {
     /// The root: bound read-write, and the directory work dirs are confined to.
     std::string root = ".";
-    /// More directories bound read-write at the same paths (must exist; not `/`, not the
+    /// More directories bound read-write at the same paths (must exist; not `/`, not a
     /// home directory, not an ancestor of a read-deny path).
     std::vector<std::string> writable_paths{};
     /// Paths hidden from the command, on top of the built-in list (credentials and keys
-    /// under `$HOME`: `.ssh`, `.aws`, `.gnupg`, `.config/gcloud`, `.azure`, `.kube`,
+    /// under the caller's home, /etc/passwd's for its effective uid and `$HOME`'s when it
+    /// differs; neither known: `errc::not_available`): `.ssh`, `.aws`, `.gnupg`, `.config/gcloud`, `.azure`, `.kube`,
     /// `.docker/config.json`, `.netrc`, `.git-credentials`, `.config/gh/hosts.yml`, `.npmrc`,
     /// `.pypirc`). Paths that do not exist are skipped.
     std::vector<std::string> read_deny{};
     /// Paths inside the writable directories that the command may read but not change, on
-    /// top of the built-in list (`.git/hooks` and `.git/config`, kept even where they do not
-    /// exist yet; and, where they exist, `.gitmodules`, `.gitconfig`, `.envrc` and shell rc
-    /// files). Absolute, or relative to each writable directory (the root included); no `..`.
-    /// These are kept even where they do not exist: an empty read-only directory takes the
-    /// place of the first missing component while a command runs, and is removed after.
+    /// top of the built-in list (`bwrap::default_write_deny`: git's hooks, config,
+    /// config.worktree, commondir, worktrees, modules and `.gitmodules`, editor and tool
+    /// files, shell rc files). Absolute, or relative to each writable directory (the root
+    /// included); no `..`. All are kept even where they do not exist: an empty read-only
+    /// directory takes the place of the first missing component while a command runs, and
+    /// is removed after.
     std::vector<std::string> write_deny{};
     /// Host unix sockets the command may connect to (each must be a socket): bound at the
     /// same path, through the private /tmp and, under `net_mode::deny_all`, the masked /run.
