@@ -27,6 +27,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -904,25 +905,33 @@ enforcement_report supervised_enforcement()
     return e;
 }
 
-outcome<status_init> make_status_init()
+namespace {
+
+// The helper program, opened once it can be: a wrapper runs it from a descriptor
+// (/proc/self/fd/N), so that it need not be visible to the user or inside the sandbox it
+// runs as (a build tree under /tmp is not). It is the same program as the supervisor's, so
+// it speaks its protocol. Null when it cannot be opened.
+std::shared_ptr<const unique_fd> helper_program()
 {
-    // The helper program, opened once it can be: the wrapper runs it from its fd 4
-    // (/proc/self/fd/4), so it need not be visible inside the sandbox (a build tree under
-    // /tmp is not). It is the same program as the supervisor's, so it speaks its protocol.
     static std::mutex m;
     static std::shared_ptr<const unique_fd> opened;
-    std::shared_ptr<const unique_fd> program;
+    std::lock_guard l(m);
+    if (!opened)
     {
-        std::lock_guard l(m);
-        if (!opened)
-        {
-            const std::string path = detail::supervisor_program();
-            unique_fd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-            if (fd)
-                opened = std::make_shared<const unique_fd>(std::move(fd));
-        }
-        program = opened;
+        const std::string path = detail::supervisor_program();
+        unique_fd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (fd)
+            opened = std::make_shared<const unique_fd>(std::move(fd));
     }
+    return opened;
+}
+
+} // namespace
+
+outcome<status_init> make_status_init()
+{
+    // The wrapper runs the init from its fd 4 (/proc/self/fd/4).
+    auto program = helper_program();
     if (!program)
         return make_failure(errc::not_available,
                             "the supervisor helper sandbox-supervisor, which also reports how "
@@ -936,6 +945,28 @@ outcome<status_init> make_status_init()
     s.fds = {std::make_shared<const unique_fd>(p[1]), program};
     s.argv = {"/proc/self/fd/4", "--init", "3", "--"};
     return s;
+}
+
+outcome<void> run_as_user(spawn_plan& plan, std::uint32_t uid, std::uint32_t gid)
+{
+    auto program = helper_program();
+    if (!program)
+        return make_failure(errc::not_available,
+                            "the supervisor helper sandbox-supervisor, which switches a root "
+                            "caller's sandbox to its user, was not found or cannot be opened",
+                            "supervisor");
+    // The helper among the descriptors the plan hands over (the status init's), or one more.
+    auto at = std::find(plan.extra_fds.begin(), plan.extra_fds.end(), program);
+    if (at == plan.extra_fds.end())
+        at = plan.extra_fds.insert(at, program);
+    const auto fd = 3 + (at - plan.extra_fds.begin());
+    std::vector<std::string> argv{"sandbox-supervisor", "--as", std::to_string(uid),
+                                  std::to_string(gid), "--", plan.executable};
+    if (!plan.argv.empty())
+        argv.insert(argv.end(), plan.argv.begin() + 1, plan.argv.end());
+    plan.argv = std::move(argv);
+    plan.executable = "/proc/self/fd/" + std::to_string(fd);
+    return {};
 }
 
 outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend)

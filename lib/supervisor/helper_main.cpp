@@ -11,8 +11,10 @@
 //
 //   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
 //          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
+//          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (a root caller's sandbox; run_as.hpp)
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
+#include "supervisor/run_as.hpp"
 #include "supervisor/status_init.hpp"
 #include "supervisor/subtree.hpp"
 #include "supervisor/worker.hpp"
@@ -141,6 +143,8 @@ int main(int argc, char** argv)
 {
     if (argc > 1 && std::string_view(argv[1]) == "--init")
         sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
+    if (argc > 1 && std::string_view(argv[1]) == "--as")
+        sandbox::detail::run_as_user(argc, argv); // a root caller's sandbox: see run_as.hpp
     if (parse_protocol(argc, argv) != static_cast<int>(proto::version))
     {
         std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "
