@@ -109,13 +109,13 @@ void prepare_sockets(bwrap_runner::state& s, const std::vector<std::string>& pat
 void check_user_access(bwrap_runner::state& s, const std::string& root)
 {
     const auto& u = *s.user;
-    std::vector<bwrap::access_check> checks{{root, W_OK | X_OK}};
+    std::vector<backend::access_check> checks{{root, W_OK | X_OK}};
     for (const auto& w : s.writable)
         checks.push_back({w, W_OK | X_OK});
     const std::size_t dirs = checks.size();
     for (const auto& m : s.masked)
         checks.push_back({m.path, F_OK});
-    const auto got = bwrap::access_as(u, checks);
+    const auto got = backend::access_as(u.uid, u.gid, checks);
     for (std::size_t i = 0; i < dirs; ++i)
         if (got[i] != 0)
         {

@@ -1,14 +1,9 @@
 // backends/bwrap/sandbox_user.cpp: the sandbox's host user (see sandbox_user.hpp).
 #include "sandbox_user.hpp"
 
-#include <cerrno>
 #include <fstream>
 #include <tuple>
 
-#include <fcntl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace sandbox::bwrap {
 
@@ -151,50 +146,6 @@ outcome<std::optional<host_user>> choose_sandbox_user(const std::string& spec,
         return invalid(spec, "commands must not run as root (uid 0) nor with group 0: the "
                              "sandbox would map them in");
     return std::optional(std::move(*u));
-}
-
-std::vector<int> access_as(const host_user& u, const std::vector<access_check>& checks)
-{
-    std::vector<int> result(checks.size(), EIO);
-    std::vector<const char*> names; // ready before the fork: the child only makes syscalls
-    names.reserve(checks.size());
-    for (const auto& c : checks)
-        names.push_back(c.path.c_str());
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-        return result;
-    const pid_t pid = ::fork();
-    if (pid == 0)
-    {
-        ::close(fds[0]);
-        const gid_t g = u.gid;
-        const bool as_u = ::syscall(SYS_setgroups, 1, &g) == 0 &&
-                          ::syscall(SYS_setresgid, g, g, g) == 0 &&
-                          ::syscall(SYS_setresuid, u.uid, u.uid, u.uid) == 0;
-        for (std::size_t i = 0; i < names.size(); ++i)
-        {
-            const int err = !as_u ? EIO : ::access(names[i], checks[i].mode) == 0 ? 0 : errno;
-            if (::write(fds[1], &err, sizeof err) != sizeof err)
-                break;
-        }
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::vector<int> got;
-    int err = 0;
-    for (ssize_t n; (n = ::read(fds[0], &err, sizeof err)) != 0;)
-        if (n == static_cast<ssize_t>(sizeof err))
-            got.push_back(err);
-        else if (!(n < 0 && errno == EINTR))
-            break;
-    ::close(fds[0]);
-    if (pid > 0)
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
-        {
-        }
-    if (pid > 0 && got.size() == checks.size())
-        result = std::move(got);
-    return result;
 }
 
 } // namespace sandbox::bwrap

@@ -1,5 +1,4 @@
-// backends/bwrap/sandbox_user.hpp: the host user a bwrap sandbox runs as, and what that user
-// can reach. A root caller's commands must not run as host root (uid 0 inside bwrap's user
+// backends/bwrap/sandbox_user.hpp: the host user a bwrap sandbox runs as. A root caller's commands must not run as host root (uid 0 inside bwrap's user
 // namespace is the caller's uid outside: a set-user-ID file made inside would be root's on
 // the host), so they run as an unprivileged user; everyone else's run as themselves.
 #ifndef SANDBOX_BACKENDS_BWRAP_SANDBOX_USER_HPP
@@ -13,8 +12,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 namespace sandbox::bwrap {
 
@@ -54,17 +51,6 @@ outcome<std::optional<host_user>> choose_sandbox_user(const std::string& spec,
                                                       std::uint32_t caller_uid,
                                                       std::uint32_t caller_gid,
                                                       const user_db& db);
-
-/// One access(2) check: a path and the mode (`R_OK`, `W_OK`, `X_OK`, `F_OK`).
-struct access_check
-{
-    std::string path;
-    int mode = F_OK;
-};
-
-/// \brief Each check as `u` would get it (a forked child switches to `u`, then calls
-/// access(2)): 0 or the errno. EIO for every check when the child could not switch or report.
-std::vector<int> access_as(const host_user& u, const std::vector<access_check>& checks);
 
 } // namespace sandbox::bwrap
 

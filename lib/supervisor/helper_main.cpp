@@ -12,6 +12,7 @@
 //   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
 //          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
 //          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (a root caller's sandbox; run_as.hpp)
+//          sandbox-supervisor --access-as UID GID [MODE PATH]...  (what that user can reach)
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/run_as.hpp"
@@ -145,6 +146,8 @@ int main(int argc, char** argv)
         sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
     if (argc > 1 && std::string_view(argv[1]) == "--as")
         sandbox::detail::run_as_user(argc, argv); // a root caller's sandbox: see run_as.hpp
+    if (argc > 1 && std::string_view(argv[1]) == "--access-as")
+        sandbox::detail::run_access_as(argc, argv); // what that user can reach: run_as.hpp
     if (parse_protocol(argc, argv) != static_cast<int>(proto::version))
     {
         std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "

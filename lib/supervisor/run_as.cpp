@@ -63,15 +63,12 @@ bool switched(uid_t uid, gid_t gid)
            ::getgroups(2, groups) == 1 && groups[0] == gid && no_capabilities();
 }
 
-} // namespace
-
-void run_as_user(int argc, char** argv)
+// Switches to argv[2] (uid) and argv[3] (gid) as run_as.hpp says, or exits 125.
+void switch_user(int argc, char** argv, const char* usage)
 {
-    // argv: sandbox-supervisor --as UID GID -- PROGRAM [ARG...]
     unsigned long uid = 0, gid = 0;
-    if (argc < 6 || std::strcmp(argv[4], "--") != 0 || !parse_id(argv[2], uid) ||
-        !parse_id(argv[3], gid))
-        refuse("usage: sandbox-supervisor --as UID GID -- PROGRAM [ARG...]");
+    if (argc < 4 || !parse_id(argv[2], uid) || !parse_id(argv[3], gid))
+        refuse(usage);
     if (uid == 0 || gid == 0)
         refuse("refused: commands must not run as root (uid or gid 0)", uid, gid);
     const auto u = static_cast<uid_t>(uid);
@@ -80,11 +77,38 @@ void run_as_user(int argc, char** argv)
         refuse("cannot switch to this uid and gid (only a root caller can)", uid, gid);
     if (!switched(u, g))
         refuse("the switch left a privilege behind (an id, a group or a capability)", uid, gid);
+}
+
+} // namespace
+
+void run_as_user(int argc, char** argv)
+{
+    // argv: sandbox-supervisor --as UID GID -- PROGRAM [ARG...]
+    const char* usage = "usage: sandbox-supervisor --as UID GID -- PROGRAM [ARG...]";
+    if (argc < 6 || std::strcmp(argv[4], "--") != 0)
+        refuse(usage);
+    switch_user(argc, argv, usage);
     ::execve(argv[5], argv + 5, environ);
     const int err = errno;
-    std::fprintf(stderr, "sandbox-supervisor --as %lu %lu: cannot execute %s: %s\n", uid, gid,
-                 argv[5], std::strerror(err));
+    std::fprintf(stderr, "sandbox-supervisor --as %s %s: cannot execute %s: %s\n", argv[2],
+                 argv[3], argv[5], std::strerror(err));
     ::_exit(125);
+}
+
+void run_access_as(int argc, char** argv)
+{
+    // argv: sandbox-supervisor --access-as UID GID [MODE PATH]...
+    const char* usage = "usage: sandbox-supervisor --access-as UID GID [MODE PATH]...";
+    if (argc % 2 != 0)
+        refuse(usage);
+    switch_user(argc, argv, usage);
+    for (int i = 4; i + 1 < argc; i += 2)
+    {
+        const int err = ::access(argv[i + 1], std::atoi(argv[i])) == 0 ? 0 : errno;
+        std::printf("%d\n", err);
+    }
+    std::fflush(stdout);
+    ::_exit(std::ferror(stdout) ? 125 : 0);
 }
 
 } // namespace sandbox::detail

@@ -13,6 +13,12 @@
 //
 // PROGRAM and everything it starts then run as UID on the host. UID or GID 0 is refused. On
 // any failure: one line on stderr and exit 125, before PROGRAM runs.
+//
+//   sandbox-supervisor --access-as UID GID [MODE PATH]...
+//
+// switches the same way, then prints for each pair the result of access(PATH, MODE) (MODE
+// a number: R_OK, W_OK, X_OK or'd, or F_OK), 0 or the errno, one per line on stdout: what
+// the sandbox's user can reach (backend::access_as).
 #ifndef SANDBOX_LIB_SUPERVISOR_RUN_AS_HPP
 #define SANDBOX_LIB_SUPERVISOR_RUN_AS_HPP
 
@@ -20,6 +26,9 @@ namespace sandbox::detail {
 
 /// The `--as` program; never returns.
 [[noreturn]] void run_as_user(int argc, char** argv);
+
+/// The `--access-as` program; never returns.
+[[noreturn]] void run_access_as(int argc, char** argv);
 
 } // namespace sandbox::detail
 

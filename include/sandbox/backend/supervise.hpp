@@ -109,6 +109,20 @@ SANDBOX_DECL outcome<status_init> make_status_init();
 /// when the helper cannot be opened.
 SANDBOX_DECL outcome<void> run_as_user(spawn_plan& plan, std::uint32_t uid, std::uint32_t gid);
 
+/// One access(2) check: a path and the mode (`R_OK`, `W_OK`, `X_OK` or'd, or `F_OK`).
+struct access_check
+{
+    std::string path;
+    int mode = 0;
+};
+
+/// \brief Each check as host `uid` and `gid` (supplementary groups: `gid` alone) would get
+/// it: 0 or the errno. Through the helper's `--access-as` mode, which switches as `--as`
+/// does (spawned, so the caller's process is never forked); EIO for every check when it
+/// could not run or switch (a caller that is not root). Blocks until the helper is done.
+SANDBOX_DECL std::vector<int> access_as(std::uint32_t uid, std::uint32_t gid,
+                                        const std::vector<access_check>& checks);
+
 /// \brief Moves into `plan` what every backend passes through as it is: input, the stdin
 /// descriptor, the output handler, the terminal, the output cap (the request's, else
 /// `default_max_output_bytes`), timeout, kill grace and caps; and names the backend.
