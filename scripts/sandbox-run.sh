@@ -15,7 +15,7 @@ bin="$here/build/tools/sandbox-run/sandbox-run"
 # an option's value (the command): look for --backend only up to there.
 takes_value=" --root --workdir --timeout --kill-grace --memory --cpu --max-processes "
 takes_value+="--max-tasks --max-output --env-allow --env --stdin-file --backend --net "
-takes_value+="--writable --read-deny --write-deny --unix-socket "
+takes_value+="--writable --read-deny --write-deny --unix-socket --sandbox-user "
 expect_value=0
 for a in "$@"; do
   if (( expect_value )); then expect_value=0; continue; fi
