@@ -306,7 +306,8 @@ const std::string& bwrap_root()
         std::string cmd = "mkdir -p " + dir + "/.git/hooks && touch " + dir + "/.git/config";
         // A root caller's commands run as the sandbox user, which must own the root.
         if (::geteuid() == 0)
-            cmd += " && { chown -R nobody:nogroup " + dir + " 2>/dev/null || chown -R 65534:65534 " + dir + "; }";
+            cmd += " && { chown -R nobody:nogroup " + dir + " 2>/dev/null || chown -R 65534:65534 " +
+                   dir + "; }";
         if (std::system(cmd.c_str()) != 0)
             fail("cannot make the bwrap benchmark root " + dir);
         // Removed at exit by a copy: the static string itself is gone by then.
@@ -681,7 +682,8 @@ std::vector<std::string> as_user_line(const std::vector<std::string>& bare)
     asio::io_context ioc;
     sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
     const auto e = runner.enforcement();
-    std::vector<std::string> a{SBX_SUPERVISOR, "--as", std::to_string(e.command_uid.value_or(65534)),
+    std::vector<std::string> a{SBX_SUPERVISOR, "--as",
+                               std::to_string(e.command_uid.value_or(65534)),
                                std::to_string(e.command_gid.value_or(65534)), "--"};
     a.insert(a.end(), bare.begin(), bare.end());
     return a;

@@ -116,6 +116,15 @@ void check_user_access(bwrap_runner::state& s, const std::string& root)
     for (const auto& m : s.masked)
         checks.push_back({m.path, F_OK});
     const auto got = backend::access_as(u.uid, u.gid, checks);
+    if (got.size() != checks.size())
+    {
+        s.setup_error = make_failure(errc::not_available,
+                                     "cannot check what the sandbox user " + u.name +
+                                         " can reach: the helper could not switch to it (is "
+                                         "that uid mapped on this host?)",
+                                     "sandbox_user");
+        return;
+    }
     for (std::size_t i = 0; i < dirs; ++i)
         if (got[i] != 0)
         {

@@ -1,6 +1,7 @@
-// backends/bwrap/sandbox_user.hpp: the host user a bwrap sandbox runs as. A root caller's commands must not run as host root (uid 0 inside bwrap's user
-// namespace is the caller's uid outside: a set-user-ID file made inside would be root's on
-// the host), so they run as an unprivileged user; everyone else's run as themselves.
+// backends/bwrap/sandbox_user.hpp: the host user a bwrap sandbox runs as. A root caller's
+// commands must not run as host root (uid 0 inside bwrap's user namespace is the caller's
+// uid outside: a set-user-ID file made inside would be root's on the host), so they run as
+// an unprivileged user; everyone else's run as themselves.
 #ifndef SANDBOX_BACKENDS_BWRAP_SANDBOX_USER_HPP
 #define SANDBOX_BACKENDS_BWRAP_SANDBOX_USER_HPP
 

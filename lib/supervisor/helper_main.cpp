@@ -11,8 +11,8 @@
 //
 //   usage: sandbox-supervisor --protocol N     (started by the library, control socket = fd 3)
 //          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
-//          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (a root caller's sandbox; run_as.hpp)
-//          sandbox-supervisor --access-as UID GID [MODE PATH]...  (what that user can reach)
+//          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (root caller's sandbox; run_as.hpp)
+//          sandbox-supervisor --access-as UID GID [MODE PATH]...   (what its user can reach)
 #include "supervisor/channel.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/run_as.hpp"

@@ -1153,7 +1153,8 @@ BOOST_FIXTURE_TEST_CASE(an_unprivileged_caller_runs_as_itself_without_set_id_bit
                e.result.out.data);
     auto other = as_nobody({"--json", "--sandbox-user", "12345:12345", "--", "touch", "g"});
     BOOST_TEST(other.result.exit_code == 125);
-    BOOST_TEST(contains(other.result.out.data, "\"code\":\"not_available\""), other.result.out.data);
+    BOOST_TEST(contains(other.result.out.data, "\"code\":\"not_available\""),
+               other.result.out.data);
     BOOST_TEST(contains(other.result.out.data, "only a root caller"), other.result.out.data);
     BOOST_TEST(!fs::exists(root.path() / "g"));
 }

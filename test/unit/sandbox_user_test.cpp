@@ -26,7 +26,7 @@ const sandbox::bwrap::user_db& fake_db(bool with_nobody = true)
             groups["nogroup"] = 65534;
         }
         return sandbox::bwrap::user_db{
-            [users](const std::string& n) -> std::optional<std::pair<std::uint32_t, std::uint32_t>> {
+            [users](const std::string& n) {
                 auto it = users.find(n);
                 return it == users.end() ? std::nullopt : std::optional(it->second);
             },

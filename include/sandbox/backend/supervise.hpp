@@ -118,8 +118,8 @@ struct access_check
 
 /// \brief Each check as host `uid` and `gid` (supplementary groups: `gid` alone) would get
 /// it: 0 or the errno. Through the helper's `--access-as` mode, which switches as `--as`
-/// does (spawned, so the caller's process is never forked); EIO for every check when it
-/// could not run or switch (a caller that is not root). Blocks until the helper is done.
+/// does (spawned, so the caller's process is never forked). Empty when it could not run or
+/// switch (a caller that is not root, an id not mapped here). Blocks until it is done.
 SANDBOX_DECL std::vector<int> access_as(std::uint32_t uid, std::uint32_t gid,
                                         const std::vector<access_check>& checks);
 

@@ -67,9 +67,9 @@ struct bwrap_runner_options
 /// A root caller's commands run as an unprivileged host user (`sandbox_user`), switched
 /// to before bwrap starts, so nothing inside is host root: files it creates belong to that
 /// user, and it reads only what that user may. Paths that user cannot reach are not masked
-/// (bwrap, as that user, could not mount over them; the command cannot read them either). Timeouts, caps and the
-/// whole-tree kill as in the local backend (the supervisor worker owns bwrap and everything
-/// below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
+/// (bwrap, as that user, could not mount over them; the command cannot read them either).
+/// Timeouts, caps and the whole-tree kill as in the local backend (the supervisor worker
+/// owns bwrap and everything below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
 ///
 /// The first call runs bwrap once to check that it can create its namespaces here (user
 /// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
