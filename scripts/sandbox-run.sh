@@ -27,7 +27,14 @@ for a in "$@"; do
     *) break ;;
   esac
 done
-report="$("$bin" --enforcement --backend bwrap)"
+# The report for this very command line: a root caller's sandbox user must be able to write
+# its root (--root, else the current directory) and --writable directories.
+report="$("$bin" --enforcement --backend bwrap "$@" || true)"
+if [[ "$report" == *'cannot be written by the sandbox user'* ]]; then
+  # A root caller whose root the sandbox user cannot write: refused with the reason (125),
+  # never downgraded to an unconfined run as root.
+  exec "$bin" --backend bwrap "$@"
+fi
 if [[ "$report" == *'"filesystem_bounds":true'* ]]; then
   echo "sandbox-run.sh: backend bwrap (host read-only, private /tmp and pid namespace)" >&2
   exec "$bin" --backend bwrap "$@"
