@@ -1159,4 +1159,35 @@ BOOST_FIXTURE_TEST_CASE(an_unprivileged_caller_runs_as_itself_without_set_id_bit
     BOOST_TEST(!fs::exists(root.path() / "g"));
 }
 
+// The helper's --as mode, on its own: it drops every root id, group and capability before
+// it executes the program, and refuses uid or gid 0.
+BOOST_FIXTURE_TEST_CASE(the_helpers_switch_leaves_nothing_of_root, sbx_test::local_fixture)
+{
+    if (skip_unless_root())
+        return;
+    sandbox::exec_request req;
+    req.command = SBX_SUPERVISOR;
+    req.args = {"--as", "65534", "65533", "--", "/bin/sh", "-c",
+                "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status; "
+                "grep -E '^(Uid|Gid)' /proc/self/status"};
+    req.options.timeout = 20s;
+    auto r = run(req);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data ==
+               "65534\n65533\n65533\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
+               "CapAmb:\t0000000000000000\nUid:\t65534\t65534\t65534\t65534\n"
+               "Gid:\t65533\t65533\t65533\t65533\n",
+               r.result.err.data);
+    for (auto ids : {std::pair{"0", "65534"}, std::pair{"65534", "0"}})
+    {
+        req.args = {"--as", ids.first, ids.second, "--", "/usr/bin/touch",
+                    (root.path() / "ran").string()};
+        auto refused = run(req);
+        BOOST_TEST(refused.result.exit_code == 125);
+        BOOST_TEST(contains(refused.result.err.data, "must not run as root"),
+                   refused.result.err.data);
+    }
+    BOOST_TEST(!std::filesystem::exists(root.path() / "ran"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
