@@ -30,6 +30,10 @@ std::string to_json(const enforcement_report& e)
         {"filesystem_bounds", e.filesystem_bounds},
         {"tree_kill", e.tree_kill},
     };
+    if (e.command_uid)
+        o["command_uid"] = *e.command_uid;
+    if (e.command_gid)
+        o["command_gid"] = *e.command_gid;
     if (!e.unavailable.empty())
         o["unavailable"] = e.unavailable;
     return boost::json::serialize(o);

@@ -15,7 +15,7 @@ bin="$here/build/tools/sandbox-run/sandbox-run"
 # an option's value (the command): look for --backend only up to there.
 takes_value=" --root --workdir --timeout --kill-grace --memory --cpu --max-processes "
 takes_value+="--max-tasks --max-output --env-allow --env --stdin-file --backend --net "
-takes_value+="--writable --read-deny --write-deny --unix-socket "
+takes_value+="--writable --read-deny --write-deny --unix-socket --sandbox-user "
 expect_value=0
 for a in "$@"; do
   if (( expect_value )); then expect_value=0; continue; fi
@@ -27,7 +27,14 @@ for a in "$@"; do
     *) break ;;
   esac
 done
-report="$("$bin" --enforcement --backend bwrap)"
+# The report for this very command line: a root caller's sandbox user must be able to write
+# its root (--root, else the current directory) and --writable directories.
+report="$("$bin" --enforcement --backend bwrap "$@" || true)"
+if [[ "$report" == *'cannot be written by the sandbox user'* ]]; then
+  # A root caller whose root the sandbox user cannot write: refused with the reason (125),
+  # never downgraded to an unconfined run as root.
+  exec "$bin" --backend bwrap "$@"
+fi
 if [[ "$report" == *'"filesystem_bounds":true'* ]]; then
   echo "sandbox-run.sh: backend bwrap (host read-only, private /tmp and pid namespace)" >&2
   exec "$bin" --backend bwrap "$@"

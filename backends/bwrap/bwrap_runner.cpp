@@ -8,6 +8,7 @@
 
 #include "bwrap_args.hpp"
 #include "command_lookup.hpp"
+#include "sandbox_user.hpp"
 #include "write_deny.hpp"
 #include "work_dir.hpp"
 
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -39,6 +41,7 @@ struct bwrap_runner::state
     std::vector<bwrap::masked_path> masked;
     std::vector<bwrap::write_deny_target> write_deny;
     std::vector<std::string> sockets;
+    std::optional<bwrap::host_user> user; // a root caller's sandbox user; unset: the caller
     std::optional<failure> setup_error; // a bad option, found at construction
     bool probed = false;
     std::optional<failure> unusable; // set by the probe
@@ -153,6 +156,58 @@ outcome<void> check_writable(const bwrap_runner::state& s, const std::string& pa
     return bwrap::check_writable(path, {}, s.masked, field);
 }
 
+// A root caller's sandbox user must be able to write the root and the writable paths
+// (checked as that user); the masks it cannot reach are dropped: bwrap, running as that
+// user, could not mount over them, and the command, running as it too, cannot read them.
+void check_user_access(bwrap_runner::state& s, const std::string& root)
+{
+    const auto& u = *s.user;
+    std::vector<backend::access_check> checks{{root, W_OK | X_OK}};
+    for (const auto& w : s.writable)
+        checks.push_back({w, W_OK | X_OK});
+    const std::size_t dirs = checks.size();
+    for (const auto& m : s.masked)
+        checks.push_back({m.path, F_OK});
+    const auto got = backend::access_as(u.uid, u.gid, checks);
+    if (got.size() != checks.size())
+    {
+        s.setup_error = make_failure(errc::not_available,
+                                     "cannot check what the sandbox user " + u.name +
+                                         " can reach: the helper could not switch to it (is "
+                                         "that uid mapped on this host?)",
+                                     "sandbox_user");
+        return;
+    }
+    for (std::size_t i = 0; i < dirs; ++i)
+        if (got[i] != 0)
+        {
+            failure f = make_failure(
+                errc::validation,
+                std::string(i == 0 ? "the root " : "the writable path ") + checks[i].path +
+                    " cannot be written by the sandbox user " + u.name + " (" +
+                    std::strerror(got[i]) + "): a root caller's commands run as that user; "
+                    "give it write access (owner, group or ACL) or choose another sandbox user",
+                i == 0 ? "root" : "writable_paths");
+            f.diag.path = checks[i].path;
+            s.setup_error = f;
+        }
+    std::vector<bwrap::masked_path> kept;
+    for (std::size_t i = 0; i < s.masked.size(); ++i)
+        if (got[dirs + i] != EACCES)
+            kept.push_back(s.masked[i]);
+    s.masked = std::move(kept);
+}
+
+void choose_user(bwrap_runner::state& s, const bwrap_runner_options& o)
+{
+    auto u = bwrap::choose_sandbox_user(o.sandbox_user, ::geteuid(), ::getegid(),
+                                        bwrap::system_user_db());
+    if (!u)
+        s.setup_error = u.error();
+    else
+        s.user = std::move(*u);
+}
+
 // The options, checked once: writable paths exist and are safe to bind.
 void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
 {
@@ -204,6 +259,9 @@ void prepare_state(bwrap_runner::state& s, const bwrap_runner_options& o)
         }};
     if (auto r = bwrap::check_extra_flags(o.extra_flags, s.masked, dirs, probe); !r)
         s.setup_error = r.error();
+    choose_user(s, o);
+    if (s.user && !s.setup_error)
+        check_user_access(s, o.root);
 }
 
 std::string fd_path(int fd)
@@ -274,6 +332,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
     plan.held = std::move(protect->lease);
+    if (st.user)
+        if (auto r = backend::run_as_user(plan, st.user->uid, st.user->gid); !r)
+            return r.error();
     return plan;
 }
 
@@ -351,6 +412,14 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
     plan.max_output_bytes = 4096;
     plan.timeout = std::chrono::seconds(10);
     plan.backend_name = "bwrap";
+    if (auto as = st->user ? backend::run_as_user(plan, st->user->uid, st->user->gid)
+                           : outcome<void>();
+        !as)
+    {
+        st->unusable = as.error();
+        st->probed = true;
+        co_return;
+    }
     auto [ec, r] = co_await backend::async_supervise(ex_, std::move(plan),
                                                      asio::as_tuple(asio::use_awaitable));
     if (st->probed)
@@ -395,6 +464,8 @@ enforcement_report bwrap_runner::enforcement() const
     e = backend::supervised_enforcement();
     e.net_modes = {net_mode::deny_all};
     e.filesystem_bounds = true;
+    e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
+    e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
     return e;
 }
 

@@ -5,6 +5,8 @@
 #include <sandbox/config.hpp>
 #include <sandbox/net_policy.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,10 @@ struct enforcement_report
     /// The whole process tree is killed on timeout, cancellation and exit, including
     /// descendants that left the process group (double-forked daemons excepted).
     bool tree_kill = false;
+    /// The host uid and gid commands run as, where the runner sets them (bwrap: a root
+    /// caller's sandbox user, else the caller's own ids); unset: the caller's.
+    std::optional<std::uint32_t> command_uid{};
+    std::optional<std::uint32_t> command_gid{};
     /// Empty, or why the runner cannot run anything on this host (then every flag is false).
     std::string unavailable{};
 

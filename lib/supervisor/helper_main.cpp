@@ -18,9 +18,12 @@
 //          sandbox-supervisor --probe-fork-gate   (installs the fork gate's filter on itself
 //                                                  and exits: 0, or the errno it failed with)
 //          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
+//          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (root caller's sandbox; run_as.hpp)
+//          sandbox-supervisor --access-as UID GID [MODE PATH]...   (what its user can reach)
 #include "supervisor/channel.hpp"
 #include "supervisor/fork_gate.hpp"
 #include "supervisor/protocol.hpp"
+#include "supervisor/run_as.hpp"
 #include "supervisor/status_init.hpp"
 #include "supervisor/subtree.hpp"
 #include "supervisor/worker.hpp"
@@ -176,14 +179,19 @@ int open_caller(long caller)
 
 int main(int argc, char** argv)
 {
+    // Before anything else: a command of our user must not ptrace us or copy our control
+    // socket and lifeline (pidfd_getfd) to outlive its caller. Workers inherit it; what a
+    // mode below executes is dumpable again (execve resets it).
+    ::prctl(PR_SET_DUMPABLE, 0);
     if (argc > 1 && std::string_view(argv[1]) == "--init")
         sandbox::detail::run_status_init(argc, argv); // inside a sandbox: see status_init.hpp
     // _exit: nothing may run after the filter is on (a leak checker's clone would hit it).
     if (argc == 2 && std::string_view(argv[1]) == "--probe-fork-gate")
         ::_exit(sandbox::detail::probe_fork_gate());
-    // Before anything else: a command of our user must not ptrace us or copy our control
-    // socket and lifeline (pidfd_getfd) to outlive its caller. (Workers inherit it.)
-    ::prctl(PR_SET_DUMPABLE, 0);
+    if (argc > 1 && std::string_view(argv[1]) == "--as")
+        sandbox::detail::run_as_user(argc, argv); // a root caller's sandbox: see run_as.hpp
+    if (argc > 1 && std::string_view(argv[1]) == "--access-as")
+        sandbox::detail::run_access_as(argc, argv); // what that user can reach: run_as.hpp
     if (option_value(argc, argv, "--protocol") != static_cast<long>(proto::version))
     {
         std::fprintf(stderr, "sandbox-supervisor: this helper speaks protocol %u; started "

@@ -3,6 +3,8 @@
 // leak check of a sanitizer build: it never allocated on its own behalf).
 #include "supervisor/status_init.hpp"
 
+#include "supervisor/setid_filter.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -122,6 +124,13 @@ void run_status_init(int argc, char** argv)
     ::prctl(PR_SET_NAME, "sandbox-init");
     ::prctl(PR_SET_DUMPABLE, 0); // the command cannot ptrace us to forge its own report
     ::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the command behind our back
+    // No set-id bit from inside (setid_filter.hpp); without the filter, no sandbox.
+    if (const int err = install_setid_filter(); err != 0)
+    {
+        std::fprintf(stderr, "sandbox-supervisor --init: cannot install the seccomp filter "
+                             "against set-id bits: %s\n", std::strerror(err));
+        ::_exit(125);
+    }
     sigset_t jobs, old;
     sigemptyset(&jobs);
     for (int s : job_signals)

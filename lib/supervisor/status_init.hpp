@@ -16,6 +16,9 @@
 // (setsid, setpgid, a job-control shell), so they reach it wherever it went. The
 // init is not dumpable, so the command can neither ptrace it nor read its memory; as pid 1
 // it cannot be killed from inside; when it exits, the kernel kills the rest of the namespace.
+// Before it says "started", the init puts the set-id filter (setid_filter.hpp) on itself,
+// which the command and everything below it inherit; when it cannot, it exits 125 without
+// "started" (the sandbox could not be set up).
 #ifndef SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP
 #define SANDBOX_LIB_SUPERVISOR_STATUS_INIT_HPP
 

@@ -27,9 +27,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <pwd.h>
+#include <grp.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,10 +70,52 @@ private:
     std::filesystem::path path_;
 };
 
+// The host user a root caller's commands run as by default (nobody and nogroup, else
+// 65534); anyone else's run as themselves.
+std::pair<uid_t, gid_t> sandbox_ids()
+{
+    if (::geteuid() != 0)
+        return {::geteuid(), ::getegid()};
+    const passwd* pw = ::getpwnam("nobody");
+    const group* gr = ::getgrnam("nogroup");
+    return {pw ? pw->pw_uid : 65534, gr ? gr->gr_gid : 65534};
+}
+
+// Gives `dir` and everything in it to the sandbox user, as a root caller must for what its
+// commands are to change (the root and the writable paths, with what lies in them).
+void give_to_sandbox_user(const std::filesystem::path& dir)
+{
+    const auto [uid, gid] = sandbox_ids();
+    BOOST_REQUIRE(::lchown(dir.c_str(), uid, gid) == 0);
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        BOOST_REQUIRE(::lchown(e.path().c_str(), uid, gid) == 0);
+}
+
+// A fresh temp dir that the sandbox user owns.
+struct sandbox_dir : sbx_test::temp_dir
+{
+    sandbox_dir() { give_to_sandbox_user(path()); }
+};
+
+// The helper program where the sandbox user can run it: a copy under /var/tmp (visible
+// inside, unlike /tmp; reachable by any user, unlike a build tree in a private directory
+// such as CI's mktemp -d), counted by sbx_test::helper_processes like the original.
+const std::string& target_inside()
+{
+    static const host_dir dir;
+    static const std::string path = [] {
+        const auto p = dir.path() / "sbx_test_target";
+        std::filesystem::copy_file(sbx_test::target, p);
+        sbx_test::count_as_helper(p.string());
+        return p.string();
+    }();
+    return path;
+}
+
 struct bwrap_fixture
 {
     asio::io_context ioc;
-    sbx_test::temp_dir root;
+    sandbox_dir root;
     host_dir outside; // host files the sandbox must not reach
     sandbox::bwrap_runner runner;
 
@@ -95,13 +139,20 @@ struct bwrap_fixture
 
     sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = {})
     {
+        return run_sh(ioc, runner, script, std::move(o));
+    }
+
+    // `script` run by /bin/sh on `r` (20 s unless `o` sets a timeout).
+    static sbx_test::run_outcome run_sh(asio::io_context& ioc, sandbox::runner& r,
+                                        const std::string& script, sandbox::exec_options o = {})
+    {
         sandbox::exec_request req;
         req.command = "/bin/sh";
         req.args = {"-c", script};
         req.options = std::move(o);
         if (req.options.timeout == std::chrono::nanoseconds(0))
             req.options.timeout = 20s;
-        return sbx_test::run(ioc, runner, std::move(req));
+        return sbx_test::run(ioc, r, std::move(req));
     }
 };
 
@@ -112,7 +163,9 @@ boost::test_tools::assertion_result bwrap_usable(boost::unit_test::test_unit_id)
 {
     static const std::optional<sandbox::failure> why = [] {
         asio::io_context ioc;
-        sandbox::bwrap_runner r(ioc.get_executor(), {});
+        sandbox::bwrap_runner_options o; // a root the sandbox user can write
+        o.root = std::filesystem::temp_directory_path().string();
+        sandbox::bwrap_runner r(ioc.get_executor(), o);
         std::optional<sandbox::failure> out;
         asio::co_spawn(ioc, r.check(), [&](std::exception_ptr, std::optional<sandbox::failure> f) {
             out = std::move(f);
@@ -339,7 +392,8 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
         30s);
     BOOST_TEST(inside.rfind("s3cr3t-value\n/proc/self/fd/4 --init 3 -- /bin/sh", 0) == 0, inside);
     BOOST_TEST(inside.find("s3cr3t-value", 1) == std::string::npos);
-    BOOST_TEST(bwrap_cmdline.rfind("bwrap", 0) != std::string::npos, bwrap_cmdline);
+    const std::string argv0 = bwrap_cmdline.substr(0, bwrap_cmdline.find('\0'));
+    BOOST_TEST(argv0.ends_with("bwrap"), bwrap_cmdline);
     BOOST_TEST(contains(bwrap_cmdline, "--unshare-pid"));
     BOOST_TEST(!contains(bwrap_cmdline, "s3cr3t-value"));
 }
@@ -482,19 +536,11 @@ BOOST_AUTO_TEST_CASE(unsafe_writable_paths_and_roots_are_refused)
     }
 }
 
-// The helper program must be visible inside: a build tree under /tmp is not (private /tmp).
-sandbox::bwrap_runner_options with_target_visible()
-{
-    sandbox::bwrap_runner_options o;
-    o.writable_paths = {std::filesystem::path(sbx_test::target).parent_path().string()};
-    return o;
-}
-
 BOOST_AUTO_TEST_CASE(nothing_escapes_the_tree)
 {
-    bwrap_fixture f(with_target_visible());
+    bwrap_fixture f;
     // A daemon that leaves the session: killed when the command ends.
-    auto r = f.sh("setsid " + sbx_test::target + " sleep 30000 > /dev/null 2>&1 & "
+    auto r = f.sh("setsid " + target_inside() + " sleep 30000 > /dev/null 2>&1 & "
                   "sleep 0.1; kill -0 $! && echo alive");
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(r.result.out.data == "alive\n"); // it really ran
@@ -502,11 +548,11 @@ BOOST_AUTO_TEST_CASE(nothing_escapes_the_tree)
     // A timeout kills everything inside.
     sandbox::exec_options o;
     o.timeout = 500ms;
-    auto t = f.sh(sbx_test::target + " sleep 30000 & " + sbx_test::target + " sleep 30000", o);
+    auto t = f.sh(target_inside() + " sleep 30000 & " + target_inside() + " sleep 30000", o);
     BOOST_TEST((t.result.status == exec_status::timed_out), t.result.err.data);
     BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
     // A double-forked daemon (fork, setsid, fork, stdio closed) under a timeout: gone too.
-    auto d = f.sh(sbx_test::target + " double-fork 30000 --then sleep 30000", o);
+    auto d = f.sh(target_inside() + " double-fork 30000 --then sleep 30000", o);
     BOOST_TEST((d.result.status == exec_status::timed_out), d.result.err.data);
     BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
 }
@@ -575,6 +621,9 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
     BOOST_TEST((sh("true", o).ec == errc::not_available));
     sandbox::exec_request missing;
     missing.command = "no-such-command-here";
+    // (A PATH directory the sandbox user cannot search, such as one under /root, would make
+    // it forbidden: EACCES, as execvp reports.)
+    missing.options.env.inject["PATH"] = "/usr/bin:/bin";
     BOOST_TEST((sbx_test::run(ioc, runner, missing).ec == errc::not_found));
     sandbox::exec_options outside_root;
     outside_root.work_dir = "/etc";
@@ -594,6 +643,7 @@ BOOST_AUTO_TEST_CASE(a_missing_bwrap_is_not_available)
 
 BOOST_FIXTURE_TEST_CASE(sandbox_run_backend_bwrap, sbx_test::local_fixture)
 {
+    give_to_sandbox_user(root.path());
     sandbox::exec_request req;
     req.command = SBX_SANDBOX_RUN;
     req.args = {"--backend", "bwrap", "--root", root.str(), "--", "/bin/sh", "-c",
@@ -608,6 +658,7 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_backend_bwrap, sbx_test::local_fixture)
 
 BOOST_FIXTURE_TEST_CASE(sandbox_run_bwrap_view_flags_and_enforcement, sbx_test::local_fixture)
 {
+    give_to_sandbox_user(root.path());
     host_dir secret;
     std::ofstream(secret.path() / "key") << "k";
     std::ofstream(root.path() / "Makefile") << "all:\n";
@@ -664,6 +715,7 @@ BOOST_FIXTURE_TEST_CASE(git_and_rc_files_stay_read_only_inside_the_root, bwrap_f
     fs::create_directories(root.path() / ".git" / "hooks");
     std::ofstream(root.path() / ".git" / "config") << "[core]\n";
     std::ofstream(root.path() / ".bashrc") << "# host\n";
+    give_to_sandbox_user(root.path());
     auto r = sh("echo evil > .git/hooks/pre-commit || echo no-hook; "
                 "echo evil >> .git/config || echo no-config; "
                 "echo evil >> .bashrc || echo no-rc; "
@@ -717,6 +769,7 @@ BOOST_AUTO_TEST_CASE(extra_write_deny_paths_and_their_refusals)
     bwrap_fixture f(o);
     std::ofstream(f.root.path() / "Makefile") << "all:\n";
     fs::create_directories(f.root.path() / "ci");
+    give_to_sandbox_user(f.root.path());
     auto r = f.sh("echo x >> Makefile || echo no-make; "
                   "echo x > ci/deploy.sh || echo no-deploy; echo x > ci/other && echo other");
     BOOST_TEST(!r.ec, r.result.diag);
@@ -775,18 +828,19 @@ BOOST_AUTO_TEST_CASE(host_unix_sockets_only_where_allowed)
     sbx_test::temp_dir dir; // under /tmp: hidden by the private /tmp
     const std::string sock = (dir.path() / "agent.sock").string();
     unix_listener l(sock);
+    ::chmod(sock.c_str(), 0777); // connecting needs write access to the socket
     sandbox::exec_options deny;
     deny.net.mode = sandbox::net_mode::deny_all;
     {
-        bwrap_fixture f(with_target_visible());
-        auto r = f.sh(sbx_test::target + " connect-unix " + sock, deny);
+        bwrap_fixture f;
+        auto r = f.sh(target_inside() + " connect-unix " + sock, deny);
         BOOST_TEST(!r.ec, r.result.diag);
         BOOST_TEST(r.result.out.data == "refused ENOENT\n");
     }
-    auto o = with_target_visible();
+    sandbox::bwrap_runner_options o;
     o.unix_sockets = {sock};
     bwrap_fixture f(o);
-    auto r = f.sh(sbx_test::target + " connect-unix " + sock, deny);
+    auto r = f.sh(target_inside() + " connect-unix " + sock, deny);
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(r.result.out.data == "connected\n");
     // An entry must be a socket.
@@ -993,6 +1047,7 @@ BOOST_FIXTURE_TEST_CASE(protected_paths_cannot_be_renamed_away, bwrap_fixture)
     fs::create_directories(root.path() / ".git" / "hooks");
     std::ofstream(root.path() / ".git" / "config") << "[core]\n";
     std::ofstream(root.path() / ".git" / "commondir") << ".\n";
+    give_to_sandbox_user(root.path());
     auto r = sh("mv .git .git.o 2>/dev/null || echo no-move; rm -rf .git 2>/dev/null; "
                 "mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit || echo no-hook; "
                 "echo ../evil > .git/commondir || echo no-commondir; "
@@ -1003,7 +1058,7 @@ BOOST_FIXTURE_TEST_CASE(protected_paths_cannot_be_renamed_away, bwrap_fixture)
     BOOST_TEST(!fs::exists(root.path() / ".git" / "hooks" / "pre-commit"));
     BOOST_TEST(fs::exists(root.path() / ".git" / "config"));
     // An empty .git: nothing can be put in it.
-    sbx_test::temp_dir other;
+    sandbox_dir other;
     fs::create_directories(other.path() / ".git");
     sandbox::bwrap_runner_options o;
     o.root = other.str();
@@ -1285,10 +1340,10 @@ BOOST_FIXTURE_TEST_CASE(signals_follow_a_command_that_left_the_group, bwrap_fixt
 // after the grace.
 BOOST_AUTO_TEST_CASE(an_ignored_sigterm_and_a_daemon_do_not_survive_terminate)
 {
-    bwrap_fixture f(with_target_visible());
+    bwrap_fixture f;
     sbx_test::run_coro(f.ioc, [&]() -> asio::awaitable<void> {
         sandbox::session_spec spec;
-        spec.command = sbx_test::target;
+        spec.command = target_inside();
         spec.args = {"ignore-term", "--then", "double-fork", "30000", "--then", "println",
                      "ready", "--then", "sleep", "30000"};
         auto s = co_await f.runner.sessions()->start(spec);
@@ -1307,11 +1362,11 @@ BOOST_AUTO_TEST_CASE(an_ignored_sigterm_and_a_daemon_do_not_survive_terminate)
 // namespace with bwrap, and the session reports the lost supervisor.
 BOOST_AUTO_TEST_CASE(the_worker_killed_takes_the_sandbox_with_it)
 {
-    bwrap_fixture f(with_target_visible());
+    bwrap_fixture f;
     sbx_test::run_coro(f.ioc, [&]() -> asio::awaitable<void> {
         sandbox::session_spec spec;
         spec.command = "/bin/sh";
-        spec.args = {"-c", sbx_test::target + " setsid-child 30000 detach & " + sbx_test::target +
+        spec.args = {"-c", target_inside() + " setsid-child 30000 detach & " + target_inside() +
                                " println ready --then sleep 30000"};
         auto s = co_await f.runner.sessions()->start(spec);
         std::uint64_t at = 0;
@@ -1359,6 +1414,216 @@ BOOST_FIXTURE_TEST_CASE(no_spare_descriptors_for_the_status_pipe, bwrap_fixture)
         BOOST_TEST(sbx_test::wait_gone(sbx_test::helper_processes()));
     }
     BOOST_TEST(sh("echo after").result.out.data == "after\n");
+}
+
+// --- whom the command runs as --------------------------------------------------------------
+
+namespace {
+
+bool skip_unless_root()
+{
+    if (::geteuid() == 0)
+        return false;
+    BOOST_TEST_MESSAGE("skipped: needs a root caller");
+    return true;
+}
+
+struct host_owner
+{
+    uid_t uid = 0;
+    gid_t gid = 0;
+    mode_t mode = 0;
+};
+
+host_owner owner_of(const std::filesystem::path& p)
+{
+    struct stat st{};
+    BOOST_TEST_REQUIRE(::stat(p.c_str(), &st) == 0, p);
+    return {st.st_uid, st.st_gid, st.st_mode & 07777};
+}
+
+} // namespace
+
+// A root caller's command runs as the sandbox user (nobody), switched to before bwrap: it
+// cannot plant a set-user-ID root program (the copy is the sandbox user's, and the seccomp
+// filter refuses set-id bits anyway), nor read what root alone may read.
+BOOST_FIXTURE_TEST_CASE(a_root_callers_command_cannot_plant_a_setuid_root_program,
+                        bwrap_fixture)
+{
+    if (skip_unless_root())
+        return;
+    const auto [uid, gid] = sandbox_ids();
+    auto r = sh("id -u; id -g; id -G; cp /usr/bin/id id-suid; "
+                "chmod 4755 id-suid 2>/dev/null || echo no-setuid; "
+                "chmod g+s id-suid 2>/dev/null || echo no-setgid; "
+                "chmod 0755 id-suid && echo plain-chmod; mkdir d; "
+                "cat /etc/shadow > /dev/null 2>&1 && echo read-shadow || echo no-shadow");
+    BOOST_TEST(!r.ec, r.result.diag);
+    const std::string u = std::to_string(uid), g = std::to_string(gid);
+    BOOST_TEST(r.result.out.data ==
+               u + "\n" + g + "\n" + g + "\nno-setuid\nno-setgid\nplain-chmod\nno-shadow\n");
+    // On the host, what it made is the sandbox user's, with no set-id bit.
+    for (const char* made : {"id-suid", "d"})
+    {
+        const auto o = owner_of(root.path() / made);
+        BOOST_TEST(o.uid == uid, made);
+        BOOST_TEST(o.gid == gid, made);
+        BOOST_TEST((o.mode & (S_ISUID | S_ISGID)) == 0u, made);
+    }
+    const auto e = runner.enforcement();
+    BOOST_TEST(e.command_uid.value_or(0) == uid);
+    BOOST_TEST(e.command_gid.value_or(0) == gid);
+}
+
+// The sandbox user is configurable (names or numbers), never root.
+BOOST_AUTO_TEST_CASE(the_sandbox_user_is_configurable_and_never_root)
+{
+    if (skip_unless_root())
+        return;
+    sbx_test::temp_dir root;
+    BOOST_TEST_REQUIRE(::chown(root.path().c_str(), 12345, 12346) == 0);
+    sandbox::bwrap_runner_options o;
+    o.root = root.str();
+    o.sandbox_user = "12345:12346"; // in no database: numbers are taken as they are
+    asio::io_context ioc;
+    sandbox::bwrap_runner runner(ioc.get_executor(), o);
+    auto r = bwrap_fixture::run_sh(ioc, runner, "id -u; id -g; touch made");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "12345\n12346\n");
+    const auto made = owner_of(root.path() / "made");
+    BOOST_TEST(made.uid == 12345u);
+    BOOST_TEST(made.gid == 12346u);
+    BOOST_TEST(runner.enforcement().command_uid.value_or(0) == 12345u);
+    for (const char* bad : {"root", "0", "0:12346", "12345:0", "no-such-user-here", "12345"})
+    {
+        sandbox::bwrap_runner_options b;
+        b.sandbox_user = bad;
+        bwrap_fixture g(b);
+        auto refused = g.sh("touch ran");
+        BOOST_TEST((refused.ec == errc::validation), bad);
+        BOOST_TEST(refused.result.diag.limit == "sandbox_user", bad);
+        BOOST_TEST(!std::filesystem::exists(g.root.path() / "ran"), bad);
+        BOOST_TEST(!g.runner.enforcement().unavailable.empty(), bad);
+    }
+}
+
+// A root the sandbox user cannot write is refused before anything runs (validation, naming
+// the path and the user), and so is such a writable path; a path the sandbox user cannot
+// even reach needs no mask (bwrap, as that user, could not mount one there) and stays out of
+// the command's reach.
+BOOST_AUTO_TEST_CASE(paths_the_sandbox_user_cannot_use)
+{
+    if (skip_unless_root())
+        return;
+    namespace fs = std::filesystem;
+    sbx_test::temp_dir roots_own; // root's, mode 0755
+    sandbox::bwrap_runner_options o;
+    o.root = roots_own.str();
+    asio::io_context ioc;
+    sandbox::bwrap_runner runner(ioc.get_executor(), o);
+    auto r = bwrap_fixture::run_sh(ioc, runner, "touch ran");
+    BOOST_TEST((r.ec == errc::validation), r.result.diag);
+    BOOST_TEST((r.result.status == exec_status::not_started));
+    BOOST_TEST(r.result.diag.limit == "root");
+    BOOST_TEST(r.result.diag.path == roots_own.str());
+    BOOST_TEST(contains(r.result.diag.message, "cannot be written by the sandbox user nobody"),
+               r.result.diag.message);
+    BOOST_TEST(!fs::exists(roots_own.path() / "ran"));
+    BOOST_TEST(contains(runner.enforcement().unavailable, roots_own.str()));
+
+    sandbox::bwrap_runner_options w;
+    w.writable_paths = {roots_own.str()};
+    bwrap_fixture f(w);
+    auto wr = f.sh("touch ran");
+    BOOST_TEST((wr.ec == errc::validation), wr.result.diag);
+    BOOST_TEST(wr.result.diag.limit == "writable_paths");
+    BOOST_TEST(wr.result.diag.path == roots_own.str());
+    BOOST_TEST(!fs::exists(f.root.path() / "ran"));
+
+    host_dir locked; // root's only: the sandbox user cannot look inside
+    std::ofstream(locked.path() / "key") << "secret";
+    fs::permissions(locked.path(), fs::perms::owner_all);
+    sandbox::bwrap_runner_options m;
+    m.read_deny = {(locked.path() / "key").string()};
+    bwrap_fixture g(m);
+    auto mr = g.sh("cat " + (locked.path() / "key").string() + " 2>/dev/null || echo unreadable");
+    BOOST_TEST(!mr.ec, mr.result.diag);
+    BOOST_TEST(mr.result.out.data == "unreadable\n");
+}
+
+// A caller that is not root runs commands as itself (its uid mapped in, as ever), set-id bits
+// are refused for it too, and it cannot pick another user. sandbox-run, its supervisor and
+// the command all run as nobody (copies of the programs in a directory nobody can reach).
+BOOST_FIXTURE_TEST_CASE(an_unprivileged_caller_runs_as_itself_without_set_id_bits,
+                        sbx_test::local_fixture)
+{
+    if (skip_unless_root() || ::access("/usr/bin/setpriv", X_OK) != 0)
+        return;
+    namespace fs = std::filesystem;
+    BOOST_TEST_REQUIRE(::chown(root.path().c_str(), 65534, 65534) == 0);
+    const auto run_copy = root.path() / "sandbox-run";
+    const auto sup_copy = root.path() / "sandbox-supervisor";
+    fs::copy_file(SBX_SANDBOX_RUN, run_copy);
+    fs::copy_file(SBX_SUPERVISOR, sup_copy);
+    auto as_nobody = [&](std::vector<std::string> args) {
+        sandbox::exec_request req;
+        req.command = "/usr/bin/setpriv";
+        req.args = {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
+                    "--backend", "bwrap", "--root", root.str()};
+        req.args.insert(req.args.end(), args.begin(), args.end());
+        req.options.timeout = 25s;
+        req.options.env.inject = {{"SANDBOX_SUPERVISOR", sup_copy.string()}};
+        return run(std::move(req));
+    };
+    auto r = as_nobody({"--", "/bin/sh", "-c",
+                        "id -u; touch f; chmod 4755 f 2>/dev/null || echo no-setuid; "
+                        "chmod 2755 f 2>/dev/null || echo no-setgid; chmod 0750 f && echo plain"});
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.exit_code == 0, r.result.err.data);
+    BOOST_TEST(r.result.out.data == "65534\nno-setuid\nno-setgid\nplain\n");
+    const auto f = owner_of(root.path() / "f");
+    BOOST_TEST(f.uid == 65534u);
+    BOOST_TEST(f.mode == 0750u);
+    auto e = as_nobody({"--enforcement"});
+    BOOST_TEST(contains(e.result.out.data, "\"command_uid\":65534,\"command_gid\":65534"),
+               e.result.out.data);
+    auto other = as_nobody({"--json", "--sandbox-user", "12345:12345", "--", "touch", "g"});
+    BOOST_TEST(other.result.exit_code == 125);
+    BOOST_TEST(contains(other.result.out.data, "\"code\":\"not_available\""),
+               other.result.out.data);
+    BOOST_TEST(contains(other.result.out.data, "only a root caller"), other.result.out.data);
+    BOOST_TEST(!fs::exists(root.path() / "g"));
+}
+
+// The helper's --as mode, on its own: it drops every root id, group and capability before
+// it executes the program, and refuses uid or gid 0.
+BOOST_FIXTURE_TEST_CASE(the_helpers_switch_leaves_nothing_of_root, sbx_test::local_fixture)
+{
+    if (skip_unless_root())
+        return;
+    sandbox::exec_request req;
+    req.command = SBX_SUPERVISOR;
+    req.args = {"--as", "65534", "65533", "--", "/bin/sh", "-c",
+                "id -u; id -g; id -G; grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status; "
+                "grep -E '^(Uid|Gid)' /proc/self/status"};
+    req.options.timeout = 20s;
+    auto r = run(req);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data ==
+               "65534\n65533\n65533\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
+               "CapAmb:\t0000000000000000\nUid:\t65534\t65534\t65534\t65534\n"
+               "Gid:\t65533\t65533\t65533\t65533\n",
+               r.result.err.data);
+    for (auto ids : {std::pair{"0", "65534"}, std::pair{"65534", "0"}})
+    {
+        req.args = {"--as", ids.first, ids.second, "--", "/usr/bin/touch",
+                    (root.path() / "ran").string()};
+        auto refused = run(req);
+        BOOST_TEST(refused.result.exit_code == 125);
+        BOOST_TEST(contains(refused.result.err.data, "must not run as root"),
+                   refused.result.err.data);
+    }
+    BOOST_TEST(!std::filesystem::exists(root.path() / "ran"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -133,10 +134,24 @@ sandbox::output_handler streamed::handler(std::filesystem::path marker, std::str
     };
 }
 
+namespace {
+std::vector<std::string>& helper_copies()
+{
+    static std::vector<std::string> paths;
+    return paths;
+}
+} // namespace
+
+void count_as_helper(const std::string& path)
+{
+    helper_copies().push_back(std::filesystem::canonical(path).string());
+}
+
 std::vector<pid_t> helper_processes()
 {
     std::vector<pid_t> found;
-    auto want = std::filesystem::canonical(target).string();
+    auto want = helper_copies();
+    want.push_back(std::filesystem::canonical(target).string());
     DIR* d = ::opendir("/proc");
     while (dirent* e = d ? ::readdir(d) : nullptr)
     {
@@ -144,7 +159,8 @@ std::vector<pid_t> helper_processes()
         long pid = std::strtol(e->d_name, &end, 10);
         if (*end || pid <= 0)
             continue;
-        if (exe_of(static_cast<pid_t>(pid)) == want && alive(static_cast<pid_t>(pid)))
+        if (std::find(want.begin(), want.end(), exe_of(static_cast<pid_t>(pid))) != want.end() &&
+            alive(static_cast<pid_t>(pid)))
             found.push_back(static_cast<pid_t>(pid));
     }
     if (d)

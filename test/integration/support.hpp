@@ -76,8 +76,12 @@ struct streamed
     sandbox::output_handler handler(std::filesystem::path marker, std::string first);
 };
 
-/// Live processes running the helper binary (any that survived a test is a leak).
+/// Live processes running the helper binary, or a copy of it announced with
+/// `count_as_helper` (any that survived a test is a leak).
 std::vector<pid_t> helper_processes();
+
+/// Makes `helper_processes` count processes running `path` (a copy of the helper) too.
+void count_as_helper(const std::string& path);
 
 /// An io_context plus a local runner rooted in a fresh temp dir.
 struct local_fixture

@@ -352,6 +352,13 @@ BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
     BOOST_TEST((d->bwrap.read_deny == std::vector<std::string>{"/srv/secret"}));
     BOOST_TEST((d->bwrap.write_deny == std::vector<std::string>{"Makefile"}));
     BOOST_TEST((d->bwrap.unix_sockets == std::vector<std::string>{"/run/agent.sock"}));
+    BOOST_TEST(d->bwrap.sandbox_user.empty());
+    auto u = parse({"--backend", "bwrap", "--sandbox-user", "builder:staff", "make"});
+    BOOST_TEST_REQUIRE(u.has_value());
+    BOOST_TEST(u->bwrap.sandbox_user == "builder:staff");
+    check_fails({"--sandbox-user", "1000", "ls"}, errc::validation, "--backend bwrap");
+    check_fails({"--backend", "bwrap", "--sandbox-user", "", "ls"}, errc::validation,
+                "USER or USER:GROUP");
     BOOST_TEST((parse({"--net", "inherit", "ls"})->request.options.net.mode ==
                 sandbox::net_mode::inherit));
     BOOST_TEST(parse({"ls"})->bwrap.empty());

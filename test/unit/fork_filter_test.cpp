@@ -4,13 +4,12 @@
 // an entry would only show there as a fork the gate never saw).
 #include "supervisor/fork_filter.hpp"
 
+#include "bpf_interpreter.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <csignal>
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <stdexcept>
 #include <utility>
 
 #include <linux/audit.h>
@@ -19,48 +18,11 @@
 
 namespace {
 
-// Runs `prog` over `d` as the kernel's classic BPF would, for the instructions a seccomp
-// program of ours uses; anything else fails the test.
-std::uint32_t run(const std::vector<sock_filter>& prog, const seccomp_data& d)
-{
-    std::uint32_t a = 0;
-    for (std::size_t pc = 0; pc < prog.size(); ++pc)
-    {
-        const sock_filter& i = prog[pc];
-        switch (i.code)
-        {
-        case BPF_LD | BPF_W | BPF_ABS:
-            if (i.k + 4 > sizeof d)
-                throw std::runtime_error("load past seccomp_data");
-            std::memcpy(&a, reinterpret_cast<const char*>(&d) + i.k, 4);
-            break;
-        case BPF_ALU | BPF_AND | BPF_K:
-            a &= i.k;
-            break;
-        case BPF_JMP | BPF_JEQ | BPF_K:
-            pc += a == i.k ? i.jt : i.jf;
-            break;
-        case BPF_JMP | BPF_JSET | BPF_K:
-            pc += (a & i.k) != 0 ? i.jt : i.jf;
-            break;
-        case BPF_RET | BPF_K:
-            return i.k;
-        default:
-            throw std::runtime_error("unexpected instruction " + std::to_string(i.code));
-        }
-    }
-    throw std::runtime_error("ran off the end of the program");
-}
-
 std::uint32_t verdict(std::uint32_t arch, std::uint32_t nr, std::uint64_t arg0 = 0,
                       std::uint64_t arg1 = 0)
 {
-    seccomp_data d{};
-    d.arch = arch;
-    d.nr = static_cast<int>(nr);
-    d.args[0] = arg0;
-    d.args[1] = arg1;
-    return run(sandbox::detail::fork_filter_program(), d);
+    return sbx_test::run_bpf(sandbox::detail::fork_filter_program(),
+                             sbx_test::make_call(arch, nr, arg0, arg1));
 }
 
 constexpr std::uint32_t notify = SECCOMP_RET_USER_NOTIF;
@@ -79,16 +41,7 @@ BOOST_AUTO_TEST_SUITE(fork_filter)
 
 BOOST_AUTO_TEST_CASE(the_program_fits_and_every_jump_lands_inside)
 {
-    const auto prog = sandbox::detail::fork_filter_program();
-    BOOST_TEST_REQUIRE(!prog.empty());
-    BOOST_TEST(prog.size() <= BPF_MAXINSNS);
-    for (std::size_t pc = 0; pc < prog.size(); ++pc)
-        if (BPF_CLASS(prog[pc].code) == BPF_JMP)
-        {
-            BOOST_TEST(pc + 1 + prog[pc].jt < prog.size());
-            BOOST_TEST(pc + 1 + prog[pc].jf < prog.size());
-        }
-    BOOST_TEST(BPF_CLASS(prog.back().code) == BPF_RET);
+    BOOST_TEST(sbx_test::well_formed_bpf(sandbox::detail::fork_filter_program()));
 }
 
 #if defined(__x86_64__)

@@ -231,6 +231,7 @@ po::options_description make_options()
         ("read-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("write-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("unix-socket", po::value<std::vector<std::string>>()->composing(), "")
+        ("sandbox-user", po::value<std::string>(), "")
         ("allow-command", po::value<std::vector<std::string>>()->composing(), "")
         ("ask", po::value<std::vector<std::string>>()->composing(), "")
         ("ask-timeout", po::value<std::string>(), "")
@@ -444,10 +445,14 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
           std::pair{"unix-socket", &cfg.bwrap.unix_sockets}})
         if (has(name))
             *target = vm[name].as<std::vector<std::string>>();
+    if (has("sandbox-user") && (cfg.bwrap.sandbox_user = text("sandbox-user")).empty())
+        return make_failure(errc::validation, "--sandbox-user: expected USER or USER:GROUP",
+                            "sandbox_user");
     if (!cfg.bwrap.empty() && cfg.backend != "bwrap")
         return make_failure(errc::validation,
-                            "--writable, --read-deny, --write-deny and --unix-socket need "
-                            "--backend bwrap (the local backend cannot enforce them)",
+                            "--writable, --read-deny, --write-deny, --unix-socket and "
+                            "--sandbox-user need --backend bwrap (the local backend cannot "
+                            "enforce them)",
                             "backend");
 
     if (auto chain = parse_chain_flags(vm); !chain)
@@ -783,6 +788,9 @@ std::string usage()
            "                      tool files and rc files are built in)\n"
            "  --unix-socket PATH  with bwrap: let the command connect to this host socket\n"
            "                      (repeatable)\n"
+           "  --sandbox-user USER[:GROUP]  with bwrap, for a root caller: run commands as\n"
+           "                      this user (name or number; default nobody:nogroup),\n"
+           "                      which must be able to write the root and --writable dirs\n"
            "  --allow-command NAME  run COMMAND only if it is NAME, exactly as typed\n"
            "                      (repeatable; /bin/rm and rm are different names);\n"
            "                      otherwise refuse with exit status 125\n"

@@ -75,17 +75,20 @@ struct run_config
     /// The backend name: "local" or "bwrap".
     std::string backend = "local";
     /// Filesystem view of the bwrap backend (`--writable`, `--read-deny`, `--write-deny`,
-    /// `--unix-socket`); refused with the local backend, which cannot enforce them.
+    /// `--unix-socket`) and its user (`--sandbox-user`); refused with the local backend,
+    /// which cannot enforce them.
     struct bwrap_view
     {
         std::vector<std::string> writable{};
         std::vector<std::string> read_deny{};
         std::vector<std::string> write_deny{};
         std::vector<std::string> unix_sockets{};
+        /// `--sandbox-user`: a root caller's sandbox user (`bwrap_runner_options`).
+        std::string sandbox_user{};
         bool empty() const
         {
             return writable.empty() && read_deny.empty() && write_deny.empty() &&
-                   unix_sockets.empty();
+                   unix_sockets.empty() && sandbox_user.empty();
         }
     } bwrap{};
     /// The policy chain in front of the backend (`--allow-command`, `--ask`,

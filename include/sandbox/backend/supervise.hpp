@@ -100,6 +100,29 @@ struct status_init
 /// `errc::not_available` when the helper is not found, `errc::internal` on an OS error.
 SANDBOX_DECL outcome<status_init> make_status_init();
 
+/// \brief Makes `plan` run its program as host `uid` and `gid` (supplementary groups: `gid`
+/// alone), through the helper's `--as` mode, which switches before it executes the program
+/// and refuses 0 for either (the program then fails to start: exit 125 and a message on
+/// stderr). For a root caller's wrapped sandbox (bwrap): the helper program becomes one of
+/// `extra_fds` (the status init's, or one more) and the plan's executable runs it from
+/// there, so neither it nor its directory need be reachable by `uid`. `errc::not_available`
+/// when the helper cannot be opened.
+SANDBOX_DECL outcome<void> run_as_user(spawn_plan& plan, std::uint32_t uid, std::uint32_t gid);
+
+/// One access(2) check: a path and the mode (`R_OK`, `W_OK`, `X_OK` or'd, or `F_OK`).
+struct access_check
+{
+    std::string path;
+    int mode = 0;
+};
+
+/// \brief Each check as host `uid` and `gid` (supplementary groups: `gid` alone) would get
+/// it: 0 or the errno. Through the helper's `--access-as` mode, which switches as `--as`
+/// does (spawned, so the caller's process is never forked). Empty when it could not run or
+/// switch (a caller that is not root, an id not mapped here). Blocks until it is done.
+SANDBOX_DECL std::vector<int> access_as(std::uint32_t uid, std::uint32_t gid,
+                                        const std::vector<access_check>& checks);
+
 /// \brief Moves into `plan` what every backend passes through as it is: input, the stdin
 /// descriptor, the output handler, the terminal, the output cap (the request's, else
 /// `default_max_output_bytes`), timeout, kill grace and caps; and names the backend.

@@ -46,6 +46,14 @@ struct bwrap_runner_options
     /// `errc::validation`. They apply after the binds and before the read-only and masked
     /// paths.
     std::vector<std::string> extra_flags{};
+    /// The host user commands run as when the caller is root: `USER` or `USER:GROUP`, each a
+    /// name or a number (without a group: the user's primary group). Empty: `nobody` and
+    /// `nogroup` (65534 when the databases have no such entry). Never uid 0 nor gid 0
+    /// (`errc::validation`). It must be able to write the root and the writable paths
+    /// (`errc::validation` naming the path otherwise: give it access, or pick another
+    /// user). A caller that is not root runs commands as itself; naming anyone else is
+    /// `errc::not_available`.
+    std::string sandbox_user{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
     /// Per-stream output cap when the request sets none. Zero or negative: no cap.
@@ -56,9 +64,14 @@ struct bwrap_runner_options
 
 /// \brief Runs commands inside bubblewrap: host `/` read-only, the root (and the writable
 /// paths) read-write, a private `/tmp`, credentials masked, its own pid, IPC, UTS, cgroup and
-/// user namespaces with no capabilities, optionally no network. Timeouts, caps and the
-/// whole-tree kill as in the local backend (the supervisor worker owns bwrap and everything
-/// below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
+/// user namespaces with no capabilities, optionally no network; no set-user-ID or
+/// set-group-ID bit can be set from inside (seccomp: `chmod` and its kin fail with EPERM).
+/// A root caller's commands run as an unprivileged host user (`sandbox_user`), switched
+/// to before bwrap starts, so nothing inside is host root: files it creates belong to that
+/// user, and it reads only what that user may. Paths that user cannot reach are not masked
+/// (bwrap, as that user, could not mount over them; the command cannot read them either).
+/// Timeouts, caps and the whole-tree kill as in the local backend (the supervisor worker
+/// owns bwrap and everything below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
 ///
 /// The first call runs bwrap once to check that it can create its namespaces here (user
 /// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
