@@ -197,12 +197,16 @@ std::string host_git(const std::filesystem::path& dir)
            "-c safe.directory='*' ";
 }
 
-// A repository with one commit at `dir`, made on the host.
-void host_repo(const std::filesystem::path& dir)
+// A repository with one commit at `dir`, made on the host and given to the sandbox user (a
+// root caller's commands run as that user: only the protection may stop a plant, not the
+// repository's owner).
+void host_repo(const std::filesystem::path& dir, bool for_the_sandbox = true)
 {
     std::filesystem::create_directories(dir);
     BOOST_REQUIRE(on_host(host_git(dir) + "init -q . && " + host_git(dir) +
                           "commit -q --allow-empty -m init") == 0);
+    if (for_the_sandbox)
+        give_to_sandbox_user(dir);
 }
 
 // The start of a hostile command's script: hook.sh in the work directory touches `marker`
@@ -1114,12 +1118,13 @@ BOOST_FIXTURE_TEST_CASE(git_on_the_host_runs_nothing_planted_for_worktrees_or_su
                         bwrap_fixture)
 {
     namespace fs = std::filesystem;
-    host_repo(outside.path() / "subsrc");
+    host_repo(outside.path() / "subsrc", false); // cloned by the host's git: stays root's
     host_repo(root.path());
     const std::string git = host_git(root.path());
     BOOST_REQUIRE(on_host(git + "submodule -q add " + (outside.path() / "subsrc").string() +
                           " sub && " + git + "commit -qm sub && " + git + "worktree add -q " +
                           (outside.path() / "wt").string() + " 2>/dev/null") == 0);
+    give_to_sandbox_user(root.path()); // what the host's git just made too
     const fs::path marker = outside.path() / "pwned";
     const std::string evil = "mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && "
                              "printf \"$FSM\" > evil/config && ";
@@ -1225,7 +1230,7 @@ BOOST_FIXTURE_TEST_CASE(a_caller_killed_mid_run_leaves_a_working_repository, bwr
 BOOST_AUTO_TEST_CASE(a_gitfile_s_git_directory_is_kept_too)
 {
     namespace fs = std::filesystem;
-    sbx_test::temp_dir store;
+    sandbox_dir store;
     sandbox::bwrap_runner_options o;
     o.writable_paths = {store.str()};
     bwrap_fixture f(o);
@@ -1233,6 +1238,8 @@ BOOST_AUTO_TEST_CASE(a_gitfile_s_git_directory_is_kept_too)
     BOOST_REQUIRE(on_host(host_git(f.root.path()) + "init -q --separate-git-dir=" + gitdir +
                           " . && " + host_git(f.root.path()) + "commit -q --allow-empty -m i") ==
                   0);
+    give_to_sandbox_user(f.root.path());
+    give_to_sandbox_user(store.path());
     const fs::path marker = f.outside.path() / "pwned";
     for (const std::string& script :
          {"printf \"$FSM\" >> " + gitdir + "/config", "cp hook.sh " + gitdir + "/hooks/pre-commit",
