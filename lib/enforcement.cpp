@@ -34,6 +34,13 @@ std::string to_json(const enforcement_report& e)
         o["command_uid"] = *e.command_uid;
     if (e.command_gid)
         o["command_gid"] = *e.command_gid;
+    if (!e.unwritable_paths.empty())
+    {
+        boost::json::array paths;
+        for (const auto& p : e.unwritable_paths)
+            paths.emplace_back(p);
+        o["unwritable_paths"] = std::move(paths);
+    }
     if (!e.unavailable.empty())
         o["unavailable"] = e.unavailable;
     return boost::json::serialize(o);

@@ -27,11 +27,11 @@ for a in "$@"; do
     *) break ;;
   esac
 done
-# The report for this very command line: a root caller's sandbox user must be able to write
+# The report for this very command line: a root caller's sandbox user must be able to reach
 # its root (--root, else the current directory) and --writable directories.
 report="$("$bin" --enforcement --backend bwrap "$@" || true)"
-if [[ "$report" == *'cannot be written by the sandbox user'* ]]; then
-  # A root caller whose root the sandbox user cannot write: refused with the reason (125),
+if [[ "$report" == *'cannot be reached by the sandbox user'* ]]; then
+  # A root caller whose root the sandbox user cannot reach: refused with the reason (125),
   # never downgraded to an unconfined run as root.
   exec "$bin" --backend bwrap "$@"
 fi

@@ -42,6 +42,7 @@ struct bwrap_runner::state
     std::vector<bwrap::write_deny_target> write_deny;
     std::vector<std::string> sockets;
     std::optional<bwrap::host_user> user; // a root caller's sandbox user; unset: the caller
+    std::vector<std::string> unwritable;  // the root, writable paths: that user cannot write
     std::optional<failure> setup_error; // a bad option, found at construction
     bool probed = false;
     std::optional<failure> unusable; // set by the probe
@@ -156,16 +157,20 @@ outcome<void> check_writable(const bwrap_runner::state& s, const std::string& pa
     return bwrap::check_writable(path, {}, s.masked, field);
 }
 
-// A root caller's sandbox user must be able to write the root and the writable paths
-// (checked as that user); the masks it cannot reach are dropped: bwrap, running as that
-// user, could not mount over them, and the command, running as it too, cannot read them.
+// A root caller's sandbox user must reach the root and the writable paths (checked as that
+// user): bwrap, running as it, binds them. One it can reach but not write is bound all the
+// same and listed (`unwritable`): the command reads it, and the kernel refuses its writes
+// there, as for that user anywhere; the library never changes owners or modes. The masks it
+// cannot reach are dropped: bwrap could not mount over them, and the command cannot read
+// them either.
 void check_user_access(bwrap_runner::state& s, const std::string& root)
 {
     const auto& u = *s.user;
-    std::vector<backend::access_check> checks{{root, W_OK | X_OK}};
-    for (const auto& w : s.writable)
-        checks.push_back({w, W_OK | X_OK});
-    const std::size_t dirs = checks.size();
+    std::vector<std::string> dirs{root};
+    dirs.insert(dirs.end(), s.writable.begin(), s.writable.end());
+    std::vector<backend::access_check> checks;
+    for (const auto& d : dirs)
+        checks.insert(checks.end(), {{d, X_OK}, {d, W_OK | X_OK}});
     for (const auto& m : s.masked)
         checks.push_back({m.path, F_OK});
     const auto got = backend::access_as(u.uid, u.gid, checks);
@@ -178,22 +183,24 @@ void check_user_access(bwrap_runner::state& s, const std::string& root)
                                      "sandbox_user");
         return;
     }
-    for (std::size_t i = 0; i < dirs; ++i)
-        if (got[i] != 0)
+    for (std::size_t i = 0; i < dirs.size(); ++i)
+        if (got[2 * i] != 0)
         {
             failure f = make_failure(
                 errc::validation,
-                std::string(i == 0 ? "the root " : "the writable path ") + checks[i].path +
-                    " cannot be written by the sandbox user " + u.name + " (" +
-                    std::strerror(got[i]) + "): a root caller's commands run as that user; "
-                    "give it write access (owner, group or ACL) or choose another sandbox user",
+                std::string(i == 0 ? "the root " : "the writable path ") + dirs[i] +
+                    " cannot be reached by the sandbox user " + u.name + " (" +
+                    std::strerror(got[2 * i]) + "): a root caller's commands run as that user; "
+                    "let it search the directories on the way, or choose another sandbox user",
                 i == 0 ? "root" : "writable_paths");
-            f.diag.path = checks[i].path;
+            f.diag.path = dirs[i];
             s.setup_error = f;
         }
+        else if (got[2 * i + 1] != 0)
+            s.unwritable.push_back(dirs[i]);
     std::vector<bwrap::masked_path> kept;
     for (std::size_t i = 0; i < s.masked.size(); ++i)
-        if (got[dirs + i] != EACCES)
+        if (got[2 * dirs.size() + i] != EACCES)
             kept.push_back(s.masked[i]);
     s.masked = std::move(kept);
 }
@@ -466,6 +473,7 @@ enforcement_report bwrap_runner::enforcement() const
     e.filesystem_bounds = true;
     e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
+    e.unwritable_paths = st_->unwritable;
     return e;
 }
 

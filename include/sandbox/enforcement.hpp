@@ -41,6 +41,10 @@ struct enforcement_report
     /// caller's sandbox user, else the caller's own ids); unset: the caller's.
     std::optional<std::uint32_t> command_uid{};
     std::optional<std::uint32_t> command_gid{};
+    /// The root and writable paths that user cannot write (a root caller's sandbox user
+    /// without write access there): bound as they are, so the command reads them and its
+    /// writes there fail (EACCES). Empty when every one is writable.
+    std::vector<std::string> unwritable_paths{};
     /// Empty, or why the runner cannot run anything on this host (then every flag is false).
     std::string unavailable{};
 

@@ -1523,29 +1523,50 @@ BOOST_AUTO_TEST_CASE(paths_the_sandbox_user_cannot_use)
     if (skip_unless_root())
         return;
     namespace fs = std::filesystem;
+    // A root the sandbox user can reach but not write: the command runs, reads it and cannot
+    // change it (the kernel refuses, as for that user), and the report lists it.
     sbx_test::temp_dir roots_own; // root's, mode 0755
+    std::ofstream(roots_own.path() / "readme") << "hello\n";
+    fs::permissions(roots_own.path() / "readme", fs::perms::owner_read | fs::perms::owner_write |
+                                                     fs::perms::others_read);
     sandbox::bwrap_runner_options o;
     o.root = roots_own.str();
     asio::io_context ioc;
     sandbox::bwrap_runner runner(ioc.get_executor(), o);
-    auto r = bwrap_fixture::run_sh(ioc, runner, "touch ran");
-    BOOST_TEST((r.ec == errc::validation), r.result.diag);
-    BOOST_TEST((r.result.status == exec_status::not_started));
-    BOOST_TEST(r.result.diag.limit == "root");
-    BOOST_TEST(r.result.diag.path == roots_own.str());
-    BOOST_TEST(contains(r.result.diag.message, "cannot be written by the sandbox user nobody"),
-               r.result.diag.message);
+    auto r = bwrap_fixture::run_sh(ioc, runner, "cat readme; touch ran 2>/dev/null || echo refused");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "hello\nrefused\n");
     BOOST_TEST(!fs::exists(roots_own.path() / "ran"));
-    BOOST_TEST(contains(runner.enforcement().unavailable, roots_own.str()));
+    BOOST_TEST(runner.enforcement().unwritable_paths == std::vector<std::string>{roots_own.str()},
+               sandbox::to_json(runner.enforcement()));
 
     sandbox::bwrap_runner_options w;
     w.writable_paths = {roots_own.str()};
     bwrap_fixture f(w);
-    auto wr = f.sh("touch ran");
-    BOOST_TEST((wr.ec == errc::validation), wr.result.diag);
-    BOOST_TEST(wr.result.diag.limit == "writable_paths");
-    BOOST_TEST(wr.result.diag.path == roots_own.str());
-    BOOST_TEST(!fs::exists(f.root.path() / "ran"));
+    auto wr = f.sh("touch " + roots_own.str() + "/ran 2>/dev/null || echo refused; touch ok");
+    BOOST_TEST(!wr.ec, wr.result.diag);
+    BOOST_TEST(wr.result.out.data == "refused\n");
+    BOOST_TEST(!fs::exists(roots_own.path() / "ran"));
+    BOOST_TEST(fs::exists(f.root.path() / "ok")); // its own root is writable
+    BOOST_TEST(f.runner.enforcement().unwritable_paths ==
+               std::vector<std::string>{roots_own.str()});
+
+    // One it cannot even reach (under a directory only root may search): refused before
+    // anything runs, naming the path and the user.
+    host_dir hidden;
+    fs::permissions(hidden.path(), fs::perms::owner_all);
+    fs::create_directories(hidden.path() / "root");
+    sandbox::bwrap_runner_options h;
+    h.root = (hidden.path() / "root").string();
+    sandbox::bwrap_runner unreachable(ioc.get_executor(), h);
+    auto hr = bwrap_fixture::run_sh(ioc, unreachable, "touch ran");
+    BOOST_TEST((hr.ec == errc::validation), hr.result.diag);
+    BOOST_TEST((hr.result.status == exec_status::not_started));
+    BOOST_TEST(hr.result.diag.limit == "root");
+    BOOST_TEST(hr.result.diag.path == h.root);
+    BOOST_TEST(contains(hr.result.diag.message, "cannot be reached by the sandbox user nobody"),
+               hr.result.diag.message);
+    BOOST_TEST(contains(unreachable.enforcement().unavailable, h.root));
 
     host_dir locked; // root's only: the sandbox user cannot look inside
     std::ofstream(locked.path() / "key") << "secret";

@@ -252,6 +252,18 @@ int warn_unrecorded(const sandbox::audit_file* audit, int status)
 
 int run_chained(cli::run_config& cfg, asio::io_context& ioc, sandbox::runner& runner);
 
+// A root caller's sandbox user that cannot write the root or a writable path: the run goes
+// on (the command reads them; its writes there fail), and the caller is told why.
+void note_unwritable(const sandbox::runner& runner)
+{
+    const auto e = runner.enforcement();
+    for (const auto& p : e.unwritable_paths)
+        print_error("note: the sandbox user (uid " +
+                    std::to_string(e.command_uid.value_or(0)) + ") cannot write " + p +
+                    ": the command can read it but not change it (give that user write "
+                    "access, or choose it with --sandbox-user)");
+}
+
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
@@ -269,6 +281,7 @@ int run(cli::run_config& cfg)
         write_all(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
         return 0;
     }
+    note_unwritable(*owned);
     std::shared_ptr<sandbox::audit_file> audit;
     try
     {
