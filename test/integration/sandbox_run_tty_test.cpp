@@ -93,7 +93,15 @@ public:
         posix_spawnattr_t attr;
         ::posix_spawn_file_actions_init(&fa);
         ::posix_spawnattr_init(&attr);
-        ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+        // Default dispositions and no blocked signal, as a shell on a terminal starts it
+        // (whatever the test runs under: nohup and `&` leave SIGHUP, SIGINT, SIGQUIT ignored).
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        ::posix_spawnattr_setsigdefault(&attr, &all);
+        ::posix_spawnattr_setsigmask(&attr, &none);
+        ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
+                                              POSIX_SPAWN_SETSIGMASK);
         // The first terminal the new session leader opens becomes its controlling terminal.
         ::posix_spawn_file_actions_addopen(&fa, 1, slave_name_.c_str(), O_RDWR, 0);
         ::posix_spawn_file_actions_adddup2(&fa, 1, 2);
