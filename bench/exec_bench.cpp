@@ -24,6 +24,7 @@
 // Exit status: 0 when every run was correct (targets missed are reported, not fatal),
 // 1 when a result was wrong (lost bytes, a failed exec, a sampler that did not sample, a
 // leftover child), 2 on a floor syscall failure, 64 on a usage error.
+#include "bwrap_args.hpp"
 #include "common.hpp"
 #include "raw_floor.hpp"
 
@@ -296,14 +297,18 @@ std::pair<std::vector<double>, std::vector<double>> proc_cap_alternating(
 }
 
 // The same chain on the bwrap backend (root /tmp: the bench writes nothing).
-// The bwrap benchmark's root: under /var/tmp (the sandbox's /tmp is its own), with a .git
-// whose hooks and config exist, so the read-only binds of the write-deny list name the same
-// existing paths on every run, the bare command line included.
+// The bwrap benchmark's root: under /var/tmp (the sandbox's /tmp is its own), holding every
+// built-in write-deny path (as directories, but .git/config: the bench runs no git), so the
+// read-only binds name the same existing paths on every run, the bare command line included
+// (a stand-in for a missing one would be gone once the session that showed the line ends).
 const std::string& bwrap_root()
 {
     static const std::string root = [] {
         std::string dir = "/var/tmp/sbx-exec-bench-" + std::to_string(::getpid());
-        std::string cmd = "mkdir -p " + dir + "/.git/hooks && touch " + dir + "/.git/config";
+        std::string cmd = "mkdir -p " + dir + "/.git && touch " + dir + "/.git/config";
+        for (const auto& e : sandbox::bwrap::default_write_deny())
+            if (e.relative != ".git/config")
+                cmd += " && mkdir -p " + dir + "/" + e.relative;
         // A root caller's commands run as the sandbox user, which must own the root.
         if (::geteuid() == 0)
             cmd += " && { chown -R nobody:nogroup " + dir + " 2>/dev/null || chown -R 65534:65534 " +
