@@ -7,10 +7,10 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "bwrap_args.hpp"
-#include "command_lookup.hpp"
+#include "launch/command_lookup.hpp"
 #include "sandbox_user.hpp"
 #include "write_deny.hpp"
-#include "work_dir.hpp"
+#include "launch/work_dir.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -55,7 +55,7 @@ std::string find_bwrap(const std::string& configured)
 {
     if (!configured.empty())
         return ::access(configured.c_str(), X_OK) == 0 ? configured : std::string();
-    if (auto found = local::find_command("bwrap", backend::host_environment(), AT_FDCWD))
+    if (auto found = launch::find_command("bwrap", backend::host_environment(), AT_FDCWD))
         return *found;
     return ::access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : std::string();
 }
@@ -302,7 +302,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
                             std::string("the bwrap backend has no network proxy yet (mode ") +
                                 to_string(o.net.mode) + ")",
                             "net.mode");
-    auto dir = local::open_work_dir(opts.root, o.work_dir);
+    auto dir = launch::open_work_dir(opts.root, o.work_dir);
     if (!dir)
         return dir.error();
     bwrap::sandbox_view v;
@@ -379,7 +379,7 @@ private:
 bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts)), st_(std::make_shared<state>())
 {
-    opts_.root = local::canonical_root(opts_.root);
+    opts_.root = launch::canonical_root(opts_.root);
     prepare_state(*st_, opts_);
     auto reg = std::make_unique<session_registry>(
         ex_,

@@ -5,8 +5,8 @@
 #include <sandbox/backend/request.hpp>
 #include <sandbox/backend/supervise.hpp>
 
-#include "command_lookup.hpp"
-#include "work_dir.hpp"
+#include "launch/command_lookup.hpp"
+#include "launch/work_dir.hpp"
 
 
 namespace sandbox {
@@ -35,14 +35,14 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     }
     else
     {
-        auto dir = local::open_work_dir(opts.root, o.work_dir);
+        auto dir = launch::open_work_dir(opts.root, o.work_dir);
         if (!dir)
             return dir.error();
         plan.work_dir = std::move(*dir);
     }
     int dir_fd = plan.work_dir ? plan.work_dir.get() : plan.borrowed_work_dir_fd;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
-    auto exe = local::find_command(req.command, plan.envp, dir_fd);
+    auto exe = launch::find_command(req.command, plan.envp, dir_fd);
     if (!exe)
         return exe.error();
     plan.executable = std::move(*exe);
@@ -59,8 +59,8 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
 local_runner::local_runner(executor_type ex, local_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts))
 {
-    opts_.root = local::canonical_root(opts_.root);
-    if (auto fd = local::open_work_dir(opts_.root, {}))
+    opts_.root = launch::canonical_root(opts_.root);
+    if (auto fd = launch::open_work_dir(opts_.root, {}))
         root_fd_ = std::move(*fd);
     sessions_ = std::make_unique<session_registry>(
         ex_,

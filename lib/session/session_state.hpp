@@ -5,7 +5,7 @@
 
 #include <sandbox/session.hpp>
 
-#include "process/child_control.hpp"
+#include "exec/child_control.hpp"
 #include "session/output_log.hpp"
 
 #include <boost/asio/awaitable.hpp>

@@ -4,7 +4,7 @@
 #ifndef SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 #define SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 
-#include "supervisor/protocol.hpp"
+#include "protocol/protocol.hpp"
 
 #include <sandbox/unique_fd.hpp>
 #include <sandbox/failure.hpp>

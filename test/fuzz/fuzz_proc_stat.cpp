@@ -1,5 +1,5 @@
 // test/fuzz/fuzz_proc_stat.cpp: /proc text parsers never crash, and what they accept is sane.
-#include "process/proc.hpp"
+#include "helper/proc.hpp"
 
 #include <cstddef>
 #include <cstdint>

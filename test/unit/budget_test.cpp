@@ -1,5 +1,5 @@
 // test/unit/budget_test.cpp: the sampler's decisions, fed synthetic samples (no I/O).
-#include "sampler/budget.hpp"
+#include "helper/budget.hpp"
 
 #include <boost/test/unit_test.hpp>
 

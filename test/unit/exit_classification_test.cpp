@@ -1,7 +1,7 @@
 // test/unit/exit_classification_test.cpp: status, code and diagnostics of an ended run,
 // decided from the facts alone (a table; no process involved).
-#include "process/exit_classification.hpp"
-#include "supervisor/status_init.hpp"
+#include "exec/exit_classification.hpp"
+#include "protocol/init_status.hpp"
 
 #include <sandbox/error.hpp>
 

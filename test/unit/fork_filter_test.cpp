@@ -2,7 +2,7 @@
 // interpreter over made-up calls (the kernel runs the same program; the integration tests
 // run it for real, but this host cannot run 32-bit or x32 code, and a program that forgot
 // an entry would only show there as a fork the gate never saw).
-#include "supervisor/fork_filter.hpp"
+#include "helper/fork_filter.hpp"
 
 #include "bpf_interpreter.hpp"
 

@@ -1,5 +1,5 @@
 // test/unit/proc_parse_test.cpp: /proc text parsers.
-#include "process/proc.hpp"
+#include "helper/proc.hpp"
 
 #include <boost/test/unit_test.hpp>
 

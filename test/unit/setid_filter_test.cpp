@@ -1,7 +1,7 @@
 // test/unit/setid_filter_test.cpp: the status init's seccomp program against set-id bits, run
 // by the BPF interpreter over made-up calls of every architecture the host can make
 // (test/integration/bwrap_test.cpp runs it for real on x86_64 calls).
-#include "supervisor/setid_filter.hpp"
+#include "helper/setid_filter.hpp"
 
 #include "bpf_interpreter.hpp"
 

@@ -1,0 +1,239 @@
+// helper/budget.cpp: cap decisions and cpu accounting (pure logic).
+#include "helper/budget.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace sandbox::detail {
+
+cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
+{
+    failures_ = 0;
+    last_rss_ = u.rss_bytes;
+    last_tasks_ = std::max<std::uint64_t>(u.tasks, 1);
+    peak_rss_ = std::max(peak_rss_, u.rss_bytes);
+    peak_procs_ = std::max(peak_procs_, u.processes);
+    cpu_ = std::max(cpu_, u.cpu);
+    auto ratio = [](double used, double cap) { return cap > 0 ? used / cap : 0.0; };
+    pressure_ = std::max({ratio(static_cast<double>(u.rss_bytes),
+                                static_cast<double>(limits_.memory_bytes)),
+                          ratio(static_cast<double>(cpu_.count()),
+                                static_cast<double>(limits_.cpu.count())),
+                          ratio(static_cast<double>(u.processes),
+                                static_cast<double>(limits_.max_processes)),
+                          ratio(static_cast<double>(u.tasks),
+                                static_cast<double>(limits_.max_tasks))});
+    cap_decision d;
+    if (limits_.memory_bytes > 0 && u.rss_bytes >= limits_.memory_bytes)
+    {
+        d.action = cap_action::kill_budget;
+        d.which = budget_kind::memory;
+        d.observed = static_cast<std::int64_t>(u.rss_bytes);
+        d.configured = static_cast<std::int64_t>(limits_.memory_bytes);
+    }
+    else if (limits_.cpu.count() > 0 && u.cpu >= limits_.cpu)
+    {
+        d.action = cap_action::kill_budget;
+        d.which = budget_kind::cpu;
+        d.observed = u.cpu.count();
+        d.configured = limits_.cpu.count();
+    }
+    else if (limits_.max_processes > 0 && u.processes > limits_.max_processes)
+    {
+        d.action = cap_action::kill_budget;
+        d.which = budget_kind::processes;
+        d.observed = static_cast<std::int64_t>(u.processes);
+        d.configured = static_cast<std::int64_t>(limits_.max_processes);
+    }
+    else if (limits_.max_tasks > 0 && u.tasks > limits_.max_tasks)
+    {
+        d.action = cap_action::kill_budget;
+        d.which = budget_kind::tasks;
+        d.observed = static_cast<std::int64_t>(u.tasks);
+        d.configured = static_cast<std::int64_t>(limits_.max_tasks);
+    }
+    return d;
+}
+
+std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned parallel) const noexcept
+{
+    if (limits_.memory_bytes == 0)
+        return std::chrono::nanoseconds::max();
+    const double bound = memory_overshoot_bound * static_cast<double>(limits_.memory_bytes);
+    const double room = std::max(0.0, bound - static_cast<double>(last_rss_));
+    const double seconds = room / (fault_bytes_per_second * std::max(parallel, 1u));
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, 3600.0) * 1e9));
+}
+
+std::chrono::nanoseconds cap_budget::cpu_reach_time(unsigned parallel) const noexcept
+{
+    if (limits_.cpu.count() <= 0)
+        return std::chrono::nanoseconds::max();
+    const auto room = std::max(limits_.cpu - cpu_, std::chrono::nanoseconds(0));
+    return room / static_cast<std::int64_t>(std::max(parallel, 1u));
+}
+
+bool sample_pacer::idle_since_last(const tree_usage& u, time_point now) const noexcept
+{
+    if (!previous_)
+        return false;
+    const auto& [before, at] = *previous_;
+    constexpr std::uint64_t mib = 1 << 20;
+    const auto rss_moved = u.rss_bytes > before.rss_bytes ? u.rss_bytes - before.rss_bytes
+                                                          : before.rss_bytes - u.rss_bytes;
+    return u.processes == before.processes && u.tasks == before.tasks && rss_moved <= mib &&
+           (u.cpu - before.cpu) * 100 <= now - at;
+}
+
+std::chrono::nanoseconds sample_pacer::pace(bool idle, const pace_input& in) noexcept
+{
+    auto next = last_ * 2;
+    if (in.pressure >= 0.8)
+        next = floor();
+    else if (in.pressure >= 0.5)
+        next = std::min(next, interval_ / 4);
+    else if (idle && may_idle_)
+    {
+        next = std::min(next, interval_ * idle_interval_factor);
+        if (next > interval_) // waiting longer than the interval only where nothing can pass
+            next = std::max(interval_, std::min(next, in.idle_reach));
+    }
+    else
+        next = std::min(next, interval_);
+    last_ = std::max({floor(), in.took, std::min(next, in.reach)});
+    return last_;
+}
+
+std::chrono::nanoseconds sample_pacer::after_sample(const tree_usage& u, time_point now,
+                                                    const pace_input& in) noexcept
+{
+    const bool idle = idle_since_last(u, now);
+    previous_.emplace(u, now);
+    return pace(idle, in);
+}
+
+std::chrono::nanoseconds sample_pacer::after_failure(const pace_input& in) noexcept
+{
+    previous_.reset();
+    return pace(false, in);
+}
+
+cap_decision cap_budget::on_failure() noexcept
+{
+    cap_decision d;
+    if (++failures_ >= max_failures_)
+    {
+        d.action = cap_action::kill_unenforceable;
+        d.observed = failures_;
+        d.configured = max_failures_;
+    }
+    return d;
+}
+
+std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
+                                            const std::function<bool(pid_t, std::uint64_t)>& ended,
+                                            const std::function<bool(pid_t)>& reaped_by_us)
+{
+    std::unordered_map<pid_t, member> now;
+    now.reserve(live.size());
+    for (const auto& m : live)
+        now[m.pid] = m;
+    // Members this listing missed although they live on keep their last record; their
+    // children time is unknown until they are seen again.
+    std::unordered_set<pid_t> unseen_alive;
+    std::vector<const member*> gone;
+    for (const auto& [pid, m] : last_)
+    {
+        auto it = now.find(pid);
+        if (it != now.end() && it->second.starttime == m.starttime)
+            continue;
+        if (it == now.end() && !ended(pid, m.starttime))
+            unseen_alive.insert(pid);
+        else
+            gone.push_back(&m);
+    }
+    for (pid_t pid : unseen_alive)
+        now[pid] = last_.at(pid);
+    // What the members that ended since the last sample had used, by parent. A member whose
+    // parent the listing missed is judged at a later sample, against that parent's children
+    // time then.
+    std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
+    for (const member* m : gone)
+    {
+        if (reaped_by_us && reaped_by_us(m->pid))
+            continue; // it outlived its parent and fell to us: in our own children time
+        if (unseen_alive.count(m->ppid) != 0)
+        {
+            carried_[m->pid] = *m;
+            continue;
+        }
+        departed[m->ppid] += m->own + m->reaped;
+    }
+    for (auto it = carried_.begin(); it != carried_.end();)
+    {
+        if (unseen_alive.count(it->second.ppid) != 0)
+        {
+            ++it;
+            continue;
+        }
+        departed[it->second.ppid] += it->second.own + it->second.reaped;
+        it = carried_.erase(it);
+    }
+    // Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment). Seen
+    // now and before, the same process: what its children time grew by was waited for.
+    // Ended since, ignoring SIGCHLD when last seen: its children that ended with it were
+    // reaped by the kernel, unless they outlived it: then they fell to us (left out above) or
+    // to a member that reaps orphans (a subreaper, a pid namespace's init), whose children
+    // time grew by more than its own children that ended explain. That growth is taken off.
+    using ns = std::chrono::nanoseconds;
+    ns orphaned{0}, unexplained{0};
+    for (const auto& [pid, is] : now)
+    {
+        auto was = last_.find(pid);
+        if (was == last_.end() || was->second.starttime != is.starttime)
+            continue;
+        const ns growth = std::max(is.reaped - was->second.reaped, ns{0});
+        auto d = departed.find(pid);
+        const ns used = d == departed.end() ? ns{0} : d->second;
+        unexplained += std::max(growth - used, ns{0});
+        if (used > growth && (was->second.kernel_reaps || is.kernel_reaps))
+            lost_ += used - growth;
+    }
+    for (const auto& [parent, used] : departed)
+    {
+        auto was = last_.find(parent);
+        if (was == last_.end())
+            continue; // not a member (the subreaper itself)
+        auto is = now.find(parent);
+        if ((is == now.end() || was->second.starttime != is->second.starttime) &&
+            was->second.kernel_reaps)
+            orphaned += used;
+    }
+    lost_ += std::max(orphaned - unexplained, ns{0});
+    last_ = std::move(now);
+    return lost_;
+}
+
+std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time_point now)
+{
+    std::erase_if(in_flight_, [&](const auto& f) {
+        return (tid > 0 && f.first == tid) || f.second + settle_ <= now;
+    });
+    if (in_flight_.empty())
+        return std::nullopt;
+    return std::max_element(in_flight_.begin(), in_flight_.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+               ->second +
+           settle_;
+}
+
+bool process_gate::admit(pid_t tid, time_point now)
+{
+    if (wants_listing())
+        return false;
+    ++admitted_;
+    in_flight_.emplace_back(tid, now);
+    return true;
+}
+
+} // namespace sandbox::detail

@@ -1,0 +1,210 @@
+// helper/spawn.cpp: posix_spawn of the command (inside the worker).
+#include "helper/spawn.hpp"
+#include "helper/status_init.hpp"
+
+#include <sandbox/unique_fd.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <optional>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
+
+namespace sandbox::detail {
+
+namespace {
+
+// glibc validates every descriptor given to a file action with getrlimit (one prlimit64
+// syscall each), so building the actions costs about ten syscalls. Pipes reuse the lowest
+// free descriptors, so consecutive spawns on a thread usually need the very same actions:
+// keep the last set per thread and rebuild only when the descriptors differ.
+struct action_cache
+{
+    bool valid = false;
+    int key[4] = {-1, -1, -1, -1};
+    posix_spawn_file_actions_t fa;
+    action_cache() = default;
+    action_cache(const action_cache&) = delete;
+    action_cache& operator=(const action_cache&) = delete;
+    ~action_cache() { reset(); }
+    void reset()
+    {
+        if (valid)
+            ::posix_spawn_file_actions_destroy(&fa);
+        valid = false;
+    }
+};
+
+// What the child does before exec, in order: enter the work directory; take the terminal
+// (when `tty` names one: the child is a session leader by then, since POSIX_SPAWN_SETSID acts
+// before the file actions, so opening the slave without O_NOCTTY makes it the controlling
+// terminal) or the three descriptors as 0-2; the extra descriptors onto 3, 4, ... (their
+// sources lie above that range: see spawn_command); close everything above. 0 or an errno.
+int add_actions(posix_spawn_file_actions_t& fa, int dir, int in, int out, int err,
+                const std::string& tty, const std::vector<int>& extra)
+{
+    int rc = dir >= 0 ? ::posix_spawn_file_actions_addfchdir_np(&fa, dir) : 0;
+    if (!tty.empty())
+    {
+        rc = rc ? rc : ::posix_spawn_file_actions_addclose(&fa, 0);
+        rc = rc ? rc : ::posix_spawn_file_actions_addopen(&fa, 0, tty.c_str(), O_RDWR, 0);
+        in = out = err = 0;
+    }
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, in, 0);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, out, 1);
+    rc = rc ? rc : ::posix_spawn_file_actions_adddup2(&fa, err, 2);
+    for (std::size_t i = 0; i < extra.size() && rc == 0; ++i)
+        rc = ::posix_spawn_file_actions_adddup2(&fa, extra[i], 3 + static_cast<int>(i));
+    return rc ? rc
+              : ::posix_spawn_file_actions_addclosefrom_np(&fa, 3 + static_cast<int>(extra.size()));
+}
+
+// Returns the file actions for plain runs, or an errno value in `rc`.
+posix_spawn_file_actions_t* file_actions(int dir, int in, int out, int err, int& rc)
+{
+    thread_local action_cache cache;
+    const int key[4] = {dir, in, out, err};
+    if (cache.valid && std::equal(key, key + 4, cache.key))
+        return &cache.fa;
+    cache.reset();
+    ::posix_spawn_file_actions_init(&cache.fa);
+    cache.valid = true;
+    rc = add_actions(cache.fa, dir, in, out, err, {}, {});
+    if (rc != 0)
+    {
+        cache.reset();
+        return nullptr;
+    }
+    std::copy(key, key + 4, cache.key);
+    return &cache.fa;
+}
+
+// Terminal runs and runs with extra descriptors: a fresh set each time (the terminal's path
+// differs; wrapped commands are rare).
+struct fresh_actions
+{
+    posix_spawn_file_actions_t fa;
+    int rc = 0;
+    fresh_actions(int dir, int in, int out, int err, const std::string& tty,
+                  const std::vector<int>& extra)
+    {
+        ::posix_spawn_file_actions_init(&fa);
+        rc = add_actions(fa, dir, in, out, err, tty, extra);
+    }
+    fresh_actions(const fresh_actions&) = delete;
+    fresh_actions& operator=(const fresh_actions&) = delete;
+    ~fresh_actions() { ::posix_spawn_file_actions_destroy(&fa); }
+};
+
+// New process group (or session), empty signal mask, default dispositions (but for the job
+// signals when `keep_ignored`: those the worker ignores at the spawn stay ignored).
+const posix_spawnattr_t* spawn_attributes(bool session, bool keep_ignored, int& rc)
+{
+    struct attrs
+    {
+        posix_spawnattr_t attr;
+        int rc = 0;
+        attrs(bool session, bool keep_ignored)
+        {
+            ::posix_spawnattr_init(&attr);
+            sigset_t none, all;
+            sigemptyset(&none);
+            sigfillset(&all);
+            if (keep_ignored)
+                for (int s : job_signals)
+                    sigdelset(&all, s);
+            rc = ::posix_spawnattr_setpgroup(&attr, 0);
+            rc = rc ? rc : ::posix_spawnattr_setsigmask(&attr, &none);
+            rc = rc ? rc : ::posix_spawnattr_setsigdefault(&attr, &all);
+            const short group = session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
+            rc = rc ? rc
+                    : ::posix_spawnattr_setflags(&attr, static_cast<short>(
+                                                            group | POSIX_SPAWN_SETSIGMASK |
+                                                            POSIX_SPAWN_SETSIGDEF));
+        }
+        attrs(const attrs&) = delete;
+        attrs& operator=(const attrs&) = delete;
+        ~attrs() { ::posix_spawnattr_destroy(&attr); }
+    };
+    static const attrs group(false, false), own_session(true, false), group_ign(false, true),
+        own_session_ign(true, true);
+    const attrs& a = session ? (keep_ignored ? own_session_ign : own_session)
+                             : (keep_ignored ? group_ign : group);
+    rc = a.rc;
+    return &a.attr;
+}
+
+// /dev/null for children without stdin, opened once per process (read-only, CLOEXEC).
+int dev_null() noexcept
+{
+    static const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
+} // namespace
+
+int spawn_command(const spawn_args& a, pid_t& pid)
+{
+    int stdin_src = a.stdin_fd;
+    if (stdin_src < 0)
+    {
+        stdin_src = dev_null();
+        if (stdin_src < 0)
+            return errno;
+    }
+    int rc = 0;
+    const bool tty = !a.tty_path.empty();
+    const posix_spawnattr_t* attr = spawn_attributes(tty, a.ignore_job_signals, rc);
+    // Extra descriptors first move above 3 + n, so no dup2 onto 3, 4, ... overwrites a
+    // source still to be copied.
+    std::vector<unique_fd> moved;
+    std::vector<int> extra;
+    for (int fd : a.extra_fds)
+    {
+        moved.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3 + static_cast<int>(a.extra_fds.size())));
+        if (!moved.back())
+            return errno;
+        extra.push_back(moved.back().get());
+    }
+    std::optional<fresh_actions> fresh;
+    posix_spawn_file_actions_t* fa = nullptr;
+    if (rc == 0 && (tty || !extra.empty()))
+    {
+        fresh.emplace(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, a.tty_path, extra);
+        rc = fresh->rc;
+        fa = &fresh->fa;
+    }
+    else if (rc == 0)
+        fa = file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
+    if (rc != 0 || !fa)
+        return rc ? rc : EINVAL;
+
+    std::vector<char*> argv, envp;
+    argv.reserve(a.argv.size() + 1);
+    for (const auto& s : a.argv)
+        argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    envp.reserve(a.envp.size() + 1);
+    for (const auto& s : a.envp)
+        envp.push_back(const_cast<char*>(s.c_str()));
+    envp.push_back(nullptr);
+    if (!a.ignore_job_signals)
+        return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    // Ignored here while the child starts (the worker is single-threaded), so the child
+    // starts with them ignored; then back to what they were.
+    struct sigaction ign{}, old[std::size(job_signals)]{};
+    ign.sa_handler = SIG_IGN;
+    for (std::size_t i = 0; i < std::size(job_signals); ++i)
+        ::sigaction(job_signals[i], &ign, &old[i]);
+    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    for (std::size_t i = 0; i < std::size(job_signals); ++i)
+        ::sigaction(job_signals[i], &old[i], nullptr);
+    return rc;
+}
+
+} // namespace sandbox::detail

@@ -1,0 +1,44 @@
+// helper/spawn.hpp: posix_spawn of a command in its own process group, with the
+// descriptors it gets as stdin/stdout/stderr. Runs inside the supervisor's worker.
+#ifndef SANDBOX_HELPER_SPAWN_HPP
+#define SANDBOX_HELPER_SPAWN_HPP
+
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace sandbox::detail {
+
+/// What to start. Strings hold no NUL (checked earlier, by validation).
+struct spawn_args
+{
+    std::string executable;
+    std::vector<std::string> argv;
+    std::vector<std::string> envp;
+    int work_dir_fd = -1; // fchdir target in the child; -1: keep ours
+    int stdin_fd = -1;    // -1: /dev/null
+    int stdout_fd = -1;
+    int stderr_fd = -1;
+    /// Non-empty: run on this terminal (a pty slave path) instead of the descriptors above:
+    /// a new session, the terminal opened as fd 0 (so it becomes the controlling terminal)
+    /// and duplicated onto 1 and 2.
+    std::string tty_path{};
+    /// Handed to the command as fds 3, 4, ... (none: everything from 3 up is closed).
+    std::vector<int> extra_fds{};
+    /// Start with the job signals (status_init.hpp) ignored instead of at their defaults.
+    bool ignore_job_signals = false;
+};
+
+/// \brief Starts the command with posix_spawn: new process group (a new session on a
+/// terminal), default signal dispositions
+/// and an empty signal mask, only fds 0-2 open (everything from 3 up is closed in the child,
+/// but for `extra_fds`),
+/// work directory entered with fchdir on the already-checked directory fd.
+///
+/// Returns 0 and sets `pid`, or the errno value of the failure.
+int spawn_command(const spawn_args& a, pid_t& pid);
+
+} // namespace sandbox::detail
+
+#endif // SANDBOX_HELPER_SPAWN_HPP
