@@ -22,6 +22,8 @@
 // The burners are this program (`--child ...`), so the cpu work is fixed whatever the load.
 // Exit status: 0 when every run was correct (figures are reported, not asserted), 1 when a
 // result was wrong (an exec failed or ended unexpectedly), 64 on a usage error.
+#include "common.hpp"
+
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/local_runner.hpp>
@@ -249,10 +251,7 @@ sandbox::exec_result run(const std::vector<std::string>& argv, sandbox::exec_opt
 
 void print(const char* name, double value, const char* unit, double baseline)
 {
-    std::printf("{\"bench\":\"caps_bench\",\"case\":\"%s\",\"value\":%.1f,\"unit\":\"%s\","
-                "\"baseline\":%.1f,\"ratio\":%.4f}\n",
-                name, value, unit, baseline, baseline != 0 ? value / baseline : 0.0);
-    std::fflush(stdout);
+    bench::print_json("caps_bench", name, value, unit, baseline);
 }
 
 std::vector<std::string> child(std::vector<std::string> args)
@@ -261,30 +260,22 @@ std::vector<std::string> child(std::vector<std::string> args)
     return args;
 }
 
-double median_of(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // Three rounds, bare and ours in turn; the medians. A job's own cpu time varies from run to
 // run (a compiler's by ±20 % on this VM), so one pair is not a measurement.
 void cpu_case(const char* name, const std::vector<std::string>& job,
               const std::vector<std::string>& bare_job)
 {
-    std::vector<double> bare, ours;
-    for (int round = 0; round < 3; ++round)
-    {
-        bare.push_back(bare_cpu_ms(bare_job));
+    const auto cpu = bench::measure_rounds(3, [&] {
+        const double bare = bare_cpu_ms(bare_job);
         sandbox::exec_options o;
         o.limits.memory_bytes = 64 * 1024 * mib; // never trips: the worker samples the tree
         boost::system::error_code ec;
         auto r = run(job, o, ec);
         if (ec || r.exit_code != 0)
             ++wrong;
-        ours.push_back(ms_of(r.cpu_time));
-    }
-    print(name, median_of(ours), "ms", median_of(bare));
+        return std::pair{ms_of(r.cpu_time), bare};
+    });
+    print(name, cpu.ours_median(), "ms", cpu.base_median());
 }
 
 // For a job whose own cpu varies from run to run (a compiler): ours against the truth of the
@@ -292,21 +283,18 @@ void cpu_case(const char* name, const std::vector<std::string>& job,
 // fraction of a millisecond is in ours). Medians of three runs.
 void cpu_case_same_run(const char* name, const std::vector<std::string>& job)
 {
-    std::vector<double> truth, ours;
     auto wrapped = job;
     wrapped.insert(wrapped.begin(), "rusage-of");
-    for (int round = 0; round < 3; ++round)
-    {
+    const auto cpu = bench::measure_rounds(3, [&] {
         sandbox::exec_options o;
         o.limits.memory_bytes = 64 * 1024 * mib; // never trips: the worker samples the tree
         boost::system::error_code ec;
         auto r = run(child(wrapped), o, ec);
         if (ec || r.exit_code != 0)
             ++wrong;
-        truth.push_back(std::atof(r.out.data.c_str()));
-        ours.push_back(ms_of(r.cpu_time));
-    }
-    print(name, median_of(ours), "ms", median_of(truth));
+        return std::pair{ms_of(r.cpu_time), std::atof(r.out.data.c_str())};
+    });
+    print(name, cpu.ours_median(), "ms", cpu.base_median());
 }
 
 void cpu_cases()

@@ -1,5 +1,7 @@
 // bench/common.hpp: what every benchmark shares: the machine line printed before its
-// figures, percentiles, and the leak check on our own children.
+// figures, percentiles and medians, the rounds ritual (ours and the baseline measured in
+// turn, medians reported), the one JSON line per figure, and the leak check on our own
+// children.
 #ifndef SANDBOX_BENCH_COMMON_HPP
 #define SANDBOX_BENCH_COMMON_HPP
 
@@ -8,6 +10,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,63 @@ inline double percentile(std::vector<double> v, double p)
     auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
     rank = std::clamp<std::size_t>(rank, 1, v.size());
     return v[rank - 1];
+}
+
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+inline double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/// One figure measured in rounds, ours and the baseline in turn within each round, so that
+/// both see the same moment of a host whose speed drifts; the medians are reported.
+struct rounds
+{
+    std::vector<double> ours{}, base{};
+
+    void add(double o, double b)
+    {
+        ours.push_back(o);
+        base.push_back(b);
+    }
+    double ours_median() const { return median(ours); }
+    double base_median() const { return median(base); }
+};
+
+/// Runs `one_round()` (which measures the baseline and ours in turn and returns them as a
+/// `std::pair{ours, baseline}`) `n` times.
+template <class F>
+rounds measure_rounds(int n, F one_round)
+{
+    rounds r;
+    for (int i = 0; i < n; ++i)
+    {
+        const auto [o, b] = one_round();
+        r.add(o, b);
+    }
+    return r;
+}
+
+/// The one JSON line of a figure: {"bench","case","value","unit","baseline","ratio"}; the
+/// baseline and the ratio are null when there is no baseline.
+inline void print_json(const char* bench, const std::string& name, double value,
+                       const std::string& unit, std::optional<double> baseline)
+{
+    char b[64] = "null", r[64] = "null";
+    if (baseline)
+    {
+        std::snprintf(b, sizeof b, "%.6g", *baseline);
+        if (*baseline != 0)
+            std::snprintf(r, sizeof r, "%.4g", value / *baseline);
+    }
+    std::printf("{\"bench\":\"%s\",\"case\":\"%s\",\"value\":%.6g,\"unit\":\"%s\","
+                "\"baseline\":%s,\"ratio\":%s}\n",
+                bench, name.c_str(), value, unit.c_str(), b, r);
+    std::fflush(stdout);
 }
 
 /// The pids listed in /proc.

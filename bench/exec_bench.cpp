@@ -103,15 +103,7 @@ const char* const all_cases[] = {"seq_true",     "conc64_true",        "out512_d
 
 using bench::percentile;
 
-double median(const std::vector<double>& v)
-{
-    if (v.empty())
-        return 0;
-    std::vector<double> s = v;
-    std::sort(s.begin(), s.end());
-    std::size_t m = s.size() / 2;
-    return s.size() % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+using bench::median;
 
 double seconds_since(clock_type::time_point t0)
 {
@@ -152,7 +144,7 @@ struct figure
     const char* better = "lower";
     std::string target{}; // human text, empty when none
     std::optional<bool> pass{};
-    std::vector<double> value_rounds{}, baseline_rounds{};
+    bench::rounds rounds{}; // ours and the baseline of each round
 
     double ratio() const { return baseline != 0 ? value / baseline : 0; }
 };
@@ -176,17 +168,14 @@ void print_block(const std::string& title, const std::string& base_name,
             g_missed.push_back(f.json_case + " (" + f.target + ")");
     }
     for (const auto& f : figs)
-        if (f.value_rounds.size() > 1 || f.baseline_rounds.size() > 1)
+        if (f.rounds.ours.size() > 1 || f.rounds.base.size() > 1)
             std::printf("   rounds %-21s ours %s | %s %s\n", f.label.c_str(),
-                        range_text(f.value_rounds).c_str(), base_name.c_str(),
-                        range_text(f.baseline_rounds).c_str());
+                        range_text(f.rounds.ours).c_str(), base_name.c_str(),
+                        range_text(f.rounds.base).c_str());
     for (const auto& n : notes)
         std::printf("   %s\n", n.c_str());
     for (const auto& f : figs)
-        std::printf("{\"bench\":\"exec_bench\",\"case\":\"%s\",\"value\":%s,\"unit\":\"%s\","
-                    "\"baseline\":%s,\"ratio\":%s}\n",
-                    f.json_case.c_str(), fmt_value(f.value).c_str(), f.unit.c_str(),
-                    fmt_value(f.baseline).c_str(), fmt_ratio(f.ratio()).c_str());
+        bench::print_json("exec_bench", f.json_case, f.value, f.unit, f.baseline);
     std::fflush(stdout);
 }
 
@@ -636,10 +625,10 @@ sampler_run ours_sampler(int trees, sandbox::exec_request req, std::chrono::nano
 void add_round(figure& med, figure& p99, const std::vector<double>& base,
                const std::vector<double>& ours)
 {
-    med.baseline_rounds.push_back(percentile(base, 50));
-    med.value_rounds.push_back(percentile(ours, 50));
-    p99.baseline_rounds.push_back(percentile(base, 99));
-    p99.value_rounds.push_back(percentile(ours, 99));
+    med.rounds.base.push_back(percentile(base, 50));
+    med.rounds.ours.push_back(percentile(ours, 50));
+    p99.rounds.base.push_back(percentile(base, 99));
+    p99.rounds.ours.push_back(percentile(ours, 99));
 }
 
 // Each figure: the median over its rounds.
@@ -647,8 +636,8 @@ void settle(std::initializer_list<figure*> figs)
 {
     for (auto* f : figs)
     {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
+        f->value = median(f->rounds.ours);
+        f->baseline = median(f->rounds.base);
     }
 }
 
@@ -833,11 +822,11 @@ void case_conc64_true(const config& cfg)
     {
         double fw = raw_floor::run_concurrent(floor_cmd, cfg.n, inflight);
         double ow = ours_concurrent(req, cfg.n, inflight);
-        f.baseline_rounds.push_back(cfg.n / fw);
-        f.value_rounds.push_back(cfg.n / ow);
+        f.rounds.base.push_back(cfg.n / fw);
+        f.rounds.ours.push_back(cfg.n / ow);
     }
-    f.value = median(f.value_rounds);
-    f.baseline = median(f.baseline_rounds);
+    f.value = median(f.rounds.ours);
+    f.baseline = median(f.rounds.base);
     f.target = "ratio >= 0.90";
     f.pass = f.ratio() >= 0.9;
     print_block("conc64_true: " + std::to_string(cfg.n) + " x /bin/true, " +
@@ -867,19 +856,19 @@ void case_out512(const config& cfg, bool discard, bool cap1m)
         std::string line = "round " + std::to_string(r + 1) + ": shell " + fmt_value(base);
         if (discard)
         {
-            fd.baseline_rounds.push_back(base);
+            fd.rounds.base.push_back(base);
             auto c = ours_out_in_child("out512_discard", bytes);
-            fd.value_rounds.push_back(mb / c.wall_s);
+            fd.rounds.ours.push_back(mb / c.wall_s);
             rss_discard.push_back(static_cast<double>(c.vmhwm_kb));
-            line += ", ours discard " + fmt_value(fd.value_rounds.back());
+            line += ", ours discard " + fmt_value(fd.rounds.ours.back());
         }
         if (cap1m)
         {
-            fc.baseline_rounds.push_back(base);
+            fc.rounds.base.push_back(base);
             auto c = ours_out_in_child("out512_cap1m", bytes);
-            fc.value_rounds.push_back(mb / c.wall_s);
-            rss.value_rounds.push_back(static_cast<double>(c.vmhwm_kb));
-            line += ", ours cap 1 MiB " + fmt_value(fc.value_rounds.back()) + " (VmHWM " +
+            fc.rounds.ours.push_back(mb / c.wall_s);
+            rss.rounds.ours.push_back(static_cast<double>(c.vmhwm_kb));
+            line += ", ours cap 1 MiB " + fmt_value(fc.rounds.ours.back()) + " (VmHWM " +
                     std::to_string(c.vmhwm_kb) + " KiB)";
         }
         round_notes.push_back(line + " MB/s");
@@ -888,8 +877,8 @@ void case_out512(const config& cfg, bool discard, bool cap1m)
     const std::string tgt = "ratio >= 0.85";
     for (auto* f : {&fd, &fc})
     {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
+        f->value = median(f->rounds.ours);
+        f->baseline = median(f->rounds.base);
         f->target = tgt;
         f->pass = f->ratio() >= 0.85;
     }
@@ -911,11 +900,11 @@ void case_out512(const config& cfg, bool discard, bool cap1m)
     if (cap1m)
     {
         figs.push_back(fc);
-        rss.value = *std::max_element(rss.value_rounds.begin(), rss.value_rounds.end());
+        rss.value = *std::max_element(rss.rounds.ours.begin(), rss.rounds.ours.end());
         rss.baseline = 1024;
         rss.target = "<= cap + 8 MiB (9216)";
         rss.pass = rss.value <= 1024 + 8 * 1024;
-        rss.value_rounds.clear(); // the figure is the max over rounds; no range line
+        rss.rounds.ours.clear(); // the figure is the max over rounds; no range line
         figs.push_back(rss);
         notes.push_back("peak RSS = largest VmHWM of the ours child process over rounds; "
                         "baseline = the cap (1024 KiB); peak <= cap + 8 MiB: " +
@@ -957,10 +946,10 @@ void case_sampler_1tree(const config& cfg)
                  std::to_string(o.wall_s) + " s");
         double base = (p.self_ms + p.children_ms) / p.wall_s;
         double ours = o.cpu_ms / o.wall_s;
-        ms.baseline_rounds.push_back(base);
-        ms.value_rounds.push_back(ours);
-        pct.baseline_rounds.push_back(base / 10);
-        pct.value_rounds.push_back(ours / 10);
+        ms.rounds.base.push_back(base);
+        ms.rounds.ours.push_back(ours);
+        pct.rounds.base.push_back(base / 10);
+        pct.rounds.ours.push_back(ours / 10);
         char b[400];
         std::snprintf(b, sizeof b,
                       "round %d: ours %.1f ms CPU in %.2f s, sampler ticks %" PRIu64
@@ -974,8 +963,8 @@ void case_sampler_1tree(const config& cfg)
     }
     for (auto* f : {&ms, &pct})
     {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
+        f->value = median(f->rounds.ours);
+        f->baseline = median(f->rounds.base);
     }
     pct.target = "ours <= 2 %";
     pct.pass = pct.value <= 2.0;
@@ -1015,8 +1004,8 @@ void case_sampler_reaper(const config& cfg)
         if (static_cast<double>(fast.samples) < fast.wall_s / 0.002 / 4)
             fail("fast mode took only " + std::to_string(fast.samples) + " samples in " +
                  std::to_string(fast.wall_s) + " s");
-        pct.baseline_rounds.push_back(base.cpu_ms / base.wall_s / 10);
-        pct.value_rounds.push_back(fast.cpu_ms / fast.wall_s / 10);
+        pct.rounds.base.push_back(base.cpu_ms / base.wall_s / 10);
+        pct.rounds.ours.push_back(fast.cpu_ms / fast.wall_s / 10);
         char b[300];
         std::snprintf(b, sizeof b,
                       "round %d: fast %.1f ms CPU in %.2f s, %" PRIu64
@@ -1025,8 +1014,8 @@ void case_sampler_reaper(const config& cfg)
                       base.samples);
         notes.push_back(b);
     }
-    pct.value = median(pct.value_rounds);
-    pct.baseline = median(pct.baseline_rounds);
+    pct.value = median(pct.rounds.ours);
+    pct.baseline = median(pct.rounds.base);
     pct.target = "ours <= 5 %";
     pct.pass = pct.value <= 5.0;
     notes.push_back("tree: perl forking one sleep; ours ignores SIGCHLD (fast mode, every 2 ms), "
@@ -1070,19 +1059,19 @@ void case_sampler_100trees(const config& cfg)
         check_no_children("sampler_100trees_50ms ours");
         auto idle = ours_sampler(trees, make_request("/bin/sleep", {"8"}), interval, window, false);
         check_no_children("sampler_100trees_50ms idle");
-        idle_used.baseline_rounds.push_back(o.cpu_ms / o.wall_s);
-        idle_used.value_rounds.push_back(idle.cpu_ms / idle.wall_s);
-        idle_cnt.baseline_rounds.push_back(static_cast<double>(o.samples) / o.wall_s);
-        idle_cnt.value_rounds.push_back(static_cast<double>(idle.samples) / idle.wall_s);
+        idle_used.rounds.base.push_back(o.cpu_ms / o.wall_s);
+        idle_used.rounds.ours.push_back(idle.cpu_ms / idle.wall_s);
+        idle_cnt.rounds.base.push_back(static_cast<double>(o.samples) / o.wall_s);
+        idle_cnt.rounds.ours.push_back(static_cast<double>(idle.samples) / idle.wall_s);
         if (o.samples < 100)
             fail("ours sampler ran " + std::to_string(o.samples) + " samples (< 100)");
         double pcpu = p.self_ms + p.children_ms;
-        per.baseline_rounds.push_back(pcpu * 1e3 / static_cast<double>(p.samples));
-        per.value_rounds.push_back(o.cpu_ms * 1e3 / static_cast<double>(o.samples));
-        used.baseline_rounds.push_back(pcpu / p.wall_s);
-        used.value_rounds.push_back(o.cpu_ms / o.wall_s);
-        cnt.baseline_rounds.push_back(static_cast<double>(p.samples) / p.wall_s);
-        cnt.value_rounds.push_back(static_cast<double>(o.samples) / o.wall_s);
+        per.rounds.base.push_back(pcpu * 1e3 / static_cast<double>(p.samples));
+        per.rounds.ours.push_back(o.cpu_ms * 1e3 / static_cast<double>(o.samples));
+        used.rounds.base.push_back(pcpu / p.wall_s);
+        used.rounds.ours.push_back(o.cpu_ms / o.wall_s);
+        cnt.rounds.base.push_back(static_cast<double>(p.samples) / p.wall_s);
+        cnt.rounds.ours.push_back(static_cast<double>(o.samples) / o.wall_s);
         char b[400];
         std::snprintf(b, sizeof b,
                       "round %d: ours %.1f ms CPU in %.2f s, ticks %" PRIu64 " samples %" PRIu64
@@ -1095,8 +1084,8 @@ void case_sampler_100trees(const config& cfg)
     }
     for (auto* f : {&per, &used, &cnt, &idle_used, &idle_cnt})
     {
-        f->value = median(f->value_rounds);
-        f->baseline = median(f->baseline_rounds);
+        f->value = median(f->rounds.ours);
+        f->baseline = median(f->rounds.base);
     }
     per.target = "ratio <= 0.02";
     per.pass = per.ratio() <= 0.02;

@@ -345,16 +345,7 @@ void report(const std::string& title, const std::string& value_name, const std::
     for (const auto& n : notes)
         std::fprintf(stderr, "   %s\n", n.c_str());
     for (const auto& f : figs)
-    {
-        auto r = f.ratio();
-        char rb[32] = "null";
-        if (r)
-            std::snprintf(rb, sizeof rb, "%.4g", *r);
-        std::printf("{\"bench\":\"loop_bench\",\"case\":\"%s\",\"value\":%s,\"unit\":\"%s\","
-                    "\"baseline\":%s,\"ratio\":%s}\n",
-                    f.json_case.c_str(), fmt_value(f.value).c_str(), f.unit.c_str(),
-                    f.baseline ? fmt_value(*f.baseline).c_str() : "null", rb);
-    }
+        bench::print_json("loop_bench", f.json_case, f.value, f.unit, f.baseline);
     std::fflush(stdout);
     std::fflush(stderr);
 }

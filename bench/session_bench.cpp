@@ -47,14 +47,11 @@ struct config
     int rounds = 3;
 };
 
-double median(std::vector<double> v) { return bench::percentile(std::move(v), 50); }
+using bench::median;
 
 void emit(const char* name, double value, const char* unit, double baseline)
 {
-    std::printf("{\"bench\":\"session_bench\",\"case\":\"%s\",\"value\":%.3f,\"unit\":\"%s\","
-                "\"baseline\":%.3f,\"ratio\":%.3f}\n",
-                name, value, unit, baseline, baseline > 0 ? value / baseline : 0.0);
-    std::fflush(stdout);
+    bench::print_json("session_bench", name, value, unit, baseline);
 }
 
 void run(asio::io_context& ioc, std::function<asio::awaitable<void>()> f)

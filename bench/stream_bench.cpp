@@ -112,20 +112,12 @@ line_clock read_library(int lines)
 void report(const char* name, const line_clock& ours, const line_clock& base)
 {
     for (double p : {50.0, 99.0})
-    {
-        const double v = bench::percentile(ours.latency_ms, p);
-        const double b = bench::percentile(base.latency_ms, p);
-        std::printf("{\"bench\":\"stream_bench\",\"case\":\"%s_p%.0f\",\"value\":%.3f,"
-                    "\"unit\":\"ms\",\"baseline\":%.3f,\"ratio\":%.3f}\n",
-                    name, p, v, b, b > 0 ? v / b : 0.0);
-    }
+        bench::print_json("stream_bench", name + std::string("_p") + std::to_string(int(p)),
+                          bench::percentile(ours.latency_ms, p), "ms",
+                          bench::percentile(base.latency_ms, p));
     const double first = ours.latency_ms.empty() ? -1 : ours.latency_ms.front();
-    std::printf("{\"bench\":\"stream_bench\",\"case\":\"%s_first_line\",\"value\":%.3f,"
-                "\"unit\":\"ms\",\"baseline\":%.3f,\"ratio\":%.3f}\n",
-                name, first, base.latency_ms.empty() ? -1 : base.latency_ms.front(),
-                base.latency_ms.empty() || base.latency_ms.front() <= 0
-                    ? 0.0
-                    : first / base.latency_ms.front());
+    bench::print_json("stream_bench", name + std::string("_first_line"), first, "ms",
+                      base.latency_ms.empty() ? -1 : base.latency_ms.front());
 }
 
 } // namespace

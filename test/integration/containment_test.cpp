@@ -148,14 +148,9 @@ struct proc_entry
 std::vector<proc_entry> scan_processes()
 {
     std::vector<proc_entry> v;
-    DIR* d = ::opendir("/proc");
-    while (dirent* e = d ? ::readdir(d) : nullptr)
+    for (pid_t pid : sbx_test::proc_pids())
     {
-        char* end = nullptr;
-        long pid = std::strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        std::ifstream f("/proc/" + std::string(e->d_name) + "/stat");
+        std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
         std::string s;
         if (!std::getline(f, s))
             continue;
@@ -166,10 +161,8 @@ std::vector<proc_entry> scan_processes()
         char state = 0;
         long ppid = 0;
         rest >> state >> ppid;
-        v.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(ppid), state});
+        v.push_back({pid, static_cast<pid_t>(ppid), state});
     }
-    if (d)
-        ::closedir(d);
     return v;
 }
 

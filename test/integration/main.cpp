@@ -80,6 +80,22 @@ bool alive(pid_t pid)
     return !rest.fail() && std::stol(field) > 1;
 }
 
+std::vector<pid_t> proc_pids()
+{
+    std::vector<pid_t> pids;
+    DIR* d = ::opendir("/proc");
+    while (dirent* e = d ? ::readdir(d) : nullptr)
+    {
+        char* end = nullptr;
+        const long pid = std::strtol(e->d_name, &end, 10);
+        if (*end == 0 && pid > 0)
+            pids.push_back(static_cast<pid_t>(pid));
+    }
+    if (d)
+        ::closedir(d);
+    return pids;
+}
+
 std::string exe_of(pid_t pid)
 {
     const std::string dir = "/proc/" + std::to_string(pid);
@@ -152,19 +168,9 @@ std::vector<pid_t> helper_processes()
     std::vector<pid_t> found;
     auto want = helper_copies();
     want.push_back(std::filesystem::canonical(target).string());
-    DIR* d = ::opendir("/proc");
-    while (dirent* e = d ? ::readdir(d) : nullptr)
-    {
-        char* end = nullptr;
-        long pid = std::strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        if (std::find(want.begin(), want.end(), exe_of(static_cast<pid_t>(pid))) != want.end() &&
-            alive(static_cast<pid_t>(pid)))
-            found.push_back(static_cast<pid_t>(pid));
-    }
-    if (d)
-        ::closedir(d);
+    for (pid_t pid : proc_pids())
+        if (std::find(want.begin(), want.end(), exe_of(pid)) != want.end() && alive(pid))
+            found.push_back(pid);
     return found;
 }
 

@@ -61,6 +61,9 @@ bool alive(pid_t pid);
 /// main thread has exited (its link is then unreadable); empty when there is none.
 std::string exe_of(pid_t pid);
 
+/// The pids /proc lists at this moment (the one /proc scanner of the tests).
+std::vector<pid_t> proc_pids();
+
 /// Pids listed one per line in `file`.
 std::vector<pid_t> read_pids(const std::filesystem::path& file);
 
