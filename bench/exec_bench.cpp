@@ -621,24 +621,57 @@ sampler_run ours_sampler(int trees, sandbox::exec_request req, std::chrono::nano
 
 // ---------------------------------------------------------------- cases
 
-// One round of per-exec times: its median and p99 for ours and the baseline.
-void add_round(figure& med, figure& p99, const std::vector<double>& base,
-               const std::vector<double>& ours)
+// A time per exec measured in rounds: the median and the p99 figure of the same runs.
+struct per_exec_figures
 {
-    med.rounds.base.push_back(percentile(base, 50));
-    med.rounds.ours.push_back(percentile(ours, 50));
-    p99.rounds.base.push_back(percentile(base, 99));
-    p99.rounds.ours.push_back(percentile(ours, 99));
-}
+    figure med, p99;
 
-// Each figure: the median over its rounds.
-void settle(std::initializer_list<figure*> figs)
-{
-    for (auto* f : figs)
+    explicit per_exec_figures(const std::string& name, const std::string& what = "per exec")
+        : med{name, "median " + what, "us"}, p99{name + "_p99", "p99 " + what, "us"}
     {
-        f->value = median(f->rounds.ours);
-        f->baseline = median(f->rounds.base);
     }
+
+    // One round of times, the baseline's and ours.
+    void add_round(const std::vector<double>& base, const std::vector<double>& ours)
+    {
+        med.rounds.add(percentile(ours, 50), percentile(base, 50));
+        p99.rounds.add(percentile(ours, 99), percentile(base, 99));
+    }
+
+    // Each figure: the median over its rounds.
+    void settle()
+    {
+        for (auto* f : {&med, &p99})
+        {
+            f->value = f->rounds.ours_median();
+            f->baseline = f->rounds.base_median();
+        }
+    }
+
+    // The median held to `max_ratio`.
+    std::vector<figure> with_target(double max_ratio)
+    {
+        char text[32];
+        std::snprintf(text, sizeof text, "ratio <= %.2f", max_ratio);
+        med.target = text;
+        med.pass = med.ratio() <= max_ratio;
+        return {med, p99};
+    }
+};
+
+// `rounds` rounds of `one_round()`, which returns {the baseline's times, ours}; settled.
+template <class F>
+per_exec_figures per_exec_rounds(const std::string& name, int rounds, F one_round,
+                                 const std::string& what = "per exec")
+{
+    per_exec_figures f(name, what);
+    for (int r = 0; r < rounds; ++r)
+    {
+        const auto [base, ours] = one_round(r);
+        f.add_round(base, ours);
+    }
+    f.settle();
+    return f;
 }
 
 void case_seq_true(const config& cfg)
@@ -648,21 +681,14 @@ void case_seq_true(const config& cfg)
     const int warm = std::max(10, cfg.n / 20);
     raw_floor::run_sequential(floor_cmd, warm);
     ours_sequential(req, warm);
-    figure med{"seq_true", "median per exec", "us"};
-    figure p99{"seq_true_p99", "p99 per exec", "us"};
-    for (int r = 0; r < cfg.rounds; ++r)
-    {
+    auto figs = per_exec_rounds("seq_true", cfg.rounds, [&](int) {
         auto f = raw_floor::run_sequential(floor_cmd, cfg.n);
-        auto o = ours_sequential(req, cfg.n);
-        add_round(med, p99, f, o);
-    }
-    settle({&med, &p99});
-    med.target = "ratio <= 1.10";
-    med.pass = med.ratio() <= 1.10;
+        return std::pair{f, ours_sequential(req, cfg.n)};
+    });
     print_block("seq_true: sequential /bin/true, stdout+stderr captured, N=" +
                     std::to_string(cfg.n) + " x " + std::to_string(cfg.rounds) +
                     " rounds (time per exec: lower is better; ratio = ours/floor)",
-                "floor", {med, p99},
+                "floor", figs.with_target(1.10),
                 {"floor: posix_spawn (own pgroup, pipes on 1 and 2) + pidfd_open + epoll(pipes, "
                  "pidfd) + waitid(P_PIDFD)",
                  "ours: async_exec chain, the next started from the completion handler, one "
@@ -692,39 +718,30 @@ void case_seq_true_bwrap(const config& cfg)
     const command bare(bare_bwrap_line());
     raw_floor::run_sequential(bare, 5);
     bwrap_sequential(req, 5);
-    figure med{"seq_true_bwrap", "median per exec", "us"};
-    figure p99{"seq_true_bwrap_p99", "p99 per exec", "us"};
-    for (int r = 0; r < cfg.rounds; ++r)
-    {
+    auto main = per_exec_rounds("seq_true_bwrap", cfg.rounds, [&](int r) {
         // Alternate which goes first, so neither always runs on a warmer or cooler host.
         std::vector<double> f, o;
         if (r % 2 == 0)
             f = raw_floor::run_sequential(bare, n), o = bwrap_sequential(req, n);
         else
             o = bwrap_sequential(req, n), f = raw_floor::run_sequential(bare, n);
-        add_round(med, p99, f, o);
-    }
+        return std::pair{f, o};
+    });
+    auto figs = main.with_target(1.10);
     // A root caller's sandbox runs as the sandbox user: the bare line through the helper's
     // --as (one more exec, three id calls and checks) against the bare line as root.
-    figure as_med{"seq_true_bwrap_as_user", "median, --as vs bare", "us"};
-    figure as_p99{"seq_true_bwrap_as_user_p99", "p99, --as vs bare", "us"};
     if (::geteuid() == 0)
     {
         const command as_user(as_user_line(bare.args()));
-        for (int r = 0; r < cfg.rounds; ++r)
-        {
-            auto o = raw_floor::run_sequential(as_user, n);
-            auto f = raw_floor::run_sequential(bare, n);
-            add_round(as_med, as_p99, f, o);
-        }
-        settle({&as_med, &as_p99});
+        auto as = per_exec_rounds(
+            "seq_true_bwrap_as_user", cfg.rounds,
+            [&](int) {
+                auto o = raw_floor::run_sequential(as_user, n);
+                return std::pair{raw_floor::run_sequential(bare, n), o};
+            },
+            "--as vs bare");
+        figs.insert(figs.end(), {as.med, as.p99});
     }
-    settle({&med, &p99});
-    med.target = "ratio <= 1.10";
-    med.pass = med.ratio() <= 1.10;
-    std::vector<figure> figs{med, p99};
-    if (::geteuid() == 0)
-        figs.insert(figs.end(), {as_med, as_p99});
     print_block("seq_true_bwrap: sequential /bin/true inside bwrap, N=" + std::to_string(n) +
                     " x " + std::to_string(cfg.rounds) +
                     " rounds (time per exec; ratio = bwrap runner/bare bwrap)",
@@ -748,20 +765,12 @@ void case_seq_true_chain(const config& cfg)
     req.options.env.inject = {{"SANDBOX_CHAIN", "1"}};
     req.options.limits.max_processes = 1024;
     chain_alternating(req, std::max(10, cfg.n / 20)); // warm-up
-    figure med{"seq_true_chain", "median per exec", "us"};
-    figure p99{"seq_true_chain_p99", "p99 per exec", "us"};
-    for (int r = 0; r < cfg.rounds; ++r)
-    {
-        auto [b, o] = chain_alternating(req, cfg.n);
-        add_round(med, p99, b, o);
-    }
-    settle({&med, &p99});
-    med.target = "ratio <= 1.02";
-    med.pass = med.ratio() <= 1.02;
+    auto figs = per_exec_rounds("seq_true_chain", cfg.rounds,
+                                [&](int) { return chain_alternating(req, cfg.n); });
     print_block("seq_true_chain: sequential /bin/true through the policy chain, N=" +
                     std::to_string(cfg.n) + " x " + std::to_string(cfg.rounds) +
                     " rounds (time per exec; ratio = chain/bare local runner)",
-                "local", {med, p99},
+                "local", figs.with_target(1.02),
                 {"local: an async_exec chain on local_runner, in turn with ours on the same "
                  "io_context (exec by exec)",
                  "ours: the same through compose_local: defaults merged, 3 approval predicates "
@@ -780,32 +789,28 @@ void case_proc_cap(const config& cfg)
     const int n = std::max(10, cfg.n / 10);
     const int n_loop = std::max(4, cfg.n / 100);
     proc_cap_alternating(one, 1024, std::max(10, n / 10)); // warm-up
-    figure t{"proc_cap_true", "median per exec", "us"};
-    figure t99{"proc_cap_true_p99", "p99 per exec", "us"};
-    figure l{"proc_cap_fork_loop", "median per run", "us"};
-    figure l99{"proc_cap_fork_loop_p99", "p99 per run", "us"};
-    figure c{"proc_cap_fork_loop_at_cap", "median per run", "us"};
-    figure c99{"proc_cap_fork_loop_at_cap_p99", "p99 per run", "us"};
-    for (int r = 0; r < cfg.rounds; ++r)
+    per_exec_figures t("proc_cap_true"), l("proc_cap_fork_loop", "per run"),
+        c("proc_cap_fork_loop_at_cap", "per run");
+    for (int r = 0; r < cfg.rounds; ++r) // the three cases in turn within each round
     {
         auto [b1, o1] = proc_cap_alternating(one, 1024, n);
-        add_round(t, t99, b1, o1);
+        t.add_round(b1, o1);
         auto [b2, o2] = proc_cap_alternating(loop, 1024, n_loop);
-        add_round(l, l99, b2, o2);
+        l.add_round(b2, o2);
         auto [b3, o3] = proc_cap_alternating(loop, 2, n_loop);
-        add_round(c, c99, b3, o3);
+        c.add_round(b3, o3);
     }
-    settle({&t, &t99, &l, &l99, &c, &c99});
-    t.target = "ratio <= 1.25";
-    t.pass = t.ratio() <= 1.25;
-    l.target = "ratio <= 1.10";
-    l.pass = l.ratio() <= 1.10;
-    c.target = "ratio <= 1.25";
-    c.pass = c.ratio() <= 1.25;
+    std::vector<figure> figs;
+    for (auto [f, max] : {std::pair{&t, 1.25}, std::pair{&l, 1.10}, std::pair{&c, 1.25}})
+    {
+        f->settle();
+        const auto two = f->with_target(max);
+        figs.insert(figs.end(), two.begin(), two.end());
+    }
     print_block("proc_cap: the same exec with the sampler alone and with the fork gate, in turn, /bin/true N=" +
                     std::to_string(n) + ", loops N=" + std::to_string(n_loop) + " x " +
                     std::to_string(cfg.rounds) + " rounds (ratio = gated/sampled)",
-                "sampled", {t, t99, l, l99, c, c99},
+                "sampled", figs,
                 {"sampled: local_runner, max_tasks 4096: the sampler at 50 ms, no fork gate",
                  "ours: the same plus max_processes 1024 (or 2 for _at_cap): the fork gate's "
                  "seccomp filter and a user-notification round trip per fork"});

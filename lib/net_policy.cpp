@@ -6,6 +6,7 @@
 #include <boost/url.hpp>
 
 #include <cstddef>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -180,6 +181,17 @@ failure no_effect(const char* field, net_mode mode)
     return invalid(std::move(message), field);
 }
 
+// The first of `fields` (a name, and whether the policy sets it) that is set, refused as
+// having no effect under `mode`.
+outcome<> refuse_set_fields(std::initializer_list<std::pair<const char*, bool>> fields,
+                            net_mode mode)
+{
+    for (const auto& [name, set] : fields)
+        if (set)
+            return no_effect(name, mode);
+    return {};
+}
+
 // Refuses fields that the chosen mode would silently ignore.
 outcome<> check_consistency(const net_policy& p)
 {
@@ -187,27 +199,18 @@ outcome<> check_consistency(const net_policy& p)
     switch (p.mode)
     {
     case net_mode::inherit:
-        if (!p.allow_hosts.empty())
-            return no_effect("net.allow_hosts", p.mode);
-        if (!p.rules.empty())
-            return no_effect("net.rules", p.mode);
-        if (!p.proxy.empty())
-            return no_effect("net.proxy", p.mode);
-        if (!p.unix_sockets.empty())
-            return no_effect("net.unix_sockets", p.mode);
-        if (mitm_enabled)
-            return no_effect("net.mitm.enabled", p.mode);
-        break;
-    case net_mode::deny_all:
-        if (!p.allow_hosts.empty())
-            return no_effect("net.allow_hosts", p.mode);
-        if (!p.rules.empty())
-            return no_effect("net.rules", p.mode);
-        if (!p.proxy.empty())
-            return no_effect("net.proxy", p.mode);
-        if (mitm_enabled)
-            return no_effect("net.mitm.enabled", p.mode);
-        break;
+        return refuse_set_fields({{"net.allow_hosts", !p.allow_hosts.empty()},
+                                  {"net.rules", !p.rules.empty()},
+                                  {"net.proxy", !p.proxy.empty()},
+                                  {"net.unix_sockets", !p.unix_sockets.empty()},
+                                  {"net.mitm.enabled", mitm_enabled}},
+                                 p.mode);
+    case net_mode::deny_all: // unix sockets are allowed through a deny-all sandbox
+        return refuse_set_fields({{"net.allow_hosts", !p.allow_hosts.empty()},
+                                  {"net.rules", !p.rules.empty()},
+                                  {"net.proxy", !p.proxy.empty()},
+                                  {"net.mitm.enabled", mitm_enabled}},
+                                 p.mode);
     case net_mode::allow_list:
         if (!p.proxy.empty())
             return invalid("net.proxy has no effect under mode \"allow_list\"; an upstream "
