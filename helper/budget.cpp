@@ -9,13 +9,13 @@ namespace sandbox::detail {
 cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
 {
     failures_ = 0;
-    last_rss_ = u.rss_bytes;
+    last_footprint_ = u.footprint_bytes;
     last_tasks_ = std::max<std::uint64_t>(u.tasks, 1);
-    peak_rss_ = std::max(peak_rss_, u.rss_bytes);
+    peak_footprint_ = std::max(peak_footprint_, u.footprint_bytes);
     peak_procs_ = std::max(peak_procs_, u.processes);
     cpu_ = std::max(cpu_, u.cpu);
     auto ratio = [](double used, double cap) { return cap > 0 ? used / cap : 0.0; };
-    pressure_ = std::max({ratio(static_cast<double>(u.rss_bytes),
+    pressure_ = std::max({ratio(static_cast<double>(u.footprint_bytes),
                                 static_cast<double>(limits_.memory_bytes)),
                           ratio(static_cast<double>(cpu_.count()),
                                 static_cast<double>(limits_.cpu.count())),
@@ -24,11 +24,11 @@ cap_decision cap_budget::on_sample(const tree_usage& u) noexcept
                           ratio(static_cast<double>(u.tasks),
                                 static_cast<double>(limits_.max_tasks))});
     cap_decision d;
-    if (limits_.memory_bytes > 0 && u.rss_bytes >= limits_.memory_bytes)
+    if (limits_.memory_bytes > 0 && u.footprint_bytes >= limits_.memory_bytes)
     {
         d.action = cap_action::kill_budget;
         d.which = budget_kind::memory;
-        d.observed = static_cast<std::int64_t>(u.rss_bytes);
+        d.observed = static_cast<std::int64_t>(u.footprint_bytes);
         d.configured = static_cast<std::int64_t>(limits_.memory_bytes);
     }
     else if (limits_.cpu.count() > 0 && u.cpu >= limits_.cpu)
@@ -60,7 +60,7 @@ std::chrono::nanoseconds cap_budget::memory_reach_time(unsigned parallel) const 
     if (limits_.memory_bytes == 0)
         return std::chrono::nanoseconds::max();
     const double bound = memory_overshoot_bound * static_cast<double>(limits_.memory_bytes);
-    const double room = std::max(0.0, bound - static_cast<double>(last_rss_));
+    const double room = std::max(0.0, bound - static_cast<double>(last_footprint_));
     const double seconds = room / (fault_bytes_per_second * std::max(parallel, 1u));
     return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, 3600.0) * 1e9));
 }
@@ -79,9 +79,9 @@ bool sample_pacer::idle_since_last(const tree_usage& u, time_point now) const no
         return false;
     const auto& [before, at] = *previous_;
     constexpr std::uint64_t mib = 1 << 20;
-    const auto rss_moved = u.rss_bytes > before.rss_bytes ? u.rss_bytes - before.rss_bytes
-                                                          : before.rss_bytes - u.rss_bytes;
-    return u.processes == before.processes && u.tasks == before.tasks && rss_moved <= mib &&
+    const auto footprint_moved = u.footprint_bytes > before.footprint_bytes ? u.footprint_bytes - before.footprint_bytes
+                                                          : before.footprint_bytes - u.footprint_bytes;
+    return u.processes == before.processes && u.tasks == before.tasks && footprint_moved <= mib &&
            (u.cpu - before.cpu) * 100 <= now - at;
 }
 
@@ -96,11 +96,11 @@ std::chrono::nanoseconds sample_pacer::pace(bool idle, const pace_input& in) noe
     {
         next = std::min(next, interval_ * idle_interval_factor);
         if (next > interval_) // waiting longer than the interval only where nothing can pass
-            next = std::max(interval_, std::min(next, in.idle_reach));
+            next = std::max(interval_, std::min(next, in.time_to_bound_all_cpus));
     }
     else
         next = std::min(next, interval_);
-    last_ = std::max({floor(), in.took, std::min(next, in.reach)});
+    last_ = std::max({floor(), in.took, std::min(next, in.time_to_bound)});
     return last_;
 }
 
@@ -229,7 +229,7 @@ std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time
 
 bool process_gate::admit(pid_t tid, time_point now)
 {
-    if (wants_listing())
+    if (at_cap())
         return false;
     ++admitted_;
     in_flight_.emplace_back(tid, now);

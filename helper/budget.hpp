@@ -24,7 +24,9 @@ using backend::cap_limits;
 /// One sample of a tree.
 struct tree_usage
 {
-    std::uint64_t rss_bytes = 0;
+    /// The memory the cap judges: the summed RSS of the live members, or their summed PSS
+    /// once the RSS sum reached the memory cap and the PSS was read (pss_reader.hpp).
+    std::uint64_t footprint_bytes = 0;
     std::chrono::nanoseconds cpu{0};
     std::uint64_t processes = 0;
     std::uint64_t tasks = 0; // threads of all live processes
@@ -63,7 +65,7 @@ public:
     cap_decision on_failure() noexcept;
 
     const cap_limits& limits() const noexcept { return limits_; }
-    std::uint64_t peak_rss_bytes() const noexcept { return peak_rss_; }
+    std::uint64_t peak_footprint_bytes() const noexcept { return peak_footprint_; }
     std::chrono::nanoseconds cpu_used() const noexcept { return cpu_; }
     std::uint64_t peak_processes() const noexcept { return peak_procs_; }
     /// How close the last good sample came to a cap: the largest of usage / cap over the
@@ -85,9 +87,9 @@ private:
     cap_limits limits_;
     int max_failures_;
     int failures_ = 0;
-    std::uint64_t peak_rss_ = 0;
+    std::uint64_t peak_footprint_ = 0;
     std::uint64_t peak_procs_ = 0;
-    std::uint64_t last_rss_ = 0;
+    std::uint64_t last_footprint_ = 0;
     std::uint64_t last_tasks_ = 1;
     std::chrono::nanoseconds cpu_{0};
     double pressure_ = 0;
@@ -111,10 +113,10 @@ struct pace_input
     /// cap_budget::pressure (1.0: sample as often as can be).
     double pressure = 0;
     /// How soon a cap's bound could be passed at the pace of the tree's own tasks.
-    std::chrono::nanoseconds reach = std::chrono::nanoseconds::max();
+    std::chrono::nanoseconds time_to_bound = std::chrono::nanoseconds::max();
     /// The same if every cpu ran for the tree: what bounds an idle tree's longer waits, since
     /// threads can be made at any moment without the fork gate.
-    std::chrono::nanoseconds idle_reach = std::chrono::nanoseconds::max();
+    std::chrono::nanoseconds time_to_bound_all_cpus = std::chrono::nanoseconds::max();
     /// How long the sample itself took: the next wait is at least as long (a tree so large
     /// that listing it takes longer than a wait costs the sampler half a cpu at most).
     std::chrono::nanoseconds took{0};
@@ -127,9 +129,9 @@ struct pace_input
 /// 2 ms. An idle tree (a sample that shows the same processes and tasks as the one before,
 /// its footprint within 1 MiB, and less than 1 % of one cpu used since) is sampled less and
 /// less often, down to `idle_interval_factor` times the interval, as long as no cap's bound
-/// could be passed meanwhile even with every cpu running for it (`idle_reach`), and unless
+/// could be passed meanwhile even with every cpu running for it (`time_to_bound_all_cpus`), and unless
 /// `may_idle` is false (under a task cap, which no bound covers). Any other sample brings the
-/// interval back. Whatever the rule says, the next sample comes no later than `reach` and no
+/// interval back. Whatever the rule says, the next sample comes no later than `time_to_bound` and no
 /// sooner than 2 ms (or the interval, when that is shorter) nor than the sample took.
 class sample_pacer
 {
@@ -243,9 +245,9 @@ public:
         admitted_ = 0;
         in_flight_.clear(); // waited for (see above) or seen
     }
-    /// True when admitting one more fork would pass the cap on the current count: the
-    /// caller should list the tree first.
-    bool wants_listing() const noexcept { return count() + 1 > cap_; }
+    /// True when the count is at the cap: admitting one more fork would pass it, so the
+    /// caller should list the tree first (ended processes may make room).
+    bool at_cap() const noexcept { return count() + 1 > cap_; }
     /// Before a listing for task `tid`'s fork at `now`: when to list (nullopt: at once).
     std::optional<time_point> list_after(pid_t tid, time_point now);
     /// Admits (and counts) task `tid`'s fork at `now`, or refuses it when the count would

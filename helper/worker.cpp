@@ -2,7 +2,9 @@
 // worker's own io_context, on its main thread, read the channel, watch the helper's lifeline,
 // reap children (SIGCHLD through a signalfd: blocked in every thread, which inherit the
 // mask), answer the fork gate and sample the caps; only the memory cap's PSS reads run on a
-// thread of their own (pss_reader.hpp).
+// thread of their own (pss_reader.hpp). The coroutines decide nothing about the run's life
+// cycle: they feed what they saw to `worker::feed`, which asks worker_phase.hpp's transition
+// what to do and does it.
 #include "helper/worker.hpp"
 
 #include "helper/spawn.hpp"
@@ -12,6 +14,7 @@
 #include "helper/channel.hpp"
 #include "protocol/protocol.hpp"
 #include "helper/subtree.hpp"
+#include "helper/worker_phase.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -114,7 +117,7 @@ tallied tally(const std::vector<subtree_member>& members)
         // it there (or, for a kernel reaper's child, in the ledger).
         if (st.state != 'X')
             t.usage.cpu += ticks_ns(st.cpu_ticks());
-        t.usage.rss_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
+        t.usage.footprint_bytes += st.rss_pages * static_cast<std::uint64_t>(page_size_bytes());
         t.usage.processes += st.live() ? 1 : 0;
         t.usage.tasks += st.live() ? static_cast<std::uint64_t>(st.num_threads) : 0;
     }
@@ -162,21 +165,31 @@ void close_other_fds(int a, int b)
     close_span(hi + 1, ~0u);
 }
 
-/// The state of the plan being run.
-struct current_exec
+/// One execution: its phase (worker_phase.hpp), what its report needs, and its watchers.
+/// The coroutines that watch it share it and stop once its phase is idle (it was reported),
+/// so none of them compares ids: an event fed for a finished execution finds it idle.
+struct execution
 {
-    explicit current_exec(cap_limits l) : budget(l) {}
+    execution(asio::io_context& ctx, cap_limits l)
+        : budget(l), sample_timer(ctx), grace_timer(ctx), deadline_timer(ctx)
+    {
+    }
 
-    std::uint64_t id = 0;
+    worker_phase phase = worker_phase::idle;
     pid_t pid = -1;
-    bool leader_reaped = false;
-    int status = 0;
-    struct rusage leader_ru{};
+    // The command's end, once reaped (kept from the first reap: its pid is free after it).
+    struct leader_end
+    {
+        int status = 0;
+        struct rusage ru{};
+    };
+    std::optional<leader_end> ended;
+    // The first cause (claimed once, by the transition) and the cap decision behind it.
     end_reason reason = end_reason::none;
-    bool graceful_stop = false;
+    cap_decision decision{};
+    // Sampling.
     cap_budget budget;
     cpu_ledger ledger;
-    cap_decision decision{};
     nanoseconds children_base{0};
     std::uint64_t samples = 0, failed = 0, killed_after = 0;
     std::uint32_t faults_left = 0;
@@ -184,17 +197,77 @@ struct current_exec
     // ledger found (kept), or predicted from a live member that ignores SIGCHLD (per sample).
     bool kernel_reaps = false;
     bool kernel_reaper_alive = false;
+    // The last sampling failure, or what broke the fork gate (sent after the report).
     std::string last_failure;
     // Members we reaped since the last sample (the ledger leaves them out: they are in our
     // RUSAGE_CHILDREN).
     std::unordered_set<pid_t> reaped_since_sample;
-    std::shared_ptr<asio::steady_timer> sample_timer, grace_timer, deadline_timer;
-    // The memory cap's second look (made only once the RSS sum reaches the cap).
+    asio::steady_timer sample_timer, grace_timer, deadline_timer;
+    // Measures the footprint once the RSS sum reaches the memory cap.
     std::shared_ptr<pss_reader> pss;
     // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
-    std::shared_ptr<asio::posix::stream_descriptor> gate;
+    std::optional<asio::posix::stream_descriptor> gate;
     std::optional<process_gate> forks;
+
+    // The run is over: every watcher ends now.
+    void stop_watchers()
+    {
+        for (auto* t : {&sample_timer, &grace_timer, &deadline_timer})
+            t->cancel();
+        if (pss)
+            pss->cancel(); // a sample waiting for it ends now (the tree is gone)
+        boost::system::error_code ignored;
+        if (gate)
+            gate->close(ignored); // the tree is gone: nothing can ask any more
+    }
 };
+using execution_ptr = std::shared_ptr<execution>;
+
+// The exit report of an execution whose tree is all reaped, with its text: built here only.
+std::string make_exit_report(const execution& x)
+{
+    proto::exit_report_msg r;
+    r.pid = x.pid;
+    r.wait_status = x.ended ? x.ended->status : 0;
+    r.reason = x.reason;
+    r.budget_which = static_cast<std::uint32_t>(x.decision.which);
+    r.observed = x.decision.observed;
+    r.configured = x.decision.configured;
+    // Everything is reaped now, so the children's rusage holds the whole tree.
+    r.cpu_ns = std::max(children_cpu() - x.children_base + x.ledger.lost(), x.budget.cpu_used())
+                   .count();
+    const auto leader_maxrss = x.ended ? x.ended->ru.ru_maxrss : 0;
+    r.peak_memory_bytes = std::max<std::uint64_t>(x.budget.peak_footprint_bytes(),
+                                                  static_cast<std::uint64_t>(leader_maxrss) * 1024);
+    r.samples = x.samples;
+    r.failed_samples = x.failed;
+    r.killed_after_exit = x.killed_after;
+    std::string payload(proto::as_bytes(r));
+    payload += x.last_failure.substr(0, 1024);
+    return payload;
+}
+
+// What a stop brings besides its reason: the grace, and the decision and text that the
+// report carries when it is the first cause.
+struct stop_detail
+{
+    nanoseconds grace{0};
+    cap_decision decision{};
+    std::string failure{};
+};
+
+// One sample: the listing and its usage (`ok` false when it failed), the members, and
+// whether the memory cap needs their PSS before the usage can be judged.
+struct sample
+{
+    bool ok = false;
+    tree_usage usage;
+    std::vector<subtree_member> members;
+    bool wants_pss = false;
+};
+
+using event = worker_event;
+using event_kind = worker_event::kind;
 
 class worker
 {
@@ -212,68 +285,62 @@ public:
     }
 
 private:
+    // Coroutines: each performs I/O and feeds what it saw.
     awaitable read_channel();
     awaitable watch_lifeline();
     awaitable reap_loop();
-    awaitable sample_loop(std::uint64_t id, nanoseconds interval,
-                          std::shared_ptr<asio::steady_timer> t);
-    awaitable grace_wait(std::uint64_t id, nanoseconds grace,
-                         std::shared_ptr<asio::steady_timer> t);
-    awaitable deadline_wait(std::uint64_t id, nanoseconds timeout, nanoseconds grace,
-                            std::shared_ptr<asio::steady_timer> t);
-    awaitable gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g);
-    asio::awaitable<bool> count_at_the_cap(std::uint64_t id, pid_t asking,
+    awaitable deadline_wait(execution_ptr x, nanoseconds grace);
+    awaitable grace_wait(execution_ptr x);
+    awaitable sample_loop(execution_ptr x, nanoseconds interval);
+    awaitable gate_loop(execution_ptr x);
+    asio::awaitable<bool> count_at_the_cap(execution_ptr x, pid_t asking,
                                            asio::steady_timer& settle);
-    void on_fork(int listener, const fork_request& req);
-    void gate_broke(const char* what, int err);
-    bool running(std::uint64_t id) const { return cur_ && cur_->id == id; }
-    // Forks are judged by the cap while the tree runs, and during a graceful stop (its
-    // members may clean up); once it is being killed, every fork is refused.
-    bool admitting() const
-    {
-        return cur_->reason == end_reason::none || cur_->graceful_stop;
-    }
+
+    // The one place events go in and actions come out.
+    worker_step feed(execution_ptr x, const event& ev, const stop_detail& d = {});
+    void claim(execution& x, end_reason why, const stop_detail& d);
+    void report(execution& x);
+
+    // Messages and the start of a run.
     void on_message(proto::message& m);
+    void on_plan_chunk(proto::message& m);
     void start_exec(const proto::plan& p);
+    void watch(const execution_ptr& x, const proto::plan_fixed& f);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
-    // One sample: the listing and its usage (`ok` false when it failed), the members
-    // and whether the memory cap needs their PSS before the usage can be judged.
-    struct sample
-    {
-        bool ok = false;
-        tree_usage usage;
-        std::vector<subtree_member> members;
-        bool wants_pss = false;
-    };
-    sample look();
-    asio::awaitable<void> second_look(std::uint64_t id, sample& s);
-    std::optional<tree_usage> judge(const sample& s);
-    pace_input pace_of(const cap_budget& b, nanoseconds took) const;
-    void stop(end_reason why, nanoseconds grace);
+
+    // Reaping.
+    void on_sigchld();
     void on_reaped(pid_t p, int status, const struct rusage& ru);
-    void after_reap(bool children_left);
-    void kill_all_and_finish();
-    void finish();
-    [[noreturn]] void terminate(end_reason why);
     reap_fn reaper()
     {
         return [this](pid_t p, int st, const struct rusage& ru) { on_reaped(p, st, ru); };
     }
 
+    // Sampling: list the tree, measure its footprint if it needs it, apply the caps.
+    sample take_sample(execution& x);
+    asio::awaitable<void> measure_pss(execution_ptr x, sample& s);
+    std::optional<tree_usage> apply_caps(const execution_ptr& x, const sample& s);
+    pace_input pace_of(const execution& x, nanoseconds took) const;
+
+    // The fork gate.
+    void on_fork(const execution_ptr& x, int listener, const fork_request& req);
+    void gate_broke(const execution_ptr& x, const char* what, int err);
+
+    worker_phase phase() const { return cur_ ? cur_->phase : worker_phase::idle; }
+
     asio::io_context& ctx_;
     asio::posix::stream_descriptor chan_, lifeline_, sigfd_;
     std::string plan_buf_;
     std::vector<unique_fd> plan_fds_;
-    std::optional<current_exec> cur_;
-    std::uint64_t next_id_ = 1;
-    bool closing_ = false;
+    execution_ptr cur_;
 };
 
 awaitable worker::read_channel()
 {
     co_await read_messages(chan_, [this](proto::message& m) { on_message(m); });
-    terminate(end_reason::abandoned); // the library let go of this channel, or died
+    // The library let go of this channel, or died.
+    feed(cur_, {event_kind::channel_lost, end_reason::abandoned});
 }
 
 awaitable worker::watch_lifeline()
@@ -282,39 +349,73 @@ awaitable worker::watch_lifeline()
     co_await lifeline_.async_wait(asio::posix::stream_descriptor::wait_read,
                                   asio::redirect_error(asio::use_awaitable, ec));
     // Only the helper holds the write end and never writes: readable means it is gone.
-    terminate(end_reason::supervisor_lost);
+    feed(cur_, {event_kind::channel_lost, end_reason::supervisor_lost});
 }
 
 awaitable worker::reap_loop()
 {
-    co_await on_each_sigchld(sigfd_, [this] { after_reap(reap_exited(reaper())); });
+    co_await on_each_sigchld(sigfd_, [this] { on_sigchld(); });
+}
+
+worker_step worker::feed(execution_ptr x, const event& ev, const stop_detail& d)
+{
+    const worker_step step = transition(x ? x->phase : worker_phase::idle, ev);
+    if (x)
+        x->phase = step.next;
+    if (step.has(act_refuse_busy))
+        spawn_failed(EBUSY);
+    if (step.has(act_claim))
+        claim(*x, step.cause, d);
+    if (step.has(act_sigterm_tree))
+        signal_subtree(SIGTERM);
+    if (step.has(act_arm_grace))
+    {
+        x->grace_timer.expires_after(d.grace);
+        asio::co_spawn(ctx_, grace_wait(x), asio::detached);
+    }
+    if (step.has(act_kill_tree))
+    {
+        const auto killed = kill_subtree(reaper());
+        if (x)
+            x->killed_after += killed;
+    }
+    if (step.has(act_report))
+        report(*x);
+    if (step.has(act_exit))
+        ::_exit(0);
+    return step;
+}
+
+void worker::claim(execution& x, end_reason why, const stop_detail& d)
+{
+    x.reason = why;
+    x.decision = d.decision;
+    if (!d.failure.empty())
+        x.last_failure = d.failure;
+}
+
+void worker::report(execution& x)
+{
+    const std::string payload = make_exit_report(x);
+    x.stop_watchers();
+    cur_.reset();
+    proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
 }
 
 void worker::on_message(proto::message& m)
 {
     switch (m.head.type)
     {
-    case proto::msg_type::plan_chunk:
-        if (plan_buf_.empty() && plan_fds_.empty())
-            plan_fds_ = std::move(m.fds);
-        plan_buf_ += m.payload;
-        if ((m.head.flags & proto::flag_last) != 0)
-        {
-            auto p = proto::decode_plan(plan_buf_);
-            plan_buf_.clear();
-            if (!p || cur_)
-                spawn_failed(cur_ ? EBUSY : EPROTO);
-            else
-                start_exec(*p);
-            plan_fds_.clear();
-        }
-        break;
+    case proto::msg_type::plan_chunk: on_plan_chunk(m); break;
     case proto::msg_type::kill:
     {
         proto::kill_msg k;
         if (proto::from_bytes(m.payload, k) &&
             (k.reason == end_reason::timed_out || k.reason == end_reason::cancelled))
-            stop(k.reason, nanoseconds(std::max<std::int64_t>(k.grace_ns, 0)));
+        {
+            const nanoseconds grace(std::max<std::int64_t>(k.grace_ns, 0));
+            feed(cur_, {event_kind::stop, k.reason, grace > nanoseconds(0)}, {grace});
+        }
         break;
     }
     case proto::msg_type::signal:
@@ -329,11 +430,30 @@ void worker::on_message(proto::message& m)
     }
 }
 
+void worker::on_plan_chunk(proto::message& m)
+{
+    if (plan_buf_.empty() && plan_fds_.empty())
+        plan_fds_ = std::move(m.fds);
+    plan_buf_ += m.payload;
+    if ((m.head.flags & proto::flag_last) == 0)
+        return;
+    auto p = proto::decode_plan(plan_buf_);
+    plan_buf_.clear();
+    if (feed(cur_, {event_kind::plan}).has(act_start))
+    {
+        if (p)
+            start_exec(*p);
+        else
+            spawn_failed(EPROTO);
+    }
+    plan_fds_.clear();
+}
+
 // The command leads its process group, so its pid names the group; while the leader is
 // unreaped (a zombie at worst) neither the pid nor the group id can be reused.
 void worker::signal_group(int signo)
 {
-    if (!cur_ || cur_->leader_reaped)
+    if (!leader_alive(phase()))
         return; // (during a graceful stop too: a SIGKILL may not wait for the grace)
     if (::kill(-cur_->pid, signo) != 0)
         ::kill(cur_->pid, signo); // the group is gone (the leader left it): the leader alone
@@ -346,128 +466,179 @@ void worker::spawn_failed(int err, proto::spawn_stage stage)
                         proto::as_bytes(f));
 }
 
-void worker::start_exec(const proto::plan& p)
+// What the plan asks to run, with the descriptors that came with it (false: they do not
+// match what it says).
+bool spawn_args_of(const proto::plan& p, const std::vector<unique_fd>& fds, spawn_args& a)
 {
     const auto& f = p.fixed;
     const std::size_t want = 2 + ((f.fds & proto::fd_stdin) ? 1 : 0) +
                              ((f.fds & proto::fd_work_dir) ? 1 : 0) + f.extra_fds;
-    if (f.extra_fds > proto::max_extra_fds || plan_fds_.size() != want)
-        return spawn_failed(EPROTO);
-    spawn_args a;
+    if (f.extra_fds > proto::max_extra_fds || fds.size() != want)
+        return false;
     a.executable = p.executable;
     a.argv = p.argv;
     a.envp = p.envp;
-    a.stdout_fd = plan_fds_[0].get();
-    a.stderr_fd = plan_fds_[1].get();
+    a.stdout_fd = fds[0].get();
+    a.stderr_fd = fds[1].get();
     std::size_t next = 2;
     if (f.fds & proto::fd_stdin)
-        a.stdin_fd = plan_fds_[next++].get();
+        a.stdin_fd = fds[next++].get();
     if (f.fds & proto::fd_work_dir)
-        a.work_dir_fd = plan_fds_[next++].get();
-    while (next < plan_fds_.size())
-        a.extra_fds.push_back(plan_fds_[next++].get());
+        a.work_dir_fd = fds[next++].get();
+    while (next < fds.size())
+        a.extra_fds.push_back(fds[next++].get());
     a.ignore_job_signals = (f.options & proto::opt_ignore_job_signals) != 0;
     if (f.options & proto::opt_tty)
         a.tty_path = p.tty_path;
+    return true;
+}
+
+void worker::start_exec(const proto::plan& p)
+{
+    const auto& f = p.fixed;
+    spawn_args a;
+    if (!spawn_args_of(p, plan_fds_, a))
+        return spawn_failed(EPROTO);
     pid_t pid = -1;
-    cap_limits limits = f.caps;
     unique_fd listener;
     bool gate_failed = false;
-    int rc = limits.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
+    int rc = f.caps.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
                                       : spawn_command(a, pid);
     // Our copies of the command's pipes go now, or the library never sees EOF.
     plan_fds_.clear();
     if (rc != 0)
         return spawn_failed(rc, gate_failed ? proto::stage_fork_gate : proto::stage_command);
 
-    cur_.emplace(limits);
-    cur_->id = next_id_++;
-    cur_->pid = pid;
-    cur_->children_base = children_cpu();
-    cur_->faults_left = f.sample_faults;
+    auto x = std::make_shared<execution>(ctx_, f.caps);
+    x->pid = pid;
+    x->children_base = children_cpu();
+    x->faults_left = f.sample_faults;
+    if (listener)
+        x->gate.emplace(ctx_, listener.release());
+    cur_ = x;
+    feed(x, {event_kind::spawned});
     if (f.options & proto::opt_report_spawn)
     {
         proto::spawned_msg sm{pid, 0};
         proto::send_message(chan_.native_handle(), proto::msg_type::spawned, 0,
                             proto::as_bytes(sm));
     }
-    if (listener)
+    watch(x, f);
+}
+
+// Starts the watchers a run needs: the fork gate, the deadline, the sampler.
+void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
+{
+    if (x->gate)
     {
-        cur_->forks.emplace(limits.max_processes, fork_settle_time);
-        cur_->forks->on_listing(1); // the command
-        cur_->gate = std::make_shared<asio::posix::stream_descriptor>(ctx_, listener.release());
-        asio::co_spawn(ctx_, gate_loop(cur_->id, cur_->gate), asio::detached);
+        x->forks.emplace(f.caps.max_processes, fork_settle_time);
+        x->forks->on_listing(1); // the command
+        asio::co_spawn(ctx_, gate_loop(x), asio::detached);
     }
     if (f.timeout_ns > 0)
     {
-        cur_->deadline_timer = std::make_shared<asio::steady_timer>(ctx_);
-        asio::co_spawn(ctx_,
-                       deadline_wait(cur_->id, nanoseconds(f.timeout_ns),
-                                     nanoseconds(std::max<std::int64_t>(f.kill_grace_ns, 0)),
-                                     cur_->deadline_timer),
-                       asio::detached);
+        x->deadline_timer.expires_after(nanoseconds(f.timeout_ns));
+        const nanoseconds grace(std::max<std::int64_t>(f.kill_grace_ns, 0));
+        asio::co_spawn(ctx_, deadline_wait(x, grace), asio::detached);
     }
-    if (limits.any())
+    if (f.caps.any())
     {
-        cur_->sample_timer = std::make_shared<asio::steady_timer>(ctx_);
         const auto interval = nanoseconds(std::max<std::int64_t>(f.sample_interval_ns, 1'000'000));
-        asio::co_spawn(ctx_, sample_loop(cur_->id, interval, cur_->sample_timer), asio::detached);
+        asio::co_spawn(ctx_, sample_loop(x, interval), asio::detached);
     }
 }
 
-// What the pacer needs of the last sample (sample_pacer). A memory cap's reach counts the
+// The timeout, counted from the spawn (watch arms the timer): the same stop a kill request
+// for it makes.
+awaitable worker::deadline_wait(execution_ptr x, nanoseconds grace)
+{
+    boost::system::error_code ec;
+    co_await x->deadline_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec)
+        feed(x, {event_kind::stop, end_reason::timed_out, grace > nanoseconds(0)}, {grace});
+}
+
+awaitable worker::grace_wait(execution_ptr x)
+{
+    boost::system::error_code ec;
+    co_await x->grace_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec)
+        feed(x, {event_kind::grace_over});
+}
+
+void worker::on_reaped(pid_t p, int status, const struct rusage& ru)
+{
+    if (!cur_)
+        return;
+    if (cur_->budget.limits().any())
+        cur_->reaped_since_sample.insert(p);
+    if (p == cur_->pid && !cur_->ended)
+        cur_->ended = execution::leader_end{status, ru};
+}
+
+void worker::on_sigchld()
+{
+    const bool children_left = reap_exited(reaper());
+    auto x = cur_; // (feeding may end the run)
+    if (!x)
+        return;
+    if (x->ended && leader_alive(x->phase))
+        feed(x, {event_kind::leader_reaped});
+    if (!children_left)
+        feed(x, {event_kind::tree_empty});
+}
+
+// What the pacer needs of the last sample (sample_pacer). A memory cap's bound counts the
 // tree's own tasks (at most one per cpu) faulting at once, a cpu budget's every cpu; an idle
 // tree waits longer only where even every cpu could not pass a bound meanwhile.
-pace_input worker::pace_of(const cap_budget& b, nanoseconds took) const
+pace_input worker::pace_of(const execution& x, nanoseconds took) const
 {
+    const auto& b = x.budget;
     const unsigned cpus = online_cpus();
     const auto tasks = static_cast<unsigned>(std::min<std::uint64_t>(b.last_tasks(), cpus));
     pace_input in;
     // (as often as can be while a member's children are reaped by the kernel: see tally)
-    in.pressure = cur_->kernel_reaps || cur_->kernel_reaper_alive ? 1.0 : b.pressure();
-    in.reach = std::min(b.memory_reach_time(tasks), b.cpu_reach_time(cpus));
-    in.idle_reach = std::min(b.memory_reach_time(cpus), b.cpu_reach_time(cpus));
+    in.pressure = x.kernel_reaps || x.kernel_reaper_alive ? 1.0 : b.pressure();
+    in.time_to_bound = std::min(b.memory_reach_time(tasks), b.cpu_reach_time(cpus));
+    in.time_to_bound_all_cpus = std::min(b.memory_reach_time(cpus), b.cpu_reach_time(cpus));
     in.took = took;
     return in;
 }
 
-awaitable worker::sample_loop(std::uint64_t id, nanoseconds interval,
-                              std::shared_ptr<asio::steady_timer> t)
+awaitable worker::sample_loop(execution_ptr x, nanoseconds interval)
 {
     // A young tree is sampled often so that a fork bomb or a fast allocator is caught
     // early, a tree near a cap more often again, an idle one far from its caps less often,
     // and none later than it could pass a cap's bound (sample_pacer, pace_of).
-    sample_pacer pacer(interval, cur_->budget.limits().max_tasks == 0);
+    sample_pacer pacer(interval, x->budget.limits().max_tasks == 0);
     auto delay = pacer.first();
-    for (;;)
+    while (samples(x->phase))
     {
-        t->expires_after(delay);
+        x->sample_timer.expires_after(delay);
         boost::system::error_code ec;
-        co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        if (ec || !cur_ || cur_->id != id || cur_->reason != end_reason::none)
+        co_await x->sample_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec || !samples(x->phase))
             co_return;
         const auto began = std::chrono::steady_clock::now();
-        auto taken = look();
+        auto taken = take_sample(*x);
         if (taken.wants_pss)
         {
-            co_await second_look(id, taken);
-            if (!cur_ || cur_->id != id || cur_->reason != end_reason::none)
+            co_await measure_pss(x, taken);
+            if (!samples(x->phase))
                 co_return;
         }
-        const auto usage = judge(taken);
-        if (!cur_ || cur_->id != id)
-            co_return;
+        const auto usage = apply_caps(x, taken);
         const auto now = std::chrono::steady_clock::now();
-        const auto in = pace_of(cur_->budget, now - began);
+        const auto in = pace_of(*x, now - began);
         delay = usage ? pacer.after_sample(*usage, now, in) : pacer.after_failure(in);
     }
 }
 
-awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> g)
+awaitable worker::gate_loop(execution_ptr x)
 {
     asio::steady_timer settle(ctx_);
-    const int fd = g->native_handle();
-    for (;;)
+    const int fd = x->gate->native_handle();
+    while (judges_forks(x->phase))
     {
         // Wake-ups are edge-triggered and two forks can come as one: take every request
         // waiting before waiting again. Readable also means the tree is gone (no process
@@ -479,9 +650,9 @@ awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::strea
         boost::system::error_code ec;
         if (state == gate_listener::idle)
         {
-            co_await g->async_wait(asio::posix::stream_descriptor::wait_read,
-                                   asio::redirect_error(asio::use_awaitable, ec));
-            if (ec || !running(id))
+            co_await x->gate->async_wait(asio::posix::stream_descriptor::wait_read,
+                                         asio::redirect_error(asio::use_awaitable, ec));
+            if (ec)
                 co_return;
             continue;
         }
@@ -489,39 +660,37 @@ awaitable worker::gate_loop(std::uint64_t id, std::shared_ptr<asio::posix::strea
         if (int err = receive_fork(fd, req); err == ENOENT || err == EINTR)
             continue; // the task asking was killed meanwhile
         else if (err != 0)
-            co_return gate_broke("receiving a fork failed", err);
-        if (admitting() && cur_->forks->wants_listing() &&
-            !co_await count_at_the_cap(id, req.pid, settle))
+            co_return gate_broke(x, "receiving a fork failed", err);
+        if (x->forks->at_cap() && !co_await count_at_the_cap(x, req.pid, settle))
             co_return;
-        on_fork(fd, req);
-        if (!running(id))
-            co_return;
+        on_fork(x, fd, req);
     }
 }
 
 // A fork at the cap: lists the tree (once the forks of other tasks admitted just now have had
 // time to land), and while the fork still does not fit, up to four times more a settle time
-// apart (20 ms in all), since a member being killed may still be listed until it gets a cpu. The tree waits meanwhile: every fork of it is
-// held until answered. False when the execution ended meanwhile.
-asio::awaitable<bool> worker::count_at_the_cap(std::uint64_t id, pid_t asking,
+// apart (20 ms in all), since a member being killed may still be listed until it gets a cpu.
+// The tree waits meanwhile: every fork of it is held until answered. False when the
+// execution ended meanwhile.
+asio::awaitable<bool> worker::count_at_the_cap(execution_ptr x, pid_t asking,
                                                 asio::steady_timer& settle)
 {
-    auto relist = [this] {
+    auto relist = [&x] {
         std::vector<subtree_member> members;
         list_subtree(members); // on an error, what could be read (a lower bound)
-        cur_->forks->on_listing(live_count(members));
+        x->forks->on_listing(live_count(members));
     };
     auto wait_until = [&](std::chrono::steady_clock::time_point t) -> asio::awaitable<bool> {
         boost::system::error_code ec;
         settle.expires_at(t);
         co_await settle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        co_return running(id);
+        co_return judges_forks(x->phase);
     };
-    if (auto until = cur_->forks->list_after(asking, std::chrono::steady_clock::now()))
+    if (auto until = x->forks->list_after(asking, std::chrono::steady_clock::now()))
         if (!co_await wait_until(*until))
             co_return false;
     relist();
-    for (int look = 0; look < 4 && cur_->forks->wants_listing(); ++look)
+    for (int recount = 0; recount < 4 && x->forks->at_cap(); ++recount)
     {
         if (!co_await wait_until(std::chrono::steady_clock::now() + fork_settle_time))
             co_return false;
@@ -533,245 +702,115 @@ asio::awaitable<bool> worker::count_at_the_cap(std::uint64_t id, pid_t asking,
 // One fork of the tree asks to go ahead: admitted while the count stays within the cap;
 // otherwise refused, and the tree is killed as over budget, as the sampler would on seeing
 // one process too many (during a graceful stop a refusal is all: the grace's end kills).
-void worker::on_fork(int listener, const fork_request& req)
+void worker::on_fork(const execution_ptr& x, int listener, const fork_request& req)
 {
-    auto& c = *cur_;
-    const bool open = admitting();
-    const bool allow = open && c.forks->admit(req.pid, std::chrono::steady_clock::now());
+    const bool allow = x->forks->admit(req.pid, std::chrono::steady_clock::now());
     const int err = answer_fork(listener, req, allow);
     if (err != 0 && err != ENOENT) // the task would wait for good
-        return gate_broke("answering a fork failed", err);
-    if (allow || !open || c.graceful_stop || err == ENOENT) // (the task asking is gone)
+        return gate_broke(x, "answering a fork failed", err);
+    if (allow || err == ENOENT) // (the task asking is gone)
         return;
-    c.decision = {cap_action::kill_budget, budget_kind::processes,
-                  static_cast<std::int64_t>(c.forks->wanted()),
-                  static_cast<std::int64_t>(c.forks->cap())};
-    stop(end_reason::budget, nanoseconds(0));
+    stop_detail d;
+    d.decision = {cap_action::kill_budget, budget_kind::processes,
+                  static_cast<std::int64_t>(x->forks->wanted()),
+                  static_cast<std::int64_t>(x->forks->cap())};
+    feed(x, {event_kind::fork_refused, end_reason::budget}, d);
 }
 
 // The listener failed in a way that could leave a fork waiting for good: the cap cannot be
 // held, so the tree goes, as unenforceable.
-void worker::gate_broke(const char* what, int err)
+void worker::gate_broke(const execution_ptr& x, const char* what, int err)
 {
-    if (!cur_ || (cur_->reason != end_reason::none && !cur_->graceful_stop))
-        return;
-    cur_->decision = {cap_action::kill_unenforceable, budget_kind::processes, 0,
-                      static_cast<std::int64_t>(cur_->forks->cap())};
-    cur_->last_failure = std::string(what) + ": " + std::strerror(err);
-    stop(end_reason::unenforceable, nanoseconds(0));
+    stop_detail d;
+    d.decision = {cap_action::kill_unenforceable, budget_kind::processes, 0,
+                  static_cast<std::int64_t>(x->forks->cap())};
+    d.failure = std::string(what) + ": " + std::strerror(err);
+    feed(x, {event_kind::stop, end_reason::unenforceable}, d);
 }
 
-worker::sample worker::look()
+// Lists the tree and sums up its usage (the RSS sum as its footprint, for now).
+sample worker::take_sample(execution& x)
 {
-    auto& c = *cur_;
-    ++c.samples;
+    ++x.samples;
     sample s;
-    if (c.faults_left > 0)
+    if (x.faults_left > 0)
     {
-        if (c.faults_left != 0xffffffffu)
-            --c.faults_left;
-        c.last_failure = "injected sampling fault";
+        if (x.faults_left != 0xffffffffu)
+            --x.faults_left;
+        x.last_failure = "injected sampling fault";
         return s;
     }
     if (int err = list_subtree(s.members); err != 0)
     {
-        c.last_failure = std::string("reading /proc failed: ") + std::strerror(err);
+        x.last_failure = std::string("reading /proc failed: ") + std::strerror(err);
         return s;
     }
     s.ok = true;
-    c.last_failure.clear();
+    x.last_failure.clear();
     // Reaped members are in our RUSAGE_CHILDREN or in a live member's cutime/cstime, so each
     // process's time is counted once; the ledger adds what the kernel reaped.
-    const nanoseconds reaped = children_cpu() - c.children_base;
+    const nanoseconds reaped = children_cpu() - x.children_base;
     tallied t = tally(s.members);
     s.usage = t.usage;
     s.usage.cpu += reaped;
-    c.kernel_reaper_alive = t.kernel_reaper;
-    const auto lost_before = c.ledger.lost();
-    s.usage.cpu += c.ledger.update(t.seen, member_ended,
-                                   [&c](pid_t p) { return c.reaped_since_sample.count(p) != 0; });
-    c.reaped_since_sample.clear();
+    x.kernel_reaper_alive = t.kernel_reaper;
+    const auto lost_before = x.ledger.lost();
+    s.usage.cpu += x.ledger.update(t.seen, member_ended,
+                                   [&x](pid_t p) { return x.reaped_since_sample.count(p) != 0; });
+    x.reaped_since_sample.clear();
     // Children reaped by the kernel lose what they used after the last sample: while a member
     // ignores SIGCHLD, or once the tree is seen losing time that way, it is sampled as often
     // as can be (pace_of), so each such child loses at most one short interval.
-    c.kernel_reaps = c.kernel_reaps || c.ledger.lost() > lost_before;
+    x.kernel_reaps = x.kernel_reaps || x.ledger.lost() > lost_before;
     // RSS counts a page shared by N members N times: an upper bound. Only when it reaches the
     // cap is the real footprint (PSS) read, which walks page tables.
-    const auto cap = c.budget.limits().memory_bytes;
-    s.wants_pss = cap > 0 && s.usage.rss_bytes >= cap;
+    const auto cap = x.budget.limits().memory_bytes;
+    s.wants_pss = cap > 0 && s.usage.footprint_bytes >= cap;
     return s;
 }
 
 // The footprint of a tree whose RSS sum reached the memory cap: its PSS, read off the loop.
 // A read that fails fails the sample; one that is late leaves the RSS sum to be judged.
-asio::awaitable<void> worker::second_look(std::uint64_t id, sample& s)
+asio::awaitable<void> worker::measure_pss(execution_ptr x, sample& s)
 {
-    if (!cur_->pss)
-        cur_->pss = std::make_shared<pss_reader>(ctx_);
-    auto reader = cur_->pss; // the execution may end (and let go of it) while we wait
-    const auto rss = s.usage.rss_bytes;
-    const auto cap = cur_->budget.limits().memory_bytes;
+    if (!x->pss)
+        x->pss = std::make_shared<pss_reader>(ctx_);
+    auto reader = x->pss;
+    const auto rss = s.usage.footprint_bytes;
+    const auto cap = x->budget.limits().memory_bytes;
     auto out = co_await reader->read(std::move(s.members), pss_limits_for(rss, cap),
                                      [] { return rss_sum_now(); });
-    if (!running(id))
+    if (!samples(x->phase))
         co_return;
     switch (out.what)
     {
-    case pss_outcome::kind::done: s.usage.rss_bytes = out.bytes; break;
+    case pss_outcome::kind::done: s.usage.footprint_bytes = out.bytes; break;
     case pss_outcome::kind::failed:
         s.ok = false;
-        cur_->last_failure = out.why;
+        x->last_failure = out.why;
         break;
     case pss_outcome::kind::late:
-        cur_->last_failure = "judged by the RSS sum: " + out.why;
+        x->last_failure = "judged by the RSS sum: " + out.why;
         break;
     }
 }
 
-std::optional<tree_usage> worker::judge(const sample& s)
+// Holds the sample to the caps; a cap that trips (or too many failed samples) stops the
+// tree. Returns the usage of a good sample.
+std::optional<tree_usage> worker::apply_caps(const execution_ptr& x, const sample& s)
 {
-    auto& c = *cur_;
-    cap_decision d = s.ok ? c.budget.on_sample(s.usage) : c.budget.on_failure();
+    cap_decision d = s.ok ? x->budget.on_sample(s.usage) : x->budget.on_failure();
     if (!s.ok)
-        ++c.failed;
+        ++x->failed;
     if (d.action != cap_action::keep_going)
     {
-        c.decision = d;
-        stop(d.action == cap_action::kill_budget ? end_reason::budget : end_reason::unenforceable,
-             nanoseconds(0));
+        const auto why = d.action == cap_action::kill_budget ? end_reason::budget
+                                                             : end_reason::unenforceable;
+        stop_detail detail;
+        detail.decision = d;
+        feed(x, {event_kind::stop, why}, detail);
     }
     return s.ok ? std::optional<tree_usage>(s.usage) : std::nullopt;
-}
-
-void worker::stop(end_reason why, nanoseconds grace)
-{
-    if (!cur_)
-        return; // a kill that crossed the report: nothing runs any more
-    auto& c = *cur_;
-    if (c.reason == end_reason::none)
-        c.reason = why;
-    else if (!(c.graceful_stop && grace == nanoseconds(0)))
-        return; // the first cause stands; only a harder stop gets through
-    if (grace > nanoseconds(0))
-    {
-        c.graceful_stop = true;
-        signal_subtree(SIGTERM);
-        c.grace_timer = std::make_shared<asio::steady_timer>(ctx_);
-        asio::co_spawn(ctx_, grace_wait(c.id, grace, c.grace_timer), asio::detached);
-        return;
-    }
-    c.graceful_stop = false;
-    kill_all_and_finish();
-}
-
-awaitable worker::grace_wait(std::uint64_t id, nanoseconds grace,
-                             std::shared_ptr<asio::steady_timer> t)
-{
-    t->expires_after(grace);
-    boost::system::error_code ec;
-    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec || !cur_ || cur_->id != id || !cur_->graceful_stop)
-        co_return;
-    cur_->graceful_stop = false;
-    kill_all_and_finish();
-}
-
-// The timeout, from the spawn: the same stop a kill request for it makes.
-awaitable worker::deadline_wait(std::uint64_t id, nanoseconds timeout, nanoseconds grace,
-                                std::shared_ptr<asio::steady_timer> t)
-{
-    t->expires_after(timeout);
-    boost::system::error_code ec;
-    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec && running(id))
-        stop(end_reason::timed_out, grace);
-}
-
-void worker::on_reaped(pid_t p, int status, const struct rusage& ru)
-{
-    if (cur_ && cur_->budget.limits().any())
-        cur_->reaped_since_sample.insert(p);
-    if (cur_ && p == cur_->pid)
-    {
-        cur_->leader_reaped = true;
-        cur_->status = status;
-        cur_->leader_ru = ru;
-    }
-}
-
-void worker::after_reap(bool children_left)
-{
-    if (!cur_ || !cur_->leader_reaped)
-        return;
-    if (cur_->graceful_stop)
-    {
-        // Members get the rest of their grace; done early once all of them are gone.
-        if (!children_left)
-            finish();
-        return;
-    }
-    if (cur_->reason == end_reason::none)
-        cur_->reason = end_reason::natural;
-    // Whatever the command left behind goes now: exec never waits on a background job.
-    kill_all_and_finish();
-}
-
-void worker::kill_all_and_finish()
-{
-    cur_->killed_after += kill_subtree(reaper());
-    finish();
-}
-
-void worker::finish()
-{
-    auto& c = *cur_;
-    proto::exit_report_msg r;
-    r.pid = c.pid;
-    r.wait_status = c.status;
-    r.reason = c.reason == end_reason::none ? end_reason::natural : c.reason;
-    r.budget_which = static_cast<std::uint32_t>(c.decision.which);
-    r.observed = c.decision.observed;
-    r.configured = c.decision.configured;
-    // Everything is reaped now, so the children's rusage holds the whole tree.
-    r.cpu_ns = std::max(children_cpu() - c.children_base + c.ledger.lost(), c.budget.cpu_used())
-                   .count();
-    r.peak_memory_bytes = std::max<std::uint64_t>(
-        c.budget.peak_rss_bytes(), static_cast<std::uint64_t>(c.leader_ru.ru_maxrss) * 1024);
-    r.samples = c.samples;
-    r.failed_samples = c.failed;
-    r.killed_after_exit = c.killed_after;
-    std::string payload(proto::as_bytes(r));
-    payload += c.last_failure.substr(0, 1024);
-    for (auto* t : {c.sample_timer.get(), c.grace_timer.get(), c.deadline_timer.get()})
-        if (t)
-            t->cancel();
-    if (c.pss)
-        c.pss->cancel(); // a sample waiting for it ends now (the tree is gone)
-    if (c.gate)
-    {
-        boost::system::error_code ignored;
-        c.gate->close(ignored); // the tree is gone: nothing can ask any more
-    }
-    cur_.reset();
-    proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
-    if (closing_)
-        ::_exit(0);
-}
-
-void worker::terminate(end_reason why)
-{
-    closing_ = true;
-    if (cur_)
-    {
-        stop(why, nanoseconds(0));
-        if (cur_) // a graceful stop was under way: end it now
-        {
-            cur_->graceful_stop = false;
-            kill_all_and_finish();
-        }
-    }
-    kill_subtree(nullptr);
-    ::_exit(0);
 }
 
 } // namespace

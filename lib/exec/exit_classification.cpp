@@ -116,9 +116,13 @@ exit_outcome classify_exit(const exit_facts& f)
     case end_reason::unenforceable:
         o.r.status = exec_status::unenforceable;
         o.ec = make_error_code(errc::not_available);
-        o.r.diag.message = "resource caps became unenforceable: sampling failed " +
-                           std::to_string(f.sample_failure_limit) + " times in a row (" +
-                           f.sample_failure_text + "); process tree killed";
+        o.r.diag.message = f.budget == budget_kind::processes // (the fork gate broke)
+                               ? "resource caps became unenforceable: the fork gate failed (" +
+                                     f.sample_failure_text + "); process tree killed"
+                               : "resource caps became unenforceable: sampling failed " +
+                                     std::to_string(f.sample_failure_limit) +
+                                     " times in a row (" + f.sample_failure_text +
+                                     "); process tree killed";
         o.r.diag.limit = "sampler";
         break;
     case end_reason::supervisor_lost:

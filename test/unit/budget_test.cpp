@@ -19,7 +19,7 @@ BOOST_AUTO_TEST_CASE(under_caps_keeps_going_and_tracks_peaks)
     cap_budget b({100, 1s, 5});
     BOOST_TEST((b.on_sample({50, 100ms, 2}).action == cap_action::keep_going));
     BOOST_TEST((b.on_sample({20, 200ms, 5}).action == cap_action::keep_going));
-    BOOST_TEST(b.peak_rss_bytes() == 50u);
+    BOOST_TEST(b.peak_footprint_bytes() == 50u);
     BOOST_TEST(b.peak_processes() == 5u);
     BOOST_TEST(b.cpu_used().count() == std::chrono::nanoseconds(200ms).count());
 }
@@ -157,10 +157,11 @@ long long us(std::chrono::nanoseconds d)
 }
 // A sample of a quiet tree: one process, one task, 10 MiB, `cpu` used in all.
 tree_usage quiet(std::chrono::nanoseconds cpu) { return {10 << 20, cpu, 1, 1}; }
-pace_input at(double pressure, std::chrono::nanoseconds reach = far,
-              std::chrono::nanoseconds idle_reach = far, std::chrono::nanoseconds took = 0ms)
+pace_input at(double pressure, std::chrono::nanoseconds time_to_bound = far,
+              std::chrono::nanoseconds time_to_bound_all_cpus = far,
+              std::chrono::nanoseconds took = 0ms)
 {
-    return {pressure, reach, idle_reach, took};
+    return {pressure, time_to_bound, time_to_bound_all_cpus, took};
 }
 } // namespace
 
@@ -211,14 +212,14 @@ BOOST_AUTO_TEST_CASE(pacer_lets_an_idle_tree_wait_longer_and_wakes_on_any_change
     BOOST_TEST(us(p.after_sample(forked, t += 100ms, at(0.0))) == 50000);
     BOOST_TEST(us(p.after_sample(forked, t += 50ms, at(0.0))) == 100000);
     tree_usage grown = forked;
-    grown.rss_bytes += 2 << 20;
+    grown.footprint_bytes += 2 << 20;
     BOOST_TEST(us(p.after_sample(grown, t += 100ms, at(0.0))) == 50000);
     BOOST_TEST(us(p.after_failure(at(0.0))) == 50000);
 }
 
 BOOST_AUTO_TEST_CASE(pacer_waits_past_the_interval_only_where_every_cpu_could_not_pass_a_bound)
 {
-    // Idle, far from its caps at its own pace (`reach`), but every cpu running for it (threads
+    // Idle, far from its caps at its own pace (`time_to_bound`), but every cpu running for it (threads
     // made at once, no gate) could use a cpu budget's rest in 120 ms: it waits no longer, and
     // never less than the interval for being idle.
     using sandbox::detail::sample_pacer;
@@ -391,11 +392,11 @@ BOOST_AUTO_TEST_CASE(gate_admits_up_to_the_cap_without_listing)
     g.on_listing(1);
     for (int i = 0; i < 3; ++i)
     {
-        BOOST_TEST(!g.wants_listing());
+        BOOST_TEST(!g.at_cap());
         BOOST_TEST(g.admit(100 + i, t0));
     }
     // 1 listed + 3 admitted = the cap: the next fork needs a fresh count.
-    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(g.at_cap());
     BOOST_TEST(!g.admit(200, t0));
     BOOST_TEST(g.wanted() == 5u);
     BOOST_TEST(g.cap() == 4u);
@@ -407,11 +408,11 @@ BOOST_AUTO_TEST_CASE(gate_listing_makes_room_for_processes_that_ended)
     g.on_listing(1);
     BOOST_TEST(g.admit(10, t0));
     BOOST_TEST(g.admit(10, t0));
-    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(g.at_cap());
     g.on_listing(2); // one of the three ended
-    BOOST_TEST(!g.wants_listing());
+    BOOST_TEST(!g.at_cap());
     BOOST_TEST(g.admit(10, t0));
-    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(g.at_cap());
     g.on_listing(3); // none ended: the fork asked for would be the fourth
     BOOST_TEST(!g.admit(10, t0));
     BOOST_TEST(g.wanted() == 4u);
@@ -423,7 +424,7 @@ BOOST_AUTO_TEST_CASE(gate_listing_above_the_cap_refuses)
     // already be past the cap, and then nothing more is admitted.
     process_gate g(2, 5ms);
     g.on_listing(5);
-    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(g.at_cap());
     BOOST_TEST(!g.admit(1, t0));
     BOOST_TEST(g.wanted() == 6u);
 }
@@ -454,7 +455,7 @@ BOOST_AUTO_TEST_CASE(gate_never_waits_for_the_asking_task_itself)
     process_gate g(2, 5ms);
     g.on_listing(1);
     BOOST_TEST(g.admit(10, t0));
-    BOOST_TEST(g.wants_listing());
+    BOOST_TEST(g.at_cap());
     BOOST_TEST(!g.list_after(10, t0 + 1us).has_value());
     g.on_listing(1); // the command ended
     BOOST_TEST(g.admit(10, t0 + 1ms));

@@ -162,6 +162,12 @@ BOOST_AUTO_TEST_CASE(diagnostics_carry_the_figures)
     f.sample_failure_text = "EMFILE";
     BOOST_TEST(classify_exit(f).r.diag.message.find("3 times in a row (EMFILE)") !=
                std::string::npos);
+    // The fork gate's listener failed: no sampling is involved.
+    f.budget = budget_kind::processes;
+    f.sample_failure_text = "answering a fork failed: EBADF";
+    BOOST_TEST(classify_exit(f).r.diag.message ==
+               "resource caps became unenforceable: the fork gate failed (answering a fork "
+               "failed: EBADF); process tree killed");
 }
 
 BOOST_AUTO_TEST_CASE(an_output_handler_stop_is_named)
