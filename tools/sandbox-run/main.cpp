@@ -21,8 +21,6 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <algorithm>
-#include <cstdint>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
