@@ -26,6 +26,15 @@ enum class output_stream : int
 /// `exec_request::on_output`.
 using output_handler = std::function<bool(output_stream, std::string_view)>;
 
+/// \brief Given with each chunk to an `async_output_handler`: call it once, from any thread,
+/// when the chunk is consumed: true to read on, false to stop the run.
+using output_resume = std::function<void(bool)>;
+
+/// \brief Receives output as it is read and takes its time to consume it. See
+/// `exec_request::on_output_async`.
+using async_output_handler =
+    std::function<void(output_stream, std::string_view, output_resume)>;
+
 /// The size of a terminal, in character cells.
 struct terminal_size
 {
@@ -63,6 +72,16 @@ struct exec_request
     /// is killed and the exec completes with `operation_aborted`, status `cancelled`,
     /// `diag.limit == "output"`; later output is read and discarded. Unset: capture.
     output_handler on_output{};
+    /// \brief Streams the output with back-pressure, without holding the loop: as
+    /// `on_output` (which is ignored when this is set), but the handler returns at once and
+    /// calls `resume` when it has consumed the chunk (`true`) or wants the run stopped
+    /// (`false`, as `on_output` returning false).
+    ///
+    /// `data` is valid only during the call: copy what is kept. That stream is not read again
+    /// until `resume` is called, so a consumer slower than the command slows it (its pipe
+    /// fills) and loses nothing, even after the command ended: the exec completes only once
+    /// every chunk was resumed. The handler may be called for the other stream meanwhile.
+    async_output_handler on_output_async{};
     /// \brief Run the command on a pseudo-terminal of this size instead of pipes.
     ///
     /// The command leads a new session with the terminal as its controlling terminal and as

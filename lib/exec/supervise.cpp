@@ -210,6 +210,7 @@ private:
         stream_capture cap{};
         bool no_splice = false; // splice to /dev/null failed: over the cap, read and count
         bool eof = false;
+        bool paused = false; // a chunk is with the on_output_async handler
     };
 
     bool capped() const
@@ -230,6 +231,10 @@ private:
     void end_stream(stream& s);
     bool capture(stream& s, std::string_view data);
     void deliver(stream& s, std::string_view data);
+    void hand_over(stream& s, std::string_view data);
+    void resume(stream& s, bool keep);
+    void stop_output(std::string why);
+    void arm_drain_timer();
     void abandon_pipes();
     void write_input();
     void maybe_finish();
@@ -477,12 +482,21 @@ void supervision::channel_done()
     boost::system::error_code ignored;
     in_.close(ignored);
     maybe_finish();
-    if (completed_)
-        return;
+    if (!completed_)
+        arm_drain_timer();
+}
+
+// A stream whose chunk is still with the caller (on_output_async) is not stuck: the limit
+// starts again once it is back.
+void supervision::arm_drain_timer()
+{
     drain_timer_.emplace(ex_, drain_limit);
     drain_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec && !self->completed_)
-            self->abandon_pipes();
+        if (ec || self->completed_)
+            return;
+        if (self->out_.paused || self->err_.paused)
+            return self->arm_drain_timer();
+        self->abandon_pipes();
     });
 }
 
@@ -529,7 +543,9 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
         if (n > 0)
         {
             const std::string_view data(buf, static_cast<std::size_t>(n));
-            if (plan_.on_output)
+            if (plan_.on_output_async && !output_stopped_)
+                return hand_over(s, data);
+            if (plan_.on_output || plan_.on_output_async)
                 deliver(s, data);
             else if (capture(s, data))
                 return drain(s);
@@ -573,10 +589,50 @@ void supervision::deliver(stream& s, std::string_view data)
     {
         output_stop_text_ = "the output handler threw";
     }
-    if (keep)
-        return;
+    if (!keep)
+        stop_output(std::move(output_stop_text_));
+}
+
+void supervision::stop_output(std::string why)
+{
+    output_stop_text_ = std::move(why);
     output_stopped_ = true;
     on_cancel(asio::cancellation_type::terminal);
+}
+
+// Streaming with back-pressure: the chunk goes to the caller, and this stream is read again
+// only once the caller resumes it (always from a fresh handler: no recursion).
+void supervision::hand_over(stream& s, std::string_view data)
+{
+    s.paused = true;
+    output_resume r = [self = shared_from_this(), &s](bool keep) {
+        asio::post(self->ex_, [self, &s, keep] { self->resume(s, keep); });
+    };
+    try
+    {
+        plan_.on_output_async(&s == &out_ ? output_stream::out : output_stream::err, data,
+                              std::move(r));
+    }
+    catch (const std::exception& e)
+    {
+        s.paused = false;
+        stop_output(std::string("the output handler threw: ") + e.what());
+        on_readable(s, {});
+    }
+    catch (...)
+    {
+        s.paused = false;
+        stop_output("the output handler threw");
+        on_readable(s, {});
+    }
+}
+
+void supervision::resume(stream& s, bool keep)
+{
+    s.paused = false;
+    if (!keep && !output_stopped_)
+        stop_output("the output handler stopped the run");
+    on_readable(s, {});
 }
 
 // Capture: keep what fits under the cap, count the rest. True once the cap is reached and
@@ -873,6 +929,7 @@ void take_common(exec_request& req, std::int64_t default_max_output_bytes,
     plan.input = o.input;
     plan.stdin_fd = std::move(req.stdin_fd);
     plan.on_output = std::move(req.on_output);
+    plan.on_output_async = std::move(req.on_output_async);
     plan.tty = req.tty;
     plan.max_output_bytes = output_cap(o, default_max_output_bytes);
     plan.timeout = o.timeout;

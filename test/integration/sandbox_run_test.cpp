@@ -599,6 +599,108 @@ BOOST_FIXTURE_TEST_CASE(a_stalled_reader_ends_the_run_at_the_end_of_the_grace, c
     BOOST_TEST(ms < 3500);
 }
 
+// `seq 1 N` as text, to compare what a reader received with.
+std::string seq_text(int n)
+{
+    std::string s;
+    for (int i = 1; i <= n; ++i)
+        s += std::to_string(i) + '\n';
+    return s;
+}
+
+std::string read_whole(const std::filesystem::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reader_slower_than_the_command_loses_no_bytes, cli_fixture)
+{
+    // `seq` writes 3.4 MB at once. The reader takes 2.9 MiB in 64 KiB blocks, then reads
+    // the rest 8 KiB at a time with pauses, so that `seq` has exited (and its tree was
+    // reported gone) well before the last ~128 KiB (pipe and sandbox-run's chunk) are read.
+    // The library gives a finished tree's pipes 500 ms to drain: with that limit running
+    // while a chunk was still with sandbox-run, 58 KB were lost and the exit status was 0.
+    const auto file = root.path() / "got.txt";
+    const std::string script =
+        "\"$0\" -- seq 1 500000 | { dd bs=65536 count=47 iflag=fullblock status=none > \"$1\"; "
+        "p=-1; while :; do dd bs=8192 count=1 status=none >> \"$1\"; s=$(stat -c %s \"$1\"); "
+        "[ \"$s\" = \"$p\" ] && break; p=$s; sleep 0.05; done; }; "
+        "echo \"rc=${PIPESTATUS[0]}\" >&2";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), file.string()});
+    BOOST_TEST(r.err.data == "rc=0\n");
+    const std::string got = read_whole(file);
+    const std::string want = seq_text(500000);
+    BOOST_TEST(got.size() == want.size());
+    BOOST_TEST((got == want), "the bytes differ");
+}
+
+// A pipeline that starts `sandbox-run ARGS -- sh -c 'echo $$ > PIDFILE; exec yes'` with a
+// reader that never reads, does `then` with sandbox-run's pid in $p, and reports on stderr
+// its exit status, how long it took and whether the command was gone when it exited.
+sandbox::exec_result stalled_yes(cli_fixture& f, const std::string& args, const std::string& then)
+{
+    const auto pidfile = f.root.path() / "yes.pid";
+    const std::string script =
+        "{ s=$(date +%s%N); \"$0\" " + args +
+        " -- /bin/sh -c 'echo $$ > \"$0\"; exec yes' \"$1\" & p=$!; " + then +
+        " wait $p; rc=$?; e=$(date +%s%N); "
+        "kill -0 $(cat \"$1\") 2>/dev/null && t=alive || t=gone; "
+        "echo \"rc=$rc tree=$t ms=$(( (e - s) / 1000000 ))\" >&2; } | sleep 5";
+    auto r = f.run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), pidfile.string()});
+    for (pid_t pid : sbx_test::read_pids(pidfile))
+        BOOST_TEST(!sbx_test::alive(pid));
+    return r;
+}
+
+long ms_of(const std::string& report)
+{
+    const auto at = report.find("ms=");
+    return at == std::string::npos ? -1 : std::stol(report.substr(at + 3));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_timeout_during_a_blocked_write_ends_on_time, cli_fixture)
+{
+    // `yes` fills the pipe nobody reads; sandbox-run's write waits. The deadline (timeout and
+    // grace: 2 s) ends the run: 124, the tree gone, blamed on the reader.
+    auto r = stalled_yes(*this, "--timeout 1s --kill-grace 1s", "");
+    BOOST_TEST(r.err.data.find("rc=124 tree=gone") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
+                   std::string::npos,
+               r.err.data);
+    BOOST_TEST(ms_of(r.err.data) >= 1900, r.err.data);
+    BOOST_TEST(ms_of(r.err.data) < 3500, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_unread_stdout_does_not_hold_stderr, cli_fixture)
+{
+    // stdout's reader never reads, so that write waits; stderr's line still goes out while
+    // it does. Before, the write blocked sandbox-run's loop: the line was read only after
+    // the deadline had stopped the streaming, and dropped.
+    const std::string script =
+        "{ \"$0\" --timeout 2s -- /bin/sh -c 'yes & sleep 0.5; echo marker >&2; wait'; "
+        "echo \"rc=$?\" >&2; } | sleep 4";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
+    BOOST_TEST(r.err.data.find("marker\n") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_interrupt_during_a_blocked_write_ends_the_run, cli_fixture)
+{
+    for (const std::string sig : {"INT", "TERM"})
+    {
+        BOOST_TEST_CONTEXT("SIG" << sig)
+        {
+            auto r = stalled_yes(*this, "", "sleep 1; kill -" + sig + " $p;");
+            BOOST_TEST(r.err.data.find("rc=130 tree=gone") != std::string::npos, r.err.data);
+            BOOST_TEST(r.err.data.find("sandbox-run: interrupted; process tree killed") !=
+                           std::string::npos,
+                       r.err.data);
+            BOOST_TEST(ms_of(r.err.data) < 4000, r.err.data);
+        }
+    }
+}
+
 BOOST_FIXTURE_TEST_CASE(refusals_show_control_bytes_escaped, cli_fixture)
 {
     // A command name or a path that clears the screen, sets the window title and rings the

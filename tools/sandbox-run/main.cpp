@@ -18,10 +18,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <algorithm>
-#include <cstdint>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -30,9 +29,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -41,30 +40,6 @@ namespace {
 namespace asio = boost::asio;
 namespace cli = sandbox::cli;
 
-// Writes all of `data` to `fd` (binary-safe), waiting when the descriptor is non-blocking
-// and full; false (errno set) on another error, EPIPE included (SIGPIPE is ignored).
-bool write_all(int fd, std::string_view data)
-{
-    while (!data.empty())
-    {
-        ssize_t n = ::write(fd, data.data(), data.size());
-        if (n < 0)
-        {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-            {
-                pollfd p{fd, POLLOUT, 0};
-                ::poll(&p, 1, -1);
-                continue;
-            }
-            return false;
-        }
-        data.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-}
-
 // One line on stderr; the text is escaped (`printable_text`): it may quote the command's
 // name, arguments or paths, which must not act on the caller's terminal.
 void print_error(std::string_view text)
@@ -72,23 +47,7 @@ void print_error(std::string_view text)
     std::string line = "sandbox-run: ";
     line += cli::printable_text(text);
     line += '\n';
-    write_all(STDERR_FILENO, line);
-}
-
-// Watches the interrupt pipe until `done`: each SIGINT or SIGTERM asks for terminal
-// cancellation, which makes the library kill the whole tree and complete with
-// operation_aborted.
-void watch_interrupts(asio::posix::stream_descriptor& pipe, asio::cancellation_signal& cancel,
-                      const bool& done)
-{
-    pipe.async_wait(asio::posix::stream_descriptor::wait_read,
-                    [&pipe, &cancel, &done](boost::system::error_code ec) {
-                        if (ec || done)
-                            return;
-                        cli::interrupts::drain();
-                        cancel.emit(asio::cancellation_type::terminal);
-                        watch_interrupts(pipe, cancel, done);
-                    });
+    cli::write_fully(STDERR_FILENO, line);
 }
 
 // The outcome of waiting for a FIFO's writer: ready, or a result that ends the run.
@@ -100,59 +59,44 @@ struct fifo_wait
 };
 
 // Waits until the --stdin-file FIFO has data or a writer that came and went, as a shell's
-// `< fifo` waits for a writer, but under the timeout and SIGINT/SIGTERM; the time spent is
-// taken from the timeout, which covers the whole run.
-fifo_wait wait_for_writer(asio::io_context& ioc, asio::posix::stream_descriptor& interrupt,
-                          sandbox::exec_request& req)
+// `< fifo` waits for a writer, but under the run's deadline (`deadline`, set to the end of
+// the timeout) and its signals; the time spent is taken from the timeout, which covers the
+// whole run.
+fifo_wait wait_for_writer(asio::io_context& ioc, asio::signal_set& signals,
+                          asio::steady_timer& deadline, sandbox::exec_request& req)
 {
     using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
     asio::posix::stream_descriptor fifo(ioc, ::fcntl(req.stdin_fd->get(), F_DUPFD_CLOEXEC, 0));
-    asio::steady_timer timer(ioc);
     fifo_wait w;
     bool done = false;
-    auto finish = [&] {
-        done = true;
+    auto finish = [&](boost::system::error_code ec, const char* why) {
+        if (std::exchange(done, true))
+            return; // another one's completion was already queued: the first wins
+        w.ready = !ec;
+        w.ec = ec;
+        w.result.diag.message = why;
         boost::system::error_code ignored;
         fifo.cancel(ignored);
-        timer.cancel();
-        interrupt.cancel(ignored);
+        deadline.cancel();
+        signals.cancel(ignored);
     };
     fifo.async_wait(asio::posix::stream_descriptor::wait_read, [&](boost::system::error_code e) {
-        if (done)
-            return;
-        if (!e)
-            w.ready = true;
-        else if (e != asio::error::operation_aborted)
-            w.ec = e;
-        finish();
+        if (e != asio::error::operation_aborted)
+            finish(e, "");
     });
-    if (req.options.timeout > std::chrono::nanoseconds::zero())
-    {
-        timer.expires_after(req.options.timeout);
-        timer.async_wait([&](boost::system::error_code e) {
-            if (e || done)
-                return;
-            w.ec = sandbox::errc::timeout;
-            w.result.diag.message = "timed out waiting for a writer on the --stdin-file FIFO";
-            w.result.diag.limit = "timeout";
-            finish();
-        });
-    }
-    interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
-                         [&](boost::system::error_code e) {
-                             if (e || done)
-                                 return;
-                             finish();
-                         });
+    deadline.async_wait([&](boost::system::error_code e) {
+        if (e || done)
+            return;
+        finish(sandbox::errc::timeout, "timed out waiting for a writer on the --stdin-file FIFO");
+        w.result.diag.limit = "timeout";
+    });
+    signals.async_wait([&](boost::system::error_code e, int) {
+        if (!e)
+            finish(asio::error::operation_aborted,
+                   "interrupted while waiting for a writer on the --stdin-file FIFO");
+    });
     ioc.run();
     ioc.restart();
-    if (cli::interrupts::raised()) // also when it came together with the writer
-    {
-        w.ready = false;
-        w.ec = asio::error::operation_aborted;
-        w.result.diag.message = "interrupted while waiting for a writer on the --stdin-file FIFO";
-    }
     // Asio made the descriptor non-blocking to wait on it, and the dup shares that flag with
     // the command's stdin: make it blocking again, or the command would read EAGAIN.
     boost::system::error_code ignored;
@@ -166,7 +110,7 @@ fifo_wait wait_for_writer(asio::io_context& ioc, asio::posix::stream_descriptor&
         w.result.diag.message = "cannot make the --stdin-file FIFO blocking again";
     }
     if (w.ready && req.options.timeout > std::chrono::nanoseconds::zero())
-        cli::shrink_timeout(req.options, req.options.timeout - (clock::now() - start));
+        cli::shrink_timeout(req.options, deadline.expiry() - clock::now());
     return w;
 }
 
@@ -177,7 +121,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
 {
     if (cfg.json)
     {
-        write_all(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
+        cli::write_fully(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
         return cli::exit_status_for(ec, result);
     }
     if (ec)
@@ -191,7 +135,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
 }
 
 // When streaming had to stop, that decides the exit status and the message.
-int report_stream_end(const cli::output_writer& out)
+int report_stream_end(const cli::output_sink& out)
 {
     print_error(out.describe());
     switch (out.why())
@@ -278,7 +222,7 @@ int run(cli::run_config& cfg)
             ioc.run();
             ioc.restart();
         }
-        write_all(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
+        cli::write_fully(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
         return 0;
     }
     note_unwritable(*owned);
@@ -296,52 +240,63 @@ int run(cli::run_config& cfg)
     return warn_unrecorded(audit.get(), run_chained(cfg, ioc, *owned));
 }
 
-// The run itself, once the chain (if any) is in front of the backend.
+// The run itself, once the chain (if any) is in front of the backend. It has one signal
+// set (SIGINT, SIGTERM: the tree is killed, 130) and one deadline: the end of the timeout
+// while a --stdin-file FIFO is waited for, then its end plus the kill grace, when the
+// worker's SIGKILL has ended the tree at the latest: a write still waiting for the reader
+// then has stalled.
 int run_chained(cli::run_config& cfg, asio::io_context& ioc, sandbox::runner& runner)
 {
-    if (!cli::interrupts::install())
-        throw std::system_error(errno, std::generic_category(), "cannot watch SIGINT/SIGTERM");
-    asio::posix::stream_descriptor interrupt(ioc, ::fcntl(cli::interrupts::fd(), F_DUPFD_CLOEXEC, 0));
-
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
     if (cfg.tty)
-        return cli::run_terminal_session(ioc, runner, cfg, interrupt);
-    if (cfg.stdin_fifo)
-    {
-        auto w = wait_for_writer(ioc, interrupt, cfg.request);
-        if (!w.ready)
-            return report(cfg, w.ec, w.result);
-    }
+        return cli::run_terminal_session(ioc, runner, cfg, signals);
 
     using clock = std::chrono::steady_clock;
     const auto timeout = cfg.request.options.timeout;
-    // The run lasts until the timeout and then the kill grace: what the command writes after
-    // its SIGTERM is part of it.
-    cli::output_writer out(timeout > std::chrono::nanoseconds::zero()
-                               ? clock::now() + timeout + cfg.request.options.kill_grace
-                               : clock::time_point::max());
-    if (!cfg.json)
-        cfg.request.on_output = [&out](sandbox::output_stream s, std::string_view data) {
-            return out.write(s == sandbox::output_stream::out ? STDOUT_FILENO : STDERR_FILENO,
-                             data);
-        };
+    const auto start = clock::now();
+    asio::steady_timer deadline(ioc, timeout > std::chrono::nanoseconds::zero()
+                                         ? start + timeout
+                                         : clock::time_point::max());
+    if (cfg.stdin_fifo)
+    {
+        auto w = wait_for_writer(ioc, signals, deadline, cfg.request);
+        if (!w.ready)
+            return report(cfg, w.ec, w.result);
+    }
+    if (timeout > std::chrono::nanoseconds::zero())
+        deadline.expires_at(start + timeout + cfg.request.options.kill_grace);
 
+    cli::output_sink out(ioc.get_executor());
+    if (!cfg.json)
+        cfg.request.on_output_async = [&out](sandbox::output_stream s, std::string_view data,
+                                             sandbox::output_resume resume) {
+            out.write(s, data, std::move(resume));
+        };
     asio::cancellation_signal cancel;
-    bool done = false;
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec)
+            return;
+        out.interrupt();
+        cancel.emit(asio::cancellation_type::terminal);
+    });
+    deadline.async_wait([&out](boost::system::error_code ec) {
+        if (!ec)
+            out.deadline_passed();
+    });
     boost::system::error_code result_ec;
     sandbox::exec_result result;
-    watch_interrupts(interrupt, cancel, done);
     sandbox::async_exec(runner, std::move(cfg.request),
                         asio::bind_cancellation_slot(
                             cancel.slot(), [&](boost::system::error_code ec,
                                                sandbox::exec_result r) {
-                                done = true;
                                 result_ec = ec;
                                 result = std::move(r);
                                 boost::system::error_code ignored;
-                                interrupt.cancel(ignored);
+                                signals.cancel(ignored);
+                                deadline.cancel();
                             }));
-    // A signal that came before this point left its byte in the pipe: the watch sees it as
-    // soon as the loop runs, after the exec has started and can be cancelled.
+    // A signal that came before this point is queued in the set: the wait sees it as soon
+    // as the loop runs, after the exec has started and can be cancelled.
     ioc.run();
     if (out.why() != cli::write_end::ok)
         return report_stream_end(out);
@@ -354,7 +309,7 @@ int usage_error(const sandbox::failure& f)
     const sandbox::diagnostics& d = f.diag;
     print_error(d.message.empty() ? f.code.message() : d.message);
     if (f.code == sandbox::errc::validation)
-        write_all(STDERR_FILENO, "Try 'sandbox-run --help'.\n");
+        cli::write_fully(STDERR_FILENO, "Try 'sandbox-run --help'.\n");
     return cli::exit_sandbox_failure;
 }
 
@@ -365,7 +320,7 @@ int main_checked(int argc, char** argv)
         return usage_error(cfg.error());
     if (cfg->help)
     {
-        write_all(STDOUT_FILENO, cli::usage());
+        cli::write_fully(STDOUT_FILENO, cli::usage());
         return 0;
     }
     return run(*cfg);

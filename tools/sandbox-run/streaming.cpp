@@ -1,124 +1,174 @@
-// tools/sandbox-run/streaming.cpp: interrupts as a self-pipe, and the bounded output writer.
+// tools/sandbox-run/streaming.cpp: the asynchronous output sink and the plain write.
 #include "streaming.hpp"
 
-#include <algorithm>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
 #include <cerrno>
-#include <csignal>
 #include <cstring>
+#include <utility>
 
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace sandbox::cli {
 
-namespace {
+namespace asio = boost::asio;
 
-volatile sig_atomic_t g_raised = 0;
-int g_pipe[2] = {-1, -1};
-
-extern "C" void on_interrupt(int)
-{
-    const int saved = errno;
-    g_raised = 1;
-    [[maybe_unused]] ssize_t n = ::write(g_pipe[1], "x", 1); // full pipe: already readable
-    errno = saved;
-}
-
-} // namespace
-
-bool interrupts::install()
-{
-    if (g_pipe[0] >= 0)
-        return true;
-    if (::pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-        return false;
-    struct sigaction sa = {};
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    return ::sigaction(SIGINT, &sa, nullptr) == 0 && ::sigaction(SIGTERM, &sa, nullptr) == 0;
-}
-
-int interrupts::fd() noexcept { return g_pipe[0]; }
-
-bool interrupts::raised() noexcept { return g_raised != 0; }
-
-void interrupts::drain() noexcept
-{
-    char buf[64];
-    while (::read(g_pipe[0], buf, sizeof buf) > 0)
-    {
-    }
-}
-
-output_writer::output_writer(std::chrono::steady_clock::time_point deadline)
-    : deadline_(deadline)
-{
-    for (int fd : {1, 2})
-    {
-        struct stat st;
-        regular_[fd] = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    }
-}
-
-bool output_writer::stop(write_end why, int err)
-{
-    why_ = why;
-    error_ = err;
-    return false;
-}
-
-// How long a write may wait for the reader now: until the deadline, 0 once it passed (one
-// last look), -1 without one.
-int output_writer::wait_ms() const
-{
-    using clock = std::chrono::steady_clock;
-    if (deadline_ == clock::time_point::max())
-        return -1;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - clock::now());
-    return static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
-}
-
-bool output_writer::write(int fd, std::string_view data)
+bool write_fully(int fd, std::string_view data)
 {
     while (!data.empty())
     {
-        if (interrupts::raised())
-            return stop(write_end::interrupted);
-        const int wait = wait_ms();
-        pollfd p[2] = {{fd, POLLOUT, 0}, {interrupts::fd(), POLLIN, 0}};
-        const int ready = ::poll(p, 2, wait);
-        if (ready < 0 && errno != EINTR)
-            return stop(write_end::failed, errno);
-        if (ready <= 0 || p[0].revents == 0)
+        const ssize_t n = ::write(fd, data.data(), data.size());
+        if (n >= 0)
         {
-            // Past the deadline only a reader that has no room even now has stalled: output
-            // written during the kill grace, or read late by a reader that keeps up, still
-            // goes out. Otherwise a signal (checked above), the deadline's poll, or EINTR.
-            if (wait == 0 && ready == 0)
-                return stop(write_end::timed_out);
+            data.remove_prefix(static_cast<std::size_t>(n));
             continue;
         }
-        // POLLOUT promises PIPE_BUF bytes of room, so a write of at most that never blocks;
-        // regular files never do.
-        const std::size_t n =
-            regular_[fd == 2 ? 2 : 1] ? data.size() : std::min<std::size_t>(data.size(), PIPE_BUF);
-        const ssize_t w = ::write(fd, data.data(), n);
-        if (w < 0)
+        if (errno == EAGAIN)
         {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return stop(errno == EPIPE ? write_end::reader_gone : write_end::failed, errno);
+            pollfd p{fd, POLLOUT, 0};
+            ::poll(&p, 1, -1);
         }
-        data.remove_prefix(static_cast<std::size_t>(w));
+        else if (errno != EINTR)
+            return false;
     }
     return true;
 }
 
-std::string output_writer::describe() const
+namespace {
+
+// A descriptor for `fd` whose open file is ours alone where it can be (a pipe, FIFO or
+// terminal reopened), so making it non-blocking does not change what others share with us;
+// a regular file is shared (its offset must be), a socket cannot be reopened. Non-blocking,
+// so that a FIFO whose reader is gone fails here (ENXIO) instead of waiting for one.
+int own_descriptor(int fd)
+{
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+    {
+        const std::string path = "/proc/self/fd/" + std::to_string(fd);
+        const int r = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (r >= 0)
+            return r;
+    }
+    return ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+} // namespace
+
+output_sink::target::target(const asio::any_io_executor& ex, int fd_)
+    : fd(fd_), saved_flags(::fcntl(fd_, F_GETFL)), d(ex)
+{
+    const int own = own_descriptor(fd);
+    if (own < 0)
+        return; // closed: writes fail with EBADF, as they would on the descriptor itself
+    boost::system::error_code ignored;
+    d.assign(own, ignored);
+    d.non_blocking(true, ignored);
+}
+
+output_sink::output_sink(const asio::any_io_executor& ex)
+    : ex_(ex), out_(ex, STDOUT_FILENO), err_(ex, STDERR_FILENO)
+{
+}
+
+output_sink::~output_sink()
+{
+    boost::system::error_code ignored;
+    for (target* t : {&out_, &err_})
+    {
+        t->d.close(ignored);
+        if (t->saved_flags >= 0)
+            ::fcntl(t->fd, F_SETFL, t->saved_flags); // when it had to be shared
+    }
+}
+
+bool output_sink::stop(write_end why, int err)
+{
+    if (why_ == write_end::ok)
+    {
+        why_ = why;
+        error_ = err;
+    }
+    return false;
+}
+
+void output_sink::write(output_stream s, std::string_view data, handler done)
+{
+    target& t = of(s);
+    t.done = std::move(done);
+    if (interrupted_)
+        stop(write_end::interrupted);
+    if (why_ != write_end::ok || past_deadline_)
+        return complete(t, why_ == write_end::ok && write_now(t, data));
+    t.pending.assign(data);
+    asio::async_write(t.d, asio::buffer(t.pending),
+                      [this, &t](boost::system::error_code ec, std::size_t n) {
+                          on_written(t, ec, n);
+                      });
+}
+
+void output_sink::on_written(target& t, boost::system::error_code ec, std::size_t n)
+{
+    if (ec == asio::error::operation_aborted && !interrupted_)
+        // The deadline cut the wait: one last look for room.
+        return complete(t, write_now(t, std::string_view(t.pending).substr(n)));
+    if (ec == asio::error::operation_aborted)
+        stop(write_end::interrupted);
+    else if (ec)
+        stop(ec == asio::error::broken_pipe ? write_end::reader_gone : write_end::failed,
+             ec.value());
+    complete(t, !ec);
+}
+
+// Past the deadline: what the reader has room for now, and no more waiting.
+bool output_sink::write_now(target& t, std::string_view data)
+{
+    while (!data.empty())
+    {
+        const ssize_t n = ::write(t.d.native_handle(), data.data(), data.size());
+        if (n >= 0)
+            data.remove_prefix(static_cast<std::size_t>(n));
+        else if (errno == EAGAIN)
+            return stop(write_end::timed_out);
+        else if (errno != EINTR)
+            return stop(errno == EPIPE ? write_end::reader_gone : write_end::failed, errno);
+    }
+    return true;
+}
+
+void output_sink::complete(target& t, bool ok)
+{
+    std::string().swap(t.pending);
+    asio::post(ex_, [h = std::move(t.done), ok]() mutable { std::move(h)(ok); });
+}
+
+void output_sink::interrupt()
+{
+    interrupted_ = true;
+    cancel_waiting();
+}
+
+void output_sink::deadline_passed()
+{
+    past_deadline_ = true;
+    cancel_waiting();
+}
+
+// A write waiting for the reader completes now (`on_written` sees why).
+void output_sink::cancel_waiting()
+{
+    boost::system::error_code ignored;
+    for (target* t : {&out_, &err_})
+        if (t->done)
+            t->d.cancel(ignored);
+}
+
+std::string output_sink::describe() const
 {
     switch (why_)
     {

@@ -1,59 +1,62 @@
-// tools/sandbox-run/streaming.hpp: what sandbox-run needs to stream a run to its own stdout
-// and stderr: SIGINT/SIGTERM seen both by the io_context and by a write that waits for a
-// stalled reader, and that write, bounded by the run's deadline.
+// tools/sandbox-run/streaming.hpp: how sandbox-run writes: the command's output through an
+// asynchronous sink on the run's loop (back-pressure reaches the command through the
+// library, the loop never blocks), and its own few lines with one plain write.
 #ifndef SANDBOX_TOOLS_SANDBOX_RUN_STREAMING_HPP
 #define SANDBOX_TOOLS_SANDBOX_RUN_STREAMING_HPP
 
-#include <sandbox/unique_fd.hpp>
+#include <sandbox/exec_request.hpp>
 
-#include <chrono>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
 namespace sandbox::cli {
 
-/// \brief SIGINT and SIGTERM as a flag and a readable pipe, for the whole of the run.
-///
-/// The program (not the library) owns these two signals: the handler sets a flag and writes
-/// a byte to a self-pipe, so the io_context (through the pipe) and a blocked output write
-/// (through `poll`) both see them, and no window exists where they fall back to the default
-/// action. Installed by `install()`, once.
-class interrupts
-{
-public:
-    /// Installs the handlers; false (errno set) when the pipe or sigaction fails.
-    static bool install();
-    /// The read end of the self-pipe (readable once a signal arrived).
-    static int fd() noexcept;
-    /// True once SIGINT or SIGTERM arrived.
-    static bool raised() noexcept;
-    /// Empties the pipe (the flag stays set).
-    static void drain() noexcept;
-};
+/// Writes all of `data` to `fd` (binary-safe): sandbox-run's own lines (errors, JSON, help),
+/// written when no output is streaming. Waits for room when the descriptor is non-blocking;
+/// false (errno set) on an error, EPIPE included (SIGPIPE is ignored).
+bool write_fully(int fd, std::string_view data);
 
 /// Why streaming the output stopped.
 enum class write_end
 {
     ok,
     reader_gone, ///< EPIPE: whoever read our stdout or stderr went away
-    interrupted, ///< SIGINT or SIGTERM while waiting for the reader
+    interrupted, ///< SIGINT or SIGTERM while a write waited for the reader
     timed_out,   ///< the deadline passed while the reader had no room for more
-    failed,      ///< another write error (`error` holds errno)
+    failed,      ///< another write error (`error()` holds errno)
 };
 
-/// \brief Writes streamed output to our stdout and stderr, waiting for a slow reader (its
-/// backpressure reaches the command through the library) but never past the deadline or an
-/// interrupt. Past the deadline, output still goes out as long as the reader has room for
-/// it: only a reader that has none then has stalled.
-class output_writer
+/// \brief Our stdout and stderr as asynchronous targets for the command's output.
+///
+/// One write at a time per stream (the library hands over the next chunk only when the last
+/// one is done). A write waits for a slow reader on the loop; `interrupt()` and
+/// `deadline_passed()` end a waiting one. Past the deadline, output still goes out as long
+/// as the reader has room for it: only a reader that has none has stalled. Pipes, FIFOs and
+/// terminals are reopened (`/proc/self/fd/N`) so that the non-blocking mode stays on our own
+/// open file; where that fails the shared one is made non-blocking and restored afterwards.
+class output_sink
 {
 public:
-    /// `deadline`: when the run's timeout and its kill grace have expired (time_point::max()
-    /// for none): what the command writes after SIGTERM belongs to the run.
-    explicit output_writer(std::chrono::steady_clock::time_point deadline);
+    using handler = std::function<void(bool)>; // as the library's `output_resume`
 
-    /// Writes all of `data` to `fd`; false once it had to stop (see `why()`).
-    bool write(int fd, std::string_view data);
+    explicit output_sink(const boost::asio::any_io_executor& ex);
+    ~output_sink();
+    output_sink(const output_sink&) = delete;
+    output_sink& operator=(const output_sink&) = delete;
+
+    /// Writes a copy of `data` to our stdout or stderr; `done(true)` once all of it is
+    /// written, `done(false)` once streaming had to stop (see `why()`). `done` is posted.
+    void write(output_stream s, std::string_view data, handler done);
+
+    /// SIGINT or SIGTERM: a waiting write and every later one stop (`interrupted`).
+    void interrupt();
+    /// The run's deadline passed: a write that finds no room now stops (`timed_out`).
+    void deadline_passed();
 
     write_end why() const noexcept { return why_; }
     int error() const noexcept { return error_; }
@@ -61,11 +64,27 @@ public:
     std::string describe() const;
 
 private:
-    bool stop(write_end why, int err = 0);
-    int wait_ms() const;
+    struct target
+    {
+        explicit target(const boost::asio::any_io_executor& ex, int fd);
+        int fd;
+        int saved_flags;
+        boost::asio::posix::stream_descriptor d;
+        std::string pending{};
+        handler done{};
+    };
 
-    std::chrono::steady_clock::time_point deadline_;
-    bool regular_[3] = {false, false, false}; // fds 1 and 2: regular files never block
+    target& of(output_stream s) { return s == output_stream::err ? err_ : out_; }
+    void on_written(target& t, boost::system::error_code ec, std::size_t n);
+    bool write_now(target& t, std::string_view data);
+    void complete(target& t, bool ok);
+    void cancel_waiting();
+    bool stop(write_end why, int err = 0);
+
+    boost::asio::any_io_executor ex_;
+    target out_, err_;
+    bool interrupted_ = false;
+    bool past_deadline_ = false;
     write_end why_ = write_end::ok;
     int error_ = 0;
 };

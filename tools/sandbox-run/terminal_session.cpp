@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cerrno>
@@ -22,7 +23,6 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -33,29 +33,10 @@ namespace {
 
 namespace asio = boost::asio;
 
-void write_out(int fd, std::string_view data)
-{
-    while (!data.empty())
-    {
-        ssize_t n = ::write(fd, data.data(), data.size());
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-        {
-            pollfd p{fd, POLLOUT, 0};
-            ::poll(&p, 1, -1);
-            continue;
-        }
-        if (n <= 0)
-            return; // our terminal is gone: the command's output has nowhere to go
-        data.remove_prefix(static_cast<std::size_t>(n));
-    }
-}
-
 // One line of ours on stderr, escaped (it may quote the command's name or a path).
 void say(std::string_view text)
 {
-    write_out(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
+    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
 }
 
 // The terminal and settings a fatal signal restores before sandbox-run dies of it.
@@ -72,7 +53,7 @@ extern "C" void restore_and_die(int sig)
 }
 
 // Signals whose default action ends the process, other than SIGINT and SIGTERM (they cancel
-// the run, see `interrupts`) and SIGKILL and SIGSTOP (nothing catches them).
+// the run, see `pump_signals`) and SIGKILL and SIGSTOP (nothing catches them).
 std::vector<int> fatal_signals()
 {
     std::vector<int> sigs{SIGHUP,  SIGQUIT, SIGUSR1,   SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
@@ -130,28 +111,6 @@ private:
     std::vector<std::pair<int, struct sigaction>> caught_;
 };
 
-// SIGWINCH as a readable self-pipe (sandbox-run owns its signals; the library has none).
-int winch_pipe[2] = {-1, -1};
-
-extern "C" void on_winch(int)
-{
-    const int saved = errno;
-    const char b = 'w';
-    [[maybe_unused]] auto n = ::write(winch_pipe[1], &b, 1);
-    errno = saved;
-}
-
-bool watch_winch()
-{
-    if (::pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-        return false;
-    struct sigaction sa{};
-    sa.sa_handler = on_winch;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    return ::sigaction(SIGWINCH, &sa, nullptr) == 0;
-}
-
 terminal_size size_of(int fd)
 {
     winsize ws{};
@@ -190,37 +149,27 @@ asio::awaitable<void> pump_input(std::shared_ptr<session> s)
     }
 }
 
-asio::awaitable<void> pump_winch(std::shared_ptr<session> s)
+// The run's signals: SIGWINCH resizes the command's terminal; SIGINT or SIGTERM sent to
+// sandbox-run kill the whole tree (and end a write that waits for our terminal).
+asio::awaitable<void> pump_signals(std::shared_ptr<session> s, asio::signal_set& signals,
+                                   output_sink& sink, bool& hit)
 {
-    auto ex = co_await asio::this_coro::executor;
-    asio::posix::stream_descriptor p(ex, ::fcntl(winch_pipe[0], F_DUPFD_CLOEXEC, 3));
     for (;;)
     {
         boost::system::error_code ec;
-        co_await p.async_wait(asio::posix::stream_descriptor::wait_read,
-                              asio::redirect_error(asio::use_awaitable, ec));
+        const int sig = co_await signals.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (ec || !s->running())
             co_return;
-        char drain[64];
-        while (::read(winch_pipe[0], drain, sizeof drain) > 0)
+        if (sig == SIGWINCH)
         {
+            s->resize(size_of(STDIN_FILENO));
+            continue;
         }
-        s->resize(size_of(STDIN_FILENO));
-    }
-}
-
-// SIGINT or SIGTERM sent to sandbox-run: the whole tree goes.
-asio::awaitable<void> pump_interrupt(std::shared_ptr<session> s,
-                                     asio::posix::stream_descriptor& interrupt, bool& hit)
-{
-    boost::system::error_code ec;
-    co_await interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
-                                  asio::redirect_error(asio::use_awaitable, ec));
-    if (ec || !s->running())
+        hit = true;
+        sink.interrupt();
+        co_await s->terminate(std::chrono::nanoseconds(0));
         co_return;
-    interrupts::drain();
-    hit = true;
-    co_await s->terminate(std::chrono::nanoseconds(0));
+    }
 }
 
 // SIGINT or SIGTERM while the session is being started (an --ask question may be
@@ -232,17 +181,54 @@ struct start_watch
     bool hit = false;
 };
 
-asio::awaitable<void> watch_start(std::shared_ptr<start_watch> w,
-                                  asio::posix::stream_descriptor& interrupt)
+asio::awaitable<void> watch_start(std::shared_ptr<start_watch> w, asio::signal_set& signals)
 {
-    boost::system::error_code ec;
-    co_await interrupt.async_wait(asio::posix::stream_descriptor::wait_read,
-                                  asio::redirect_error(asio::use_awaitable, ec));
-    if (ec || !w->active)
+    for (;;)
+    {
+        boost::system::error_code ec;
+        const int sig = co_await signals.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec || !w->active)
+            co_return;
+        if (sig == SIGWINCH)
+            continue; // the terminal is sized when the session starts
+        w->hit = true;
+        w->cancel.emit(asio::cancellation_type::terminal);
         co_return;
-    interrupts::drain();
-    w->hit = true;
-    w->cancel.emit(asio::cancellation_type::terminal);
+    }
+}
+
+// Shows output on our terminal: true once written, false once the sink stopped.
+asio::awaitable<bool> show(output_sink& sink, std::string_view data)
+{
+    co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(bool)>(
+        [&sink, data](auto done) {
+            auto h = std::make_shared<decltype(done)>(std::move(done)); // copyable for the sink
+            sink.write(output_stream::out, data, [h](bool ok) { std::move (*h)(ok); });
+        },
+        asio::use_awaitable);
+}
+
+// The output from `at` on, or, where the log outran us (a small --max-output), a note of
+// how much was dropped and where reading resumes.
+asio::awaitable<session_output> next_output(session& s, std::uint64_t at)
+{
+    std::uint64_t resume = 0;
+    try
+    {
+        co_return co_await s.read(at, 64 * 1024);
+    }
+    catch (const sandbox::error& e)
+    {
+        if (e.code() != errc::sequence_gap)
+            throw;
+        resume = static_cast<std::uint64_t>(e.diag().observed);
+    }
+    session_output o;
+    o.next = resume;
+    o.chunks.push_back({output_stream::out, at,
+                        "\r\n[sandbox-run: " + std::to_string(resume - at) +
+                            " bytes of output dropped]\r\n"});
+    co_return o;
 }
 
 struct outcome_of_run
@@ -253,7 +239,8 @@ struct outcome_of_run
 };
 
 asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
-                                  asio::posix::stream_descriptor& interrupt, outcome_of_run& out)
+                                  asio::signal_set& signals, output_sink& sink,
+                                  outcome_of_run& out)
 {
     session_spec spec;
     spec.command = cfg.request.command;
@@ -263,7 +250,7 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     std::shared_ptr<session> s;
     auto ex = co_await asio::this_coro::executor;
     auto watch = std::make_shared<start_watch>();
-    asio::co_spawn(ex, watch_start(watch, interrupt), asio::detached);
+    asio::co_spawn(ex, watch_start(watch, signals), asio::detached);
     try
     {
         if (!r.sessions())
@@ -289,7 +276,7 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     watch->active = false;
     out.interrupted = watch->hit;
     boost::system::error_code not_watching;
-    interrupt.cancel(not_watching); // the watch ends; pump_interrupt waits anew
+    signals.cancel(not_watching); // the watch ends; pump_signals waits anew
     if (!s)
         co_return;
     if (out.interrupted) // the signal came as the start completed: it still wins
@@ -300,56 +287,37 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     }
     raw_mode raw(STDIN_FILENO);
     asio::co_spawn(ex, pump_input(s), asio::detached);
-    asio::co_spawn(ex, pump_winch(s), asio::detached);
-    asio::co_spawn(ex, pump_interrupt(s, interrupt, out.interrupted), asio::detached);
-    std::uint64_t at = 0;
-    for (;;)
+    asio::co_spawn(ex, pump_signals(s, signals, sink, out.interrupted), asio::detached);
+    for (std::uint64_t at = 0;;)
     {
-        session_output o;
-        try
-        {
-            o = co_await s->read(at, 64 * 1024);
-        }
-        catch (const sandbox::error& e)
-        {
-            if (e.code() != errc::sequence_gap) // the log outran us (a small --max-output)
-                throw;
-            const auto resume = static_cast<std::uint64_t>(e.diag().observed);
-            write_out(STDOUT_FILENO, "\r\n[sandbox-run: " + std::to_string(resume - at) +
-                                         " bytes of output dropped]\r\n");
-            at = resume;
-            continue;
-        }
+        auto o = co_await next_output(*s, at);
         at = o.next;
         for (const auto& c : o.chunks)
-            write_out(STDOUT_FILENO, c.data);
+            co_await show(sink, c.data); // once our terminal is gone, nowhere to go
         if (o.eof)
             break;
     }
     out.result = co_await s->wait();
     co_await s->close();
     boost::system::error_code ignored;
-    interrupt.cancel(ignored);
+    signals.cancel(ignored);
 }
 
 } // namespace
 
 int run_terminal_session(asio::io_context& ioc, sandbox::runner& r, run_config& cfg,
-                         asio::posix::stream_descriptor& interrupt)
+                         asio::signal_set& signals)
 {
     if (!::isatty(STDIN_FILENO))
     {
         say("--tty needs a terminal on stdin");
         return exit_sandbox_failure;
     }
-    if (!watch_winch())
-    {
-        say("cannot watch SIGWINCH");
-        return exit_sandbox_failure;
-    }
+    signals.add(SIGWINCH);
+    output_sink sink(ioc.get_executor());
     outcome_of_run out;
     std::exception_ptr failure;
-    asio::co_spawn(ioc, run_session(r, cfg, interrupt, out), [&](std::exception_ptr e) {
+    asio::co_spawn(ioc, run_session(r, cfg, signals, sink, out), [&](std::exception_ptr e) {
         failure = e;
         ioc.stop(); // the input and resize pumps end with the io_context
     });

@@ -8,7 +8,7 @@
 #include <sandbox/runner.hpp>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
 
 namespace sandbox::cli {
 
@@ -19,10 +19,11 @@ namespace sandbox::cli {
 /// was before this returns, whatever happens. Keys reach the command unchanged, so Ctrl-C is
 /// its terminal's VINTR (sandbox-run is not interrupted), and end of our input is passed on
 /// as VEOF. SIGWINCH on us resizes its terminal. SIGINT or SIGTERM sent to sandbox-run kill
-/// the tree (exit 130). The exit status follows the plain runs' rules (`exit_status_for`).
+/// the tree (exit 130): `signals` is the run's set of SIGINT and SIGTERM (SIGWINCH is
+/// added). The exit status follows the plain runs' rules (`exit_status_for`).
 /// Stdin that is not a terminal is refused (exit 125).
 int run_terminal_session(boost::asio::io_context& ioc, sandbox::runner& r, run_config& cfg,
-                         boost::asio::posix::stream_descriptor& interrupt);
+                         boost::asio::signal_set& signals);
 
 } // namespace sandbox::cli
 

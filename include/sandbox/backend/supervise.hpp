@@ -52,6 +52,9 @@ struct spawn_plan
     std::optional<terminal_size> tty{};
     /// Streams output instead of capturing it (`exec_request::on_output`).
     output_handler on_output{};
+    /// Streams output with back-pressure (`exec_request::on_output_async`); wins over
+    /// `on_output`.
+    async_output_handler on_output_async{};
     /// Bytes kept per stream.
     std::uint64_t max_output_bytes = std::numeric_limits<std::uint64_t>::max();
     std::chrono::nanoseconds timeout{0};
