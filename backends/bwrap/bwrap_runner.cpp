@@ -336,9 +336,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     plan.extra_fds = std::move(init->fds);
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;
-    backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
+    backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.held = std::move(protect->lease);
+    plan.tree_resources = std::move(protect->lease);
     if (st.user)
         if (auto r = backend::run_as_user(plan, st.user->uid, st.user->gid); !r)
             return r.error();
@@ -385,7 +385,7 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
         ex_,
         [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            return backend::named(prepare(req, opts_, *st_), "bwrap");
+            return backend::with_backend_name(prepare(req, opts_, *st_), "bwrap");
         },
         opts_.sessions);
     sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),
