@@ -162,7 +162,10 @@ outcome<void> check_writable(const bwrap_runner::state& s, const std::string& pa
 // same and listed (`unwritable`): the command reads it, and the kernel refuses its writes
 // there, as for that user anywhere; the library never changes owners or modes. The masks it
 // cannot reach are dropped: bwrap could not mount over them, and the command cannot read
-// them either.
+// them either. Synchronous on purpose, at construction only (a spawned helper, a few
+// milliseconds; never in an exec): `enforcement().unwritable_paths` answers right after
+// construction (sandbox-run's note comes before its first run), and the masks it drops
+// shape every command's arguments.
 void check_user_access(bwrap_runner::state& s, const std::string& root)
 {
     const auto& u = *s.user;
