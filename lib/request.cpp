@@ -3,6 +3,8 @@
 #include <sandbox/backend/request.hpp>
 #include <sandbox/sampler.hpp>
 
+#include "supervisor/client.hpp"
+
 #include <cstring>
 #include <limits>
 #include <string>
@@ -45,7 +47,9 @@ outcome<> check_request(const exec_request& req, bool sampler_usable)
         return r.error();
     if (auto r = o.net.validate(); !r)
         return r.error();
-    if (o.limits.max_processes > 0 && !fork_gate_usable())
+    // Without the probe (a process spawned and waited for): a gate that fails only once
+    // installed fails the spawn, with the same error.
+    if (o.limits.max_processes > 0 && detail::fork_gate_ruled_out())
         return fork_gate_unavailable(0);
     return validate_exec_policy(o, sampler_usable);
 }

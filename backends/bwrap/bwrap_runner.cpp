@@ -162,7 +162,10 @@ outcome<void> check_writable(const bwrap_runner::state& s, const std::string& pa
 // same and listed (`unwritable`): the command reads it, and the kernel refuses its writes
 // there, as for that user anywhere; the library never changes owners or modes. The masks it
 // cannot reach are dropped: bwrap could not mount over them, and the command cannot read
-// them either.
+// them either. Synchronous on purpose, at construction only (a spawned helper, a few
+// milliseconds; never in an exec): `enforcement().unwritable_paths` answers right after
+// construction (sandbox-run's note comes before its first run), and the masks it drops
+// shape every command's arguments.
 void check_user_access(bwrap_runner::state& s, const std::string& root)
 {
     const auto& u = *s.user;
@@ -336,9 +339,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     plan.extra_fds = std::move(init->fds);
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;
-    backend::take_common(req, opts.default_max_output_bytes, "bwrap", plan);
+    backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.held = std::move(protect->lease);
+    plan.tree_resources = std::move(protect->lease);
     if (st.user)
         if (auto r = backend::run_as_user(plan, st.user->uid, st.user->gid); !r)
             return r.error();
@@ -385,7 +388,7 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
         ex_,
         [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            return backend::named(prepare(req, opts_, *st_), "bwrap");
+            return backend::with_backend_name(prepare(req, opts_, *st_), "bwrap");
         },
         opts_.sessions);
     sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),

@@ -49,7 +49,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     plan.argv.reserve(req.args.size() + 1);
     plan.argv.push_back(req.command);
     plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
-    backend::take_common(req, opts.default_max_output_bytes, "local", plan);
+    backend::take_pass_through(req, opts.default_max_output_bytes, "local", plan);
     plan.sample_interval = opts.sample_interval;
     return plan;
 }
@@ -66,7 +66,7 @@ local_runner::local_runner(executor_type ex, local_runner_options opts)
         ex_,
         [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            return backend::named(prepare(req, opts_, root_fd_.get()), "local");
+            return backend::with_backend_name(prepare(req, opts_, root_fd_.get()), "local");
         },
         opts_.sessions);
 }

@@ -1,10 +1,12 @@
 // lib/exec/child_control.hpp: what a session asks of the supervised-child core
-// (lib/process/supervise.cpp) besides running the plan: the pid once it runs, the terminal,
+// (lib/exec/supervise.cpp) besides running the plan: the pid once it runs, the terminal,
 // signals for the command's group and a graceful stop. Exec uses the same core without it.
 #ifndef SANDBOX_LIB_EXEC_CHILD_CONTROL_HPP
 #define SANDBOX_LIB_EXEC_CHILD_CONTROL_HPP
 
 #include <sandbox/backend/supervise.hpp>
+
+#include "exec/input_writer.hpp"
 
 #include <chrono>
 #include <functional>
@@ -29,19 +31,9 @@ public:
     virtual void terminate(std::chrono::nanoseconds grace) = 0;
 };
 
-/// write(2) that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
-/// for the call and one it caused is consumed. No process-wide handler is touched.
-ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept;
-
-/// Called once with the command's pid when it runs.
-using spawned_fn = std::function<void(int pid)>;
-
-/// \brief Starts `plan` like `backend::async_supervise`, and returns its control.
-/// `on_spawned` runs on the executor once the worker reports the pid (output may already
-/// have been delivered), or never when the spawn fails (then `done` gets the error).
-std::shared_ptr<child_control> start_supervised(boost::asio::any_io_executor ex,
-                                                backend::spawn_plan plan, spawned_fn on_spawned,
-                                                backend::supervise_handler done);
+// `start_supervised` (declared with `backend::async_supervise`) returns it. Its
+// `on_spawned` runs on the executor once the worker reports the pid (output may already
+// have been delivered), or never when the spawn fails (then `done` gets the error).
 
 } // namespace sandbox::detail
 

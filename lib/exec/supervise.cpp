@@ -2,15 +2,28 @@
 // The command runs under a worker of the supervisor helper (lib/supervisor/): we send it
 // the plan (with the timeout, which the worker keeps) and the child's ends of the pipes, read
 // the output (capped), feed stdin, and turn cancellation into kill requests. The worker
-// keeps the deadline, samples the caps, kills
-// and reaps the whole tree and reports; we complete once that report is in and both pipes
-// are at EOF.
+// keeps the deadline, samples the caps, kills and reaps the whole tree and reports; we
+// complete once that report is in and both pipes are at EOF.
+//
+// One exec, from the caller down (each name is a layer):
+//   sandbox::async_exec            token adapter (runner.hpp)
+//   detail::async_exec_impl        compiled; co_spawns run_one, which turns the throws of
+//                                  runner::exec into (error_code, result) (lib/runner.cpp)
+//   <backend>::exec                the runner: checks the request, builds a spawn_plan
+//   backend::exec_plan             the backend-facing entry: a refusal or a failed run
+//                                  throws (here)
+//   backend::async_supervise       token adapter over a plan (also for tests and probes)
+//   detail::start_supervised       makes the `supervision` below and starts it; sessions
+//                                  call it directly for the returned child_control
+// The supervision asks the service for a worker channel (asynchronously: a helper to start
+// or replace never holds the caller's loop), sends the plan, and ends in `ending_`.
 #include <sandbox/backend/supervise.hpp>
 #include <sandbox/backend/request.hpp>
 #include <sandbox/error.hpp>
 
 #include "exec/child_control.hpp"
 #include "exec/exit_classification.hpp"
+#include "exec/input_writer.hpp"
 #include "protocol/init_status.hpp"
 #include "supervisor/client.hpp"
 #include "protocol/protocol.hpp"
@@ -33,20 +46,18 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <variant>
 
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <pthread.h>
 #include <termios.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace sandbox::backend {
-
-using detail::write_no_sigpipe;
 
 namespace {
 
@@ -171,20 +182,17 @@ public:
     }
 
     // A backend's resources for a command whose end was never reported (the caller went
-    // away mid-run) are never released: the tree may still be running while the worker
-    // kills it (a write-deny stand-in removed under a live sandbox would unmount it there).
+    // away mid-run) go to the service, which lets them go once the helper that ran the tree
+    // is reaped: the tree may still be running while its worker kills it (a write-deny
+    // stand-in removed under a live sandbox would unmount it there).
     ~supervision()
     {
-        if (plan_.held && !report_)
-        {
-            static std::mutex m;
-            static auto* kept = new std::vector<std::shared_ptr<void>>(); // reachable, never freed
-            std::lock_guard l(m);
-            kept->push_back(std::move(plan_.held));
-        }
+        if (plan_.tree_resources)
+            svc_.keep_until_helper_gone(std::move(plan_.tree_resources));
     }
 
     void start();
+    void on_channel(outcome<unique_fd> channel);
 
     // Keeps the handler's executor (which may belong to another execution context) from
     // running out of work while the operation is pending, as Asio operations do.
@@ -239,6 +247,7 @@ private:
     void write_input();
     void maybe_finish();
     void finish();
+    exec_result ended_result(boost::system::error_code& ec);
     exec_result result_from_report(boost::system::error_code& ec,
                                    std::optional<int> wait_status = std::nullopt);
     exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
@@ -255,11 +264,25 @@ private:
     std::size_t sent_ = 0;
     bool plan_sent_ = false;
     std::optional<std::pair<end_reason, std::chrono::nanoseconds>> pending_kill_;
-    std::optional<proto::exit_report_msg> report_;
+    // How the worker's part ended, stored once: running until it is set.
+    struct running
+    {
+    };
+    struct not_spawned // the worker could not start the command
+    {
+        int err;
+        bool fork_gate; // the fork gate's (a process cap's) installation failed
+    };
+    struct worker_lost // the worker died (or spoke garbage) before it reported
+    {
+    };
+    std::variant<running, proto::exit_report_msg, not_spawned, worker_lost> ending_;
+    bool ended() const noexcept { return !std::holds_alternative<running>(ending_); }
+    const proto::exit_report_msg* report() const noexcept
+    {
+        return std::get_if<proto::exit_report_msg>(&ending_);
+    }
     std::string failure_text_;
-    int spawn_error_ = 0;
-    bool fork_gate_failed_ = false; // spawn_error_ is the fork gate's (a process cap's)
-    bool lost_ = false;
     stream out_, err_;
     asio::posix::stream_descriptor in_;
     std::size_t input_off_ = 0;
@@ -286,20 +309,27 @@ struct cancel_fn
     }
 };
 
+// Asks for a worker; a cancellation or terminate() before it is there waits in
+// `pending_kill_` and goes out with the plan.
 void supervision::start()
 {
     started_ = clock::now();
-    auto channel = svc_.acquire();
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected())
+        slot.template emplace<cancel_fn>(cancel_fn{weak_from_this()});
+    svc_.async_acquire(ex_, [self = shared_from_this()](outcome<unique_fd> channel) {
+        self->on_channel(std::move(channel));
+    });
+}
+
+void supervision::on_channel(outcome<unique_fd> channel)
+{
     if (!channel)
         return fail(channel.error());
     if (auto sent = send_first(std::move(*channel)); !sent)
         return fail(sent.error());
     if (capped())
         svc_.on_capped_start();
-
-    auto slot = asio::get_associated_cancellation_slot(handler_);
-    if (slot.is_connected())
-        slot.template emplace<cancel_fn>(cancel_fn{weak_from_this()});
     if (plan_.input)
         write_input();
     read(out_);
@@ -308,6 +338,8 @@ void supervision::start()
     read_channel();
     if (!plan_sent_)
         send_rest();
+    else if (pending_kill_)
+        send_kill(pending_kill_->first, pending_kill_->second);
 }
 
 // Makes the pipes and sends the first chunk of the plan with the child's descriptors; ours
@@ -441,7 +473,7 @@ void supervision::on_channel_readable()
             return read_channel();
         if (eof || rc != 0)
         {
-            lost_ = true;
+            ending_ = worker_lost{};
             boost::system::error_code ignored;
             channel_.close(ignored);
             return channel_done();
@@ -449,8 +481,9 @@ void supervision::on_channel_readable()
         if (m.head.type == proto::msg_type::spawn_failed)
         {
             proto::spawn_failed_msg f;
-            spawn_error_ = proto::from_bytes(m.payload, f) && f.error != 0 ? f.error : EPROTO;
-            fork_gate_failed_ = f.stage == proto::stage_fork_gate;
+            const bool read = proto::from_bytes(m.payload, f);
+            ending_ = not_spawned{read && f.error != 0 ? f.error : EPROTO,
+                                  read && f.stage == proto::stage_fork_gate};
             return channel_done();
         }
         if (m.head.type == proto::msg_type::exit_report)
@@ -467,10 +500,10 @@ void supervision::on_report(const proto::message& m)
     proto::exit_report_msg r;
     if (!proto::from_bytes(m.payload, r))
     {
-        lost_ = true;
+        ending_ = worker_lost{};
         return channel_done();
     }
-    report_ = r;
+    ending_ = r;
     failure_text_ = m.payload.substr(sizeof r);
     channel_done();
 }
@@ -502,7 +535,7 @@ void supervision::arm_drain_timer()
 
 void supervision::send_kill(end_reason why, std::chrono::nanoseconds grace)
 {
-    if (report_ || spawn_error_ || lost_)
+    if (ended())
         return;
     if (!plan_sent_)
     {
@@ -701,29 +734,13 @@ void supervision::end_stream(stream& s)
 
 void supervision::write_input()
 {
-    const std::string& data = *plan_.input;
-    while (input_off_ < data.size())
-    {
-        ssize_t n = write_no_sigpipe(in_.native_handle(), data.data() + input_off_,
-                                     data.size() - input_off_);
-        if (n > 0)
-        {
-            input_off_ += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        {
-            in_.async_wait(asio::posix::stream_descriptor::wait_write,
-                           [self = shared_from_this()](boost::system::error_code ec) {
-                               if (!ec && self->in_.is_open())
-                                   self->write_input();
-                           });
-            return;
-        }
-        break; // EPIPE: the child closed its stdin; the rest is not wanted
-    }
+    if (detail::write_input(in_.native_handle(), *plan_.input, input_off_) == EAGAIN)
+        return in_.async_wait(asio::posix::stream_descriptor::wait_write,
+                              [self = shared_from_this()](boost::system::error_code ec) {
+                                  if (!ec && self->in_.is_open())
+                                      self->write_input();
+                              });
+    // All written, or EPIPE: the child closed its stdin, the rest is not wanted.
     boost::system::error_code ignored;
     in_.close(ignored);
 }
@@ -739,7 +756,7 @@ void supervision::abandon_pipes()
 
 bool supervision::signal(int signo)
 {
-    if (completed_ || report_ || lost_ || spawn_error_ || !plan_sent_)
+    if (completed_ || ended() || !plan_sent_)
         return false;
     proto::signal_msg m{signo, 0};
     return proto::send_message(channel_.native_handle(), proto::msg_type::signal, 0,
@@ -765,7 +782,7 @@ void supervision::on_cancel(asio::cancellation_type t)
     // stopped the tree for another cause (timeout, cap): a command that ended by itself
     // meanwhile counts as cancelled too.
     cancel_requested_ = true;
-    if (report_ || lost_ || spawn_error_)
+    if (ended())
         return abandon_pipes(); // the tree is gone; only reading the pipes is left
 
     const bool terminal =
@@ -778,7 +795,7 @@ void supervision::on_cancel(asio::cancellation_type t)
 
 void supervision::maybe_finish()
 {
-    if (!completed_ && (report_ || spawn_error_ || lost_) && out_.eof && err_.eof)
+    if (!completed_ && ended() && out_.eof && err_.eof)
         finish();
 }
 
@@ -788,42 +805,51 @@ void supervision::finish()
     if (drain_timer_)
         drain_timer_->cancel();
     boost::system::error_code ec;
-    exec_result r;
-    if (spawn_error_)
-    {
-        failure f = fork_gate_failed_ ? fork_gate_unavailable(spawn_error_)
-                                      : spawn_failure(spawn_error_, plan_.executable);
-        r.diag = std::move(f.diag);
-        ec = f.code;
-    }
-    else if (report_ && plan_.inner_status)
-        r = wrapped_result(ec, err_.cap.data);
-    else if (report_)
-        r = result_from_report(ec);
-    if (report_ || spawn_error_)
-        plan_.held.reset(); // the tree is gone: the backend's resources for it go now
-    else
-    {
-        ec = make_error_code(errc::internal);
-        r.status = exec_status::unenforceable;
-        r.diag.limit = "supervisor";
-        r.diag.message = "the supervisor worker of this execution died before it reported "
-                         "(the command may have killed it); the helper killed what was left "
-                         "of the tree";
-    }
+    exec_result r = ended_result(ec);
     r.wall_time = clock::now() - started_;
     r.out = std::move(out_.cap);
     r.err = std::move(err_.cap);
     r.diag.backend = plan_.backend_name;
+    const auto* rep = report();
     if (capped())
-        svc_.on_capped_end(report_ ? &*report_ : nullptr);
+        svc_.on_capped_end(rep);
     // A worker that reported is idle again and serves the next execution.
-    if (!lost_ && (report_ || spawn_error_) &&
-        !(report_ && report_->reason == end_reason::supervisor_lost))
+    if (rep ? rep->reason != end_reason::supervisor_lost
+            : std::holds_alternative<not_spawned>(ending_))
         svc_.release(unique_fd(channel_.release()));
     boost::system::error_code ignored;
     channel_.close(ignored);
     complete(ec, std::move(r));
+}
+
+// The result the ending stands for. Once the worker has said the tree is gone (a report, or
+// nothing spawned), the backend's resources for it go; after a lost worker they stay until
+// the helper is reaped (the destructor hands them over).
+exec_result supervision::ended_result(boost::system::error_code& ec)
+{
+    if (const auto* n = std::get_if<not_spawned>(&ending_))
+    {
+        plan_.tree_resources.reset();
+        failure f = n->fork_gate ? fork_gate_unavailable(n->err)
+                                 : spawn_failure(n->err, plan_.executable);
+        exec_result r;
+        r.diag = std::move(f.diag);
+        ec = f.code;
+        return r;
+    }
+    if (report())
+    {
+        plan_.tree_resources.reset();
+        return plan_.inner_status ? wrapped_result(ec, err_.cap.data) : result_from_report(ec);
+    }
+    exec_result r;
+    ec = make_error_code(errc::internal);
+    r.status = exec_status::unenforceable;
+    r.diag.limit = "supervisor";
+    r.diag.message = "the supervisor worker of this execution died before it reported "
+                     "(the command may have killed it); the helper killed what was left "
+                     "of the tree";
+    return r;
 }
 
 // A wrapped command (bwrap): the status init inside says how the command itself ended. The
@@ -835,7 +861,8 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
     for (ssize_t n; (n = ::read(plan_.inner_status.get(), buf, sizeof buf)) > 0;)
         text.append(buf, static_cast<std::size_t>(n));
     const auto said = detail::parse_init_report(text);
-    const bool by_itself = report_->reason == end_reason::natural && !cancel_requested_;
+    const auto& rep = *report();
+    const bool by_itself = rep.reason == end_reason::natural && !cancel_requested_;
     if (by_itself && said.exec_errno)
     {
         failure f = spawn_failure(*said.exec_errno, plan_.inner_command);
@@ -851,7 +878,7 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
         std::string why = err.substr(0, 400);
         while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
             why.pop_back();
-        const int code = WIFEXITED(report_->wait_status) ? WEXITSTATUS(report_->wait_status) : -1;
+        const int code = WIFEXITED(rep.wait_status) ? WEXITSTATUS(rep.wait_status) : -1;
         failure f = make_failure(errc::not_available,
                                  plan_.backend_name + " could not set up the sandbox" +
                                      (why.empty() ? " (exit status " + std::to_string(code) + ")"
@@ -868,7 +895,7 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
 exec_result supervision::result_from_report(boost::system::error_code& ec,
                                             std::optional<int> wait_status)
 {
-    const auto& rep = *report_;
+    const auto& rep = *report();
     detail::exit_facts f;
     f.reason = rep.reason;
     f.wait_status = wait_status.value_or(rep.wait_status);
@@ -891,15 +918,20 @@ exec_result supervision::result_from_report(boost::system::error_code& ec,
     return std::move(o.r);
 }
 
+// Nothing was spawned: the plan never reached a worker.
 void supervision::fail(failure f)
 {
     completed_ = true;
+    plan_.tree_resources.reset();
     exec_result r;
     r.diag = std::move(f.diag);
     r.diag.backend = plan_.backend_name;
     auto ec = f.code;
     auto h = std::move(handler_);
     auto work = std::move(handler_work_);
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.clear();
     auto hex = asio::get_associated_executor(h, ex_);
     asio::post(ex_, asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
                    std::move(h)(ec, std::move(r));
@@ -922,8 +954,8 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
 } // namespace
 
 
-void take_common(exec_request& req, std::int64_t default_max_output_bytes,
-                 std::string backend_name, spawn_plan& plan)
+void take_pass_through(exec_request& req, std::int64_t default_max_output_bytes,
+                       std::string backend_name, spawn_plan& plan)
 {
     const exec_options& o = req.options;
     plan.input = o.input;
@@ -972,6 +1004,15 @@ std::shared_ptr<const unique_fd> helper_program()
     return opened;
 }
 
+// The helper program could not be opened for a part it plays besides supervising (`role`).
+failure helper_missing(const char* role)
+{
+    return make_failure(errc::not_available,
+                        std::string("the supervisor helper sandbox-supervisor, which ") + role +
+                            ", was not found or cannot be opened",
+                        "supervisor");
+}
+
 } // namespace
 
 outcome<status_init> make_status_init()
@@ -979,10 +1020,7 @@ outcome<status_init> make_status_init()
     // The wrapper runs the init from its fd 4 (/proc/self/fd/4).
     auto program = helper_program();
     if (!program)
-        return make_failure(errc::not_available,
-                            "the supervisor helper sandbox-supervisor, which also reports how "
-                            "a sandboxed command ended, was not found or cannot be opened",
-                            "supervisor");
+        return helper_missing("also reports how a sandboxed command ended");
     int p[2];
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
         return os_failure("cannot create the status pipe", errno);
@@ -997,10 +1035,7 @@ outcome<void> run_as_user(spawn_plan& plan, std::uint32_t uid, std::uint32_t gid
 {
     auto program = helper_program();
     if (!program)
-        return make_failure(errc::not_available,
-                            "the supervisor helper sandbox-supervisor, which switches a root "
-                            "caller's sandbox to its user, was not found or cannot be opened",
-                            "supervisor");
+        return helper_missing("switches a root caller's sandbox to its user");
     // The helper among the descriptors the plan hands over (the status init's), or one more.
     auto at = std::find(plan.extra_fds.begin(), plan.extra_fds.end(), program);
     if (at == plan.extra_fds.end())
@@ -1079,7 +1114,7 @@ std::vector<int> access_as(std::uint32_t uid, std::uint32_t gid,
     return got;
 }
 
-outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend)
+outcome<spawn_plan> with_backend_name(outcome<spawn_plan> plan, const char* backend)
 {
     if (plan)
         return plan;
@@ -1091,7 +1126,7 @@ outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend)
 asio::awaitable<exec_result> exec_plan(asio::any_io_executor ex, outcome<spawn_plan> plan,
                                        std::string backend)
 {
-    plan = named(std::move(plan), backend.c_str());
+    plan = with_backend_name(std::move(plan), backend.c_str());
     if (!plan)
         throw error(plan.error().code, plan.error().diag);
     auto [ec, r] = co_await async_supervise(std::move(ex), std::move(*plan),
@@ -1104,44 +1139,14 @@ asio::awaitable<exec_result> exec_plan(asio::any_io_executor ex, outcome<spawn_p
     co_return std::move(r);
 }
 
-void async_supervise_impl(asio::any_io_executor ex, spawn_plan plan, supervise_handler handler)
-{
-    sandbox::detail::start_supervised(std::move(ex), std::move(plan), {}, std::move(handler));
-}
-
 } // namespace sandbox::backend
 
 namespace sandbox::detail {
 
 namespace asio = boost::asio;
 
-// write() that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
-// for the call and a SIGPIPE it caused is consumed. No process-wide handler is touched.
-ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept
-{
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    ssize_t n = ::write(fd, data, len);
-    int err = errno;
-    if (n < 0 && err == EPIPE && !was_pending)
-    {
-        timespec zero{0, 0};
-        while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR)
-        {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    errno = err;
-    return n;
-}
-
-std::shared_ptr<child_control> start_supervised(asio::any_io_executor ex, backend::spawn_plan plan,
-                                                spawned_fn on_spawned,
+std::shared_ptr<child_control> start_supervised(asio::any_io_executor ex,
+                                                backend::spawn_plan plan, spawned_fn on_spawned,
                                                 backend::supervise_handler done)
 {
     auto& svc = asio::use_service<supervisor_service>(asio::query(ex, asio::execution::context));

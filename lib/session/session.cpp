@@ -309,18 +309,12 @@ asio::awaitable<void> session::write(std::string data)
     std::size_t off = 0;
     while (off < data.size())
     {
-        ssize_t n = detail::write_no_sigpipe(st->input.native_handle(), data.data() + off,
-                                             data.size() - off);
-        if (n > 0)
-        {
-            off += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        const int err = detail::write_input(st->input.native_handle(), data, off);
+        if (err == 0)
+            break;
+        if (err != EAGAIN)
             // A terminal whose command has gone says EIO where a pipe says EPIPE.
-            throw_os(st->tty && errno == EIO ? EPIPE : errno,
+            throw_os(st->tty && err == EIO ? EPIPE : err,
                      "writing to the command's input failed after " + std::to_string(off) +
                          " bytes");
         boost::system::error_code ec;

@@ -4,6 +4,11 @@
 #include <sandbox/error.hpp>
 
 #include <boost/asio/execution_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <csignal>
@@ -11,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
@@ -28,6 +34,8 @@
 
 namespace sandbox::detail {
 
+namespace asio = boost::asio;
+
 namespace {
 
 using backend::unique_fd;
@@ -39,6 +47,9 @@ constexpr std::size_t max_idle_workers = 64;
 // How long shutdown waits for the helper to kill and reap everything before it kills the
 // helper itself (then the workers see their lifeline close and do the same).
 constexpr int shutdown_wait_ms = 2000;
+// A helper that takes no request for this long while its control socket is full is wedged:
+// it is killed and replaced.
+constexpr auto wedged_after = std::chrono::milliseconds(100);
 
 failure os_failure(errc code, const std::string& what, int err)
 {
@@ -130,14 +141,22 @@ supervisor_service::supervisor_service(boost::asio::execution_context& ctx)
 
 supervisor_service::~supervisor_service()
 {
-    std::lock_guard l(mu_);
-    stop_helper_locked(true);
+    shutdown();
 }
 
+// Blocks (up to 2 s, then kills the helper): the execution context is going away, so no
+// loop of the caller's runs here. What the lock guarded is destroyed after it is let go:
+// a waiting request's handler holds an execution, whose end asks for the lock again.
 void supervisor_service::shutdown()
 {
-    std::lock_guard l(mu_);
-    stop_helper_locked(true);
+    std::deque<waiter> waiting;
+    kept_list kept;
+    {
+        std::lock_guard l(mu_);
+        stop_helper_locked(true);
+        waiting.swap(waiting_);
+        kept.swap(kept_);
+    }
 }
 
 outcome<void> supervisor_service::start_helper_locked()
@@ -201,20 +220,23 @@ void supervisor_service::stop_helper_locked(bool wait)
 {
     idle_.clear();
     control_.reset(); // the helper kills every worker and tree, reaps them, and exits
-    if (helper_pid_ <= 0)
-        return;
-    if (!reap_helper(helper_pidfd_.get(), helper_pid_, wait ? shutdown_wait_ms : 0))
+    if (helper_pid_ > 0 && !reap_helper(helper_pidfd_.get(), helper_pid_, wait ? shutdown_wait_ms : 0))
     {
         ::kill(helper_pid_, SIGKILL); // our unreaped child; its workers see the lifeline close
         reap_helper(helper_pidfd_.get(), helper_pid_, shutdown_wait_ms);
     }
+    for (const auto& r : retired_) // killed already: each is gone in a moment
+        while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR)
+        {
+        }
+    retired_.clear();
     helper_pidfd_.reset();
     helper_pid_ = -1;
+    ++generation_;
 }
 
-outcome<unique_fd> supervisor_service::acquire()
+unique_fd supervisor_service::idle_channel_locked()
 {
-    std::lock_guard l(mu_);
     while (!idle_.empty())
     {
         unique_fd ch = std::move(idle_.back());
@@ -222,6 +244,13 @@ outcome<unique_fd> supervisor_service::acquire()
         if (channel_usable(ch.get()))
             return ch;
     }
+    return {};
+}
+
+// Asks the helper for a worker on a fresh channel: ours, or an empty one when the control
+// socket is full (wait for room). A helper that is gone is replaced once.
+outcome<unique_fd> supervisor_service::request_worker_locked(const asio::any_io_executor& ex)
+{
     for (int attempt = 0; attempt < 2; ++attempt)
     {
         if (!control_)
@@ -232,21 +261,182 @@ outcome<unique_fd> supervisor_service::acquire()
             return os_failure(errc::internal, "cannot create a supervisor channel", errno);
         unique_fd ours(sv[0]), theirs(sv[1]);
         const int fds[1] = {theirs.get()};
-        int rc = proto::send_message(control_.get(), proto::msg_type::spawn_worker, 0, {}, fds);
-        if (rc == EAGAIN)
-        {
-            pollfd p{control_.get(), POLLOUT, 0};
-            if (::poll(&p, 1, 100) == 1)
-                rc = proto::send_message(control_.get(), proto::msg_type::spawn_worker, 0, {},
-                                         fds);
-        }
+        const int rc =
+            proto::send_message(control_.get(), proto::msg_type::spawn_worker, 0, {}, fds);
         if (rc == 0)
             return ours;
-        // The helper is gone (or wedged): reap it and start a fresh one.
-        stop_helper_locked(false);
+        if (rc == EAGAIN)
+            return unique_fd();
+        retire_helper_locked(ex); // gone: reaped in the background, another one starts
     }
     return make_failure(errc::internal, "the supervisor helper does not accept requests",
                         "supervisor");
+}
+
+void supervisor_service::async_acquire(const asio::any_io_executor& ex, channel_handler h)
+{
+    std::unique_lock l(mu_);
+    if (auto ch = idle_channel_locked())
+    {
+        l.unlock();
+        return h(std::move(ch));
+    }
+    if (waiting_.empty()) // else the ones before go first
+    {
+        auto got = request_worker_locked(ex);
+        if (!got || *got)
+        {
+            l.unlock();
+            return h(std::move(got));
+        }
+    }
+    waiting_.push_back({ex, std::move(h)});
+    if (waiting_.size() == 1)
+        wait_for_room_locked(ex);
+}
+
+// Room on the control socket, or the helper taking nothing for `wedged_after`.
+struct supervisor_service::room_wait
+{
+    asio::posix::stream_descriptor control; // a copy of the control socket's descriptor
+    asio::steady_timer limit;
+    bool over = false;
+};
+
+void supervisor_service::wait_for_room_locked(const asio::any_io_executor& ex)
+{
+    auto w = std::make_shared<room_wait>(
+        room_wait{asio::posix::stream_descriptor(ex), asio::steady_timer(ex, wedged_after)});
+    if (int fd = ::fcntl(control_.get(), F_DUPFD_CLOEXEC, 3); fd >= 0)
+    {
+        w->control.assign(fd);
+        w->control.async_wait(asio::posix::stream_descriptor::wait_write,
+                              [this, w](boost::system::error_code ec) {
+                                  if (!ec)
+                                      on_room(w, false);
+                              });
+    }
+    w->limit.async_wait([this, w](boost::system::error_code ec) {
+        if (!ec)
+            on_room(w, true);
+    });
+}
+
+// Serves the waiting requests in order, after replacing a wedged helper; waits again when
+// the socket fills up before all are served.
+void supervisor_service::on_room(const std::shared_ptr<room_wait>& w, bool wedged)
+{
+    const auto ex = w->limit.get_executor();
+    std::vector<std::pair<waiter, outcome<unique_fd>>> served;
+    {
+        std::lock_guard l(mu_);
+        if (std::exchange(w->over, true))
+            return;
+        boost::system::error_code ignored;
+        w->limit.cancel();
+        w->control.close(ignored);
+        if (wedged)
+            retire_helper_locked(ex);
+        while (!waiting_.empty())
+        {
+            auto got = request_worker_locked(ex);
+            if (got && !*got)
+            {
+                wait_for_room_locked(ex);
+                break;
+            }
+            served.emplace_back(std::move(waiting_.front()), std::move(got));
+            waiting_.pop_front();
+        }
+    }
+    for (auto& [wt, got] : served)
+        asio::post(wt.ex, [h = std::move(wt.h), got = std::move(got)]() mutable {
+            h(std::move(got));
+        });
+}
+
+// The helper is gone or wedged: its workers and trees die with it (each worker watches its
+// lifeline); it is killed, and reaped once it has exited, on `ex`.
+void supervisor_service::retire_helper_locked(const asio::any_io_executor& ex)
+{
+    idle_.clear();
+    if (control_)
+        ::shutdown(control_.get(), SHUT_RDWR); // copies held by a room wait see it too
+    control_.reset();
+    if (helper_pid_ > 0)
+    {
+        ::kill(helper_pid_, SIGKILL); // our unreaped child: the pid cannot have been reused
+        retired_.push_back({helper_pid_, generation_});
+        reap_later(ex, helper_pid_, std::move(helper_pidfd_));
+    }
+    helper_pidfd_.reset();
+    helper_pid_ = -1;
+    ++generation_;
+}
+
+void supervisor_service::reap_later(const asio::any_io_executor& ex, pid_t pid, unique_fd pidfd)
+{
+    if (!pidfd)
+        return wait_exit(ex, pid);
+    auto d = std::make_shared<asio::posix::stream_descriptor>(ex, pidfd.release());
+    d->async_wait(asio::posix::stream_descriptor::wait_read,
+                  [this, d, pid](boost::system::error_code ec) {
+                      if (!ec)
+                          reaped(pid);
+                  });
+}
+
+// Without pidfd (Linux before 5.3): looks every 5 ms.
+void supervisor_service::wait_exit(const asio::any_io_executor& ex, pid_t pid)
+{
+    auto t = std::make_shared<asio::steady_timer>(ex, std::chrono::milliseconds(5));
+    t->async_wait([this, t, ex, pid](boost::system::error_code ec) {
+        if (ec)
+            return;
+        if (::waitpid(pid, nullptr, WNOHANG) == 0)
+            return wait_exit(ex, pid);
+        reaped(pid);
+    });
+}
+
+void supervisor_service::reaped(pid_t pid)
+{
+    ::waitpid(pid, nullptr, WNOHANG); // it has exited: no wait
+    kept_list released;
+    {
+        std::lock_guard l(mu_);
+        auto at = std::find_if(retired_.begin(), retired_.end(),
+                               [pid](const retired& r) { return r.pid == pid; });
+        if (at == retired_.end())
+            return;
+        released = take_kept_locked(at->generation);
+        retired_.erase(at);
+    }
+    // `released` goes here, outside the lock (a lease's destructor touches the filesystem).
+}
+
+supervisor_service::kept_list supervisor_service::take_kept_locked(std::uint64_t generation)
+{
+    kept_list out;
+    auto mid = std::stable_partition(kept_.begin(), kept_.end(), [generation](const auto& k) {
+        return k.first != generation;
+    });
+    std::move(mid, kept_.end(), std::back_inserter(out));
+    kept_.erase(mid, kept_.end());
+    return out;
+}
+
+void supervisor_service::keep_until_helper_gone(std::shared_ptr<void> resources)
+{
+    std::unique_lock l(mu_);
+    if (helper_pid_ > 0 || !retired_.empty()) // a helper that may run the tree, or was
+    {                                         // replaced a moment ago
+        kept_.emplace_back(helper_pid_ > 0 ? generation_ : retired_.back().generation,
+                           std::move(resources));
+        return;
+    }
+    l.unlock();
+    resources.reset(); // no helper, so no tree
 }
 
 void supervisor_service::release(unique_fd channel)
@@ -287,7 +477,7 @@ pid_t supervisor_service::helper_pid() const
     return helper_pid_;
 }
 
-} // namespace sandbox
+} // namespace sandbox::detail
 
 namespace sandbox {
 
@@ -297,27 +487,50 @@ bool sampler_usable() noexcept
     return ::access("/proc/self/stat", R_OK) == 0;
 }
 
-bool fork_gate_usable() noexcept
+namespace {
+
+// What costs no process: asking for a filter with a listener but giving no program installs
+// nothing: the kernel answers EFAULT when it would accept one, EPERM (or another error) when
+// a filter above us forbids it (a container's, or a fork gate above ours). Letting a held
+// call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE) came in Linux 5.5.
+bool fork_gate_precheck() noexcept
 {
-    static const bool usable = [] {
-        // Asking for a filter with a listener but giving no program installs nothing: the
-        // kernel answers EFAULT when it would accept one, EPERM (or another error) when a
-        // filter above us forbids it (a container's, or a fork gate above ours). Letting a
-        // held call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE) came in Linux 5.5.
+    static const bool ok = [] {
         if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                       nullptr) == 0 ||
             errno != EFAULT)
             return false;
         struct utsname u{};
         int major = 0, minor = 0;
-        if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
-            (major < 5 || (major == 5 && minor < 5)))
-            return false;
+        return ::uname(&u) == 0 && std::sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+               (major > 5 || (major == 5 && minor >= 5));
+    }();
+    return ok;
+}
+
+// The probe's answer once it ran: 1 usable, 0 not, -1 not asked yet.
+std::atomic<int> probed_usable{-1};
+
+} // namespace
+
+bool detail::fork_gate_ruled_out() noexcept
+{
+    return !fork_gate_precheck() || probed_usable.load() == 0;
+}
+
+// Synchronous by contract (a bool, for `enforcement()`): the first call spawns the probe and
+// waits for it, a few milliseconds once per process. The exec path never calls it
+// (`detail::fork_gate_ruled_out`).
+bool fork_gate_usable() noexcept
+{
+    static const bool usable = [] {
         // The checks above install nothing, so they miss what only an installation meets:
         // a listener on a filter above us (a container runtime that intercepts syscalls:
         // EBUSY), a forbidden no_new_privs. The helper program installs the real filter
         // on itself and exits, once per process.
-        return detail::probe_fork_gate_in_helper() == 0;
+        const bool ok = fork_gate_precheck() && detail::probe_fork_gate_in_helper() == 0;
+        probed_usable = ok ? 1 : 0;
+        return ok;
     }();
     return usable;
 }

@@ -1,6 +1,8 @@
 // lib/supervisor/client.hpp: the library's side of the supervisor helper. One service per
 // execution context: it starts `sandbox-supervisor` on first use, keeps a pool of channels
 // to idle workers, and closes everything (so the helper kills every tree) on shutdown.
+// Nothing here waits on the caller's thread: a full control socket, a helper to replace and
+// a dead helper to reap are waited for on the caller's executor.
 #ifndef SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 #define SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 
@@ -10,11 +12,17 @@
 #include <sandbox/failure.hpp>
 #include <sandbox/sampler.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
 
 #include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -30,13 +38,28 @@ public:
     explicit supervisor_service(boost::asio::execution_context& ctx);
     ~supervisor_service() override;
 
-    /// A non-blocking channel to an idle worker, ready for one plan. Starts the helper when
-    /// needed (and again when it died). Errors: `not_available` when the helper program is
-    /// missing; `internal` (with the OS error as cause) when it cannot be started or reached.
-    outcome<backend::unique_fd> acquire();
+    using channel_handler = std::function<void(outcome<backend::unique_fd>)>;
+
+    /// \brief A non-blocking channel to an idle worker, ready for one plan, for `h`.
+    ///
+    /// `h` runs inline when a worker was asked for at once (an idle one, or a request the
+    /// control socket took: the helper forks the worker meanwhile, the plan waits in the
+    /// channel), else later through `ex`. Starts the helper when needed, and again when it
+    /// died: its posix_spawn is the only system call here that waits (a vfork, back once the
+    /// helper's exec began). A full control socket is waited for on `ex`; a helper that
+    /// takes nothing for 100 ms is killed and replaced, and a dead one is reaped on `ex`.
+    /// Errors: `not_available` when the helper program is missing; `internal` (with the OS
+    /// error as cause) when it cannot be started or reached.
+    void async_acquire(const boost::asio::any_io_executor& ex, channel_handler h);
 
     /// Returns the channel of a worker that finished a plan normally (idle again).
     void release(backend::unique_fd channel);
+
+    /// \brief Keeps a backend's resources for a tree whose end was not reported (its worker
+    /// was lost, or the caller went away mid-run) until the helper that ran it is reaped: the
+    /// helper kills and reaps every tree before it exits. Released at once when no helper
+    /// runs (after shutdown).
+    void keep_until_helper_gone(std::shared_ptr<void> resources);
 
     /// Counters, fed by the executions.
     void on_capped_start() noexcept { ++watched_; }
@@ -47,15 +70,41 @@ public:
     pid_t helper_pid() const;
 
 private:
+    struct waiter
+    {
+        boost::asio::any_io_executor ex;
+        channel_handler h;
+    };
+    struct room_wait;
+    struct retired
+    {
+        pid_t pid;
+        std::uint64_t generation;
+    };
+    using kept_list = std::vector<std::pair<std::uint64_t, std::shared_ptr<void>>>;
+
     void shutdown() override;
     outcome<void> start_helper_locked();
     void stop_helper_locked(bool wait);
+    backend::unique_fd idle_channel_locked();
+    outcome<backend::unique_fd> request_worker_locked(const boost::asio::any_io_executor& ex);
+    void wait_for_room_locked(const boost::asio::any_io_executor& ex);
+    void on_room(const std::shared_ptr<room_wait>& w, bool wedged);
+    void retire_helper_locked(const boost::asio::any_io_executor& ex);
+    void reap_later(const boost::asio::any_io_executor& ex, pid_t pid, backend::unique_fd pidfd);
+    void wait_exit(const boost::asio::any_io_executor& ex, pid_t pid);
+    void reaped(pid_t pid);
+    kept_list take_kept_locked(std::uint64_t generation);
 
     mutable std::mutex mu_;
     backend::unique_fd control_;
     backend::unique_fd helper_pidfd_;
     pid_t helper_pid_ = -1;
+    std::uint64_t generation_ = 0;      // of the helper running (or the next one)
     std::vector<backend::unique_fd> idle_;
+    std::deque<waiter> waiting_;         // for room on the control socket, in order
+    std::vector<retired> retired_;       // killed helpers not reaped yet
+    kept_list kept_;                     // by the generation of the helper that ran them
     std::atomic<std::size_t> watched_{0};
     std::atomic<std::uint64_t> samples_{0}, failed_{0}, budget_kills_{0}, unenforceable_kills_{0};
 };
@@ -64,10 +113,16 @@ private:
 /// the build tree. Empty when none is executable.
 std::string supervisor_program();
 
-/// Runs `sandbox-supervisor --probe-fork-gate` and waits for it (about a millisecond; once
+/// Runs `sandbox-supervisor --probe-fork-gate` and waits for it (a few milliseconds; once
 /// per process, from `fork_gate_usable`): 0 when the fork gate's real filter installs, else
 /// the errno it failed with (ENOENT: no helper program).
 int probe_fork_gate_in_helper();
+
+/// \brief True when a process cap surely cannot be held here, from what costs no process:
+/// the kernel's version and a seccomp() call that installs nothing, or the probe of
+/// `fork_gate_usable` when it already ran. Never starts the probe: the exec path asks this,
+/// and a gate that only fails once installed fails the spawn (`fork_gate_unavailable`).
+bool fork_gate_ruled_out() noexcept;
 
 } // namespace sandbox::detail
 

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -78,10 +79,11 @@ struct spawn_plan
     unique_fd inner_status{};
     /// The command as the caller named it (diagnostics of a wrapped run).
     std::string inner_command{};
-    /// A backend's resources for this command, released (by their destructor) once the
-    /// worker reports the whole tree gone; never released when no report comes (the caller
-    /// went away mid-run: the tree may still be running while the worker kills it).
-    std::shared_ptr<void> held{};
+    /// What the backend keeps on the host for this command's tree while it may run (bwrap:
+    /// the lease on its write-deny stand-ins), released (by its destructor) once the worker
+    /// reports the whole tree gone. When no report comes (the worker was lost, or the caller
+    /// went away mid-run), once the helper that ran the tree has been reaped.
+    std::shared_ptr<void> tree_resources{};
 };
 
 /// What every backend on the supervisor enforces: the environment policy, the sampled caps
@@ -122,21 +124,38 @@ struct access_check
 /// \brief Each check as host `uid` and `gid` (supplementary groups: `gid` alone) would get
 /// it: 0 or the errno. Through the helper's `--access-as` mode, which switches as `--as`
 /// does (spawned, so the caller's process is never forked). Empty when it could not run or
-/// switch (a caller that is not root, an id not mapped here). Blocks until it is done.
+/// switch (a caller that is not root, an id not mapped here). Blocks until it is done (a
+/// spawned helper; a few milliseconds): for a backend's construction, not for an exec.
 SANDBOX_DECL std::vector<int> access_as(std::uint32_t uid, std::uint32_t gid,
                                         const std::vector<access_check>& checks);
 
 /// \brief Moves into `plan` what every backend passes through as it is: input, the stdin
 /// descriptor, the output handler, the terminal, the output cap (the request's, else
 /// `default_max_output_bytes`), timeout, kill grace and caps; and names the backend.
-SANDBOX_DECL void take_common(exec_request& req, std::int64_t default_max_output_bytes,
-                              std::string backend_name, spawn_plan& plan);
+SANDBOX_DECL void take_pass_through(exec_request& req, std::int64_t default_max_output_bytes,
+                                    std::string backend_name, spawn_plan& plan);
 
 using supervise_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)>;
 
-SANDBOX_DECL void async_supervise_impl(boost::asio::any_io_executor ex, spawn_plan plan,
-                                       supervise_handler handler);
+} // namespace sandbox::backend
+
+namespace sandbox::detail {
+
+class child_control; // the library's own (sessions use it)
+/// Called once with the command's pid when it runs.
+using spawned_fn = std::function<void(int pid)>;
+
+/// \brief What `backend::async_supervise` runs (and sessions, with `on_spawned` and the
+/// returned control): starts `plan` on `ex`; `done` gets the result.
+SANDBOX_DECL std::shared_ptr<child_control> start_supervised(boost::asio::any_io_executor ex,
+                                                             backend::spawn_plan plan,
+                                                             spawned_fn on_spawned,
+                                                             backend::supervise_handler done);
+
+} // namespace sandbox::detail
+
+namespace sandbox::backend {
 
 /// \brief Runs `plan` to completion.
 ///
@@ -152,14 +171,16 @@ auto async_supervise(boost::asio::any_io_executor ex, spawn_plan plan, Completio
     return boost::asio::async_initiate<CompletionToken,
                                        void(boost::system::error_code, exec_result)>(
         [](auto handler, boost::asio::any_io_executor ex, spawn_plan plan) {
-            async_supervise_impl(std::move(ex), std::move(plan), std::move(handler));
+            sandbox::detail::start_supervised(std::move(ex), std::move(plan), {},
+                                              std::move(handler));
         },
         token, std::move(ex), std::move(plan));
 }
 
 /// A backend's plan, or its refusal with `diag.backend` set to `backend` (what session
 /// starters return and `exec_plan` throws).
-SANDBOX_DECL outcome<spawn_plan> named(outcome<spawn_plan> plan, const char* backend);
+SANDBOX_DECL outcome<spawn_plan> with_backend_name(outcome<spawn_plan> plan,
+                                                  const char* backend);
 
 /// \brief Runs a backend's plan as `runner::exec` does: a refusal (no plan) throws
 /// `sandbox::error` naming `backend`; a failed run throws it with the partial result.

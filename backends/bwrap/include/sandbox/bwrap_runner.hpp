@@ -2,6 +2,7 @@
 #ifndef SANDBOX_BWRAP_RUNNER_HPP
 #define SANDBOX_BWRAP_RUNNER_HPP
 
+#include <sandbox/backend/runner_options.hpp>
 #include <sandbox/config.hpp>
 #include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
@@ -16,11 +17,11 @@
 
 namespace sandbox {
 
-/// \brief Construction options of `bwrap_runner`.
-struct bwrap_runner_options
+/// \brief Construction options of `bwrap_runner`: the shared ones (`root`: bound read-write,
+/// and the directory work dirs are confined to; default output cap, sample interval,
+/// sessions), and these.
+struct bwrap_runner_options : common_runner_options
 {
-    /// The root: bound read-write, and the directory work dirs are confined to.
-    std::string root = ".";
     /// More directories bound read-write at the same paths (must exist; not `/`, not a
     /// home directory, not an ancestor of a read-deny path).
     std::vector<std::string> writable_paths{};
@@ -56,10 +57,6 @@ struct bwrap_runner_options
     std::string sandbox_user{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
-    /// Per-stream output cap when the request sets none. Zero or negative: no cap.
-    std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
-    std::chrono::nanoseconds sample_interval = default_sample_interval;
-    session_registry_options sessions{};
 };
 
 /// \brief Runs commands inside bubblewrap: host `/` read-only, the root (and the writable

@@ -2,6 +2,7 @@
 #ifndef SANDBOX_LOCAL_RUNNER_HPP
 #define SANDBOX_LOCAL_RUNNER_HPP
 
+#include <sandbox/backend/runner_options.hpp>
 #include <sandbox/config.hpp>
 #include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
@@ -15,27 +16,17 @@
 
 namespace sandbox {
 
-/// \brief Construction options of `local_runner`.
-struct local_runner_options
-{
-    /// The root that work directories are confined to. Made absolute and symlink-resolved.
-    std::string root = ".";
-    /// Per-stream output cap when the request sets none. Zero or negative: no cap.
-    std::int64_t default_max_output_bytes = sandbox::default_max_output_bytes;
-    /// How often the cap sampler reads the trees of this runner (see
-    /// default_sample_interval for when it looks sooner or later).
-    std::chrono::nanoseconds sample_interval = default_sample_interval;
-    /// Retention and count bound of its sessions.
-    session_registry_options sessions{};
-};
+/// \brief Construction options of `local_runner`: the shared ones (root, default output
+/// cap, sample interval, sessions), no more; the same type, so `{.root = "."}` works.
+using local_runner_options = common_runner_options;
 
 /// \brief Runs commands as host processes. No isolation: environment policy, work-dir
 /// confinement at start, output caps, a timeout, and memory / cpu / process caps by the
 /// shared /proc sampler. The whole process tree is killed on timeout, cancellation and exit.
 ///
 /// Refuses (`errc::not_available`) any network mode but `inherit`, a disk quota, and
-/// sampled caps when /proc cannot be read. Needs pidfd (Linux 5.3+); without it every
-/// execution fails with `errc::not_available` instead of falling back to SIGCHLD.
+/// sampled caps when /proc cannot be read. Children are watched by the supervisor helper's
+/// workers (their parent), so no pidfd is needed here.
 class SANDBOX_DECL local_runner final : public runner
 {
 public:
