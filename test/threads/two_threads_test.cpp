@@ -133,6 +133,12 @@ asio::awaitable<std::string> read_until(sandbox::session& s, std::uint64_t& at,
     co_return seen;
 }
 
+asio::awaitable<std::optional<sandbox::session_watcher>> watch_of(
+    std::shared_ptr<sandbox::session> s)
+{
+    co_return s->watch();
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_CASE(execs_from_another_thread_run_on_the_runners, two_threads)
@@ -165,8 +171,11 @@ BOOST_FIXTURE_TEST_CASE(sessions_from_another_thread_run_on_the_runners, two_thr
         auto& pm = *runner->sessions();
         for (int i = 0; i < rounds; ++i)
         {
-            std::shared_ptr<sandbox::session> s =
-                (i % 2 == 0) ? co_await pm.start(cat()) : co_await sandbox::async_start(pm, cat());
+            std::shared_ptr<sandbox::session> s;
+            if (i % 2 == 0)
+                s = co_await pm.start(cat());
+            else
+                s = co_await sandbox::async_start(pm, cat());
             const std::string line = "line-" + std::to_string(who) + "-" + std::to_string(i);
             co_await s->write(line + "\n");
             std::uint64_t at = 0;
@@ -174,12 +183,7 @@ BOOST_FIXTURE_TEST_CASE(sessions_from_another_thread_run_on_the_runners, two_thr
             co_await sandbox::async_write(*s, "more\n");
             seen += co_await read_until(*s, at, "more");
             // watch() is synchronous: made on the session's executor; next() hops by itself.
-            auto w = co_await asio::co_spawn(
-                s->get_executor(),
-                [s]() -> asio::awaitable<std::optional<sandbox::session_watcher>> {
-                    co_return s->watch();
-                },
-                asio::use_awaitable);
+            auto w = co_await asio::co_spawn(s->get_executor(), watch_of(s), asio::use_awaitable);
             sandbox::session_event ev = co_await w->next();
             auto again = co_await sandbox::async_find(pm, s->id());
             co_await sandbox::async_close_input(*s);
@@ -203,9 +207,11 @@ BOOST_FIXTURE_TEST_CASE(terminating_from_another_thread_ends_the_tree, two_threa
         for (int i = 0; i < rounds; ++i)
         {
             std::shared_ptr<sandbox::session> s = co_await pm.start(cat());
-            sandbox::exec_result r = (i % 2 == 0)
-                                         ? co_await s->terminate(0ns)
-                                         : co_await pm.terminate(s->id(), 0ns);
+            sandbox::exec_result r; // no co_await inside ?: (GCC 12 miscompiles it)
+            if (i % 2 == 0)
+                r = co_await s->terminate(0ns);
+            else
+                r = co_await pm.terminate(s->id(), 0ns);
             co_await sandbox::async_close(*s);
             if (r.status == sandbox::exec_status::terminated)
                 ++ok;
