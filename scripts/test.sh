@@ -19,7 +19,8 @@ tsan_job() {
       -DSANDBOX_INSTALL=OFF >&2
   fi
   cmake --build build-tsan -j "$(nproc)" --target sandbox_thread_tests sandbox-supervisor >&2
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+  # The suppressions file says what it hides and why (Asio's fenced reference counts).
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/test/threads/tsan.supp ${TSAN_OPTIONS:-}" \
     build-tsan/test/sandbox_thread_tests
 }
 

@@ -122,8 +122,8 @@ class session_watcher;
 /// Made by `process_manager::start`. The awaitable members and the `async_*` front ends may
 /// be called from any executor: their work runs on the session's executor (the runner's) and
 /// the caller resumes on its own. The synchronous members (`resize`, `signal`,
-/// `close_input`, `info` and the getters) touch the state directly: call them on the
-/// session's executor, or use `async_resize`, `async_signal`, `async_close_input` from
+/// `close_input`, `watch`, `info` and the getters other than `id()`) touch the state
+/// directly: call them on the session's executor, or use `async_resize`, `async_signal`, `async_close_input` from
 /// elsewhere. Operations keep the session's state alive while they run.
 ///
 /// A session started through a `process_manager` is held by it until `close()`, the
