@@ -29,8 +29,11 @@ namespace sandbox {
 /// The exception is a `sandbox::error`. When the operation delivers an `exec_result`, the
 /// error carries its `diag` and the whole result as `partial_result()` (the output captured
 /// before a timeout, a budget kill or a cancellation), and the handler still receives the
-/// result as its second argument. This is the default token of `async_exec`, wrapped around
-/// `boost::asio::deferred`; wrap any other token the same way
+/// result as its second argument. For the other operations of the library (sessions) the
+/// error carries the diagnostics the operation left for it (`detail::diagnostics_sink`);
+/// any other operation gets `ec.message()`. This is the default token of `async_exec` and of
+/// every session front end, wrapped around `boost::asio::deferred`; wrap any other token the
+/// same way (as the outermost adapter)
 /// (`with_diagnostics(boost::asio::use_awaitable)`, `with_diagnostics(use_future)`).
 /// Modelled on Boost.MySQL's `with_diagnostics`. Associated executor, allocator and
 /// cancellation slot are those of the wrapped handler.

@@ -220,3 +220,39 @@ BOOST_FIXTURE_TEST_CASE(terminating_from_another_thread_ends_the_tree, two_threa
     BOOST_TEST(failures == 0);
     BOOST_TEST(ok == callers * rounds);
 }
+
+// The backend alone (no policy chain in front): its exec and its sessions' start hop too.
+BOOST_AUTO_TEST_CASE(a_bare_local_runner_serves_another_thread)
+{
+    asio::io_context owner_ctx, caller_ctx;
+    scratch_root root;
+    sandbox::local_runner_options o;
+    o.root = root.path.string();
+    sandbox::local_runner runner(asio::make_strand(owner_ctx), o);
+    auto guard = asio::make_work_guard(owner_ctx);
+    std::thread owner([&] { owner_ctx.run(); });
+    int ok = 0;
+    asio::co_spawn(
+        caller_ctx,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < rounds; ++i)
+            {
+                auto req = echo(i);
+                sandbox::exec_result r = co_await runner.exec(req);
+                auto s = co_await runner.sessions()->start(cat());
+                co_await s->write("x\n");
+                std::uint64_t at = 0;
+                std::string seen = co_await read_until(*s, at, "x");
+                co_await s->close();
+                if (r.out.data == "call-" + std::to_string(i) + "\n" && seen == "x\n")
+                    ++ok;
+            }
+        },
+        [&](std::exception_ptr e) {
+            BOOST_TEST(!e);
+            guard.reset();
+        });
+    caller_ctx.run();
+    owner.join();
+    BOOST_TEST(ok == rounds);
+}
