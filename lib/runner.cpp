@@ -1,5 +1,8 @@
-// lib/runner.cpp: the completion-token front end (co_spawn over runner::exec) and noop_runner.
+// lib/runner.cpp: noop_runner, and the compiled half of every completion-token front end
+// (lib/front_end.hpp).
 #include <sandbox/runner.hpp>
+
+#include "front_end.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -26,74 +29,72 @@ asio::awaitable<exec_result> noop_runner::exec(exec_request)
 }
 
 namespace detail {
-namespace {
 
-using outcome_pair = std::pair<boost::system::error_code, exec_result>;
-
-outcome_pair from_exception(std::exception_ptr ep)
+caught catch_exception(std::exception_ptr ep)
 {
-    outcome_pair p;
+    caught c;
     try
     {
         std::rethrow_exception(ep);
     }
     catch (const sandbox::error& e)
     {
+        c.code = e.code();
+        c.diag = e.diag();
         if (e.partial_result())
-            p.second = *e.partial_result();
-        if (p.second.diag.empty())
-            p.second.diag = e.diag();
-        p.first = e.code();
+            c.partial = *e.partial_result();
     }
     catch (const boost::system::system_error& e)
     {
-        p.first = e.code();
-        p.second.diag.message = e.what();
+        c.code = e.code();
+        c.diag.message = e.what();
     }
     catch (const std::exception& e)
     {
-        p.first = make_error_code(errc::internal);
-        p.second.diag.message = e.what();
+        c.code = make_error_code(errc::internal);
+        c.diag.message = e.what();
     }
     catch (...)
     {
-        p.first = make_error_code(errc::internal);
-        p.second.diag.message = "unknown exception";
+        c.code = make_error_code(errc::internal);
+        c.diag.message = "unknown exception";
     }
-    return p;
+    return c;
 }
 
-asio::awaitable<outcome_pair> run_one(runner& r, exec_request req)
+void fill_failed(exec_result& r, const caught& c)
 {
-    // Let partial cancellation through to the backend (SIGTERM, then SIGKILL after grace).
-    co_await asio::this_coro::reset_cancellation_state(asio::enable_partial_cancellation());
-    try
-    {
-        exec_result res = co_await r.exec(std::move(req));
-        co_return outcome_pair{boost::system::error_code{}, std::move(res)};
-    }
-    catch (...)
-    {
-        co_return from_exception(std::current_exception());
-    }
+    if (c.partial)
+        r = *c.partial;
+    if (r.diag.empty())
+        r.diag = c.diag;
 }
 
-} // namespace
-
-void async_exec_impl(runner& r, exec_request req, exec_handler handler)
+void launch(asio::any_io_executor ex, asio::awaitable<void> body, diagnostics_sink sink,
+            asio::any_completion_handler<void(boost::system::error_code)> handler)
 {
-    auto ex = r.get_executor();
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto hex = asio::get_associated_executor(handler, ex);
-    asio::co_spawn(
-        ex, run_one(r, std::move(req)),
-        asio::bind_cancellation_slot(
-            slot, asio::bind_executor(hex, [h = std::move(handler)](std::exception_ptr ep,
-                                                                    outcome_pair p) mutable {
-                if (ep)
-                    p = from_exception(ep);
-                std::move(h)(p.first, std::move(p.second));
-            })));
+    asio::co_spawn(ex, accept_cancellation(std::move(body)),
+                   asio::bind_cancellation_slot(
+                       slot, asio::bind_executor(hex, [h = std::move(handler),
+                                                       sink = std::move(sink)](
+                                                          std::exception_ptr ep) mutable {
+                           boost::system::error_code ec;
+                           if (ep)
+                           {
+                               caught c = catch_exception(ep);
+                               ec = c.code;
+                               if (sink)
+                                   *sink = std::move(c.diag);
+                           }
+                           std::move(h)(ec);
+                       })));
+}
+
+void async_exec_impl(runner* r, exec_request req, diagnostics_sink sink, exec_handler handler)
+{
+    launch(r->get_executor(), r->exec(std::move(req)), std::move(sink), std::move(handler));
 }
 
 } // namespace detail

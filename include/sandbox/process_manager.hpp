@@ -23,6 +23,12 @@ namespace sandbox {
 /// \brief Starts sessions and finds them again by id. A runner that has sessions returns
 /// one from `runner::sessions()`; one that has none returns null (never a manager that
 /// silently runs something else).
+///
+/// `start` and `terminate` (and their front ends) may be called from any executor: they run
+/// on the manager's executor (the runner's). `list` and `find` read its books directly: call
+/// them on that executor, or use `async_find` from elsewhere. The manager holds every
+/// session it started until that session is closed (by `close()` or its retention) or the
+/// manager is destroyed: dropping your handles does not end a session.
 class SANDBOX_DECL process_manager
 {
 public:
@@ -39,10 +45,12 @@ public:
     /// started.
     virtual boost::asio::awaitable<std::shared_ptr<session>> start(session_spec spec) = 0;
 
-    /// Sessions not yet closed (running or ended), ordered by start time.
+    /// Sessions not yet closed (running or ended), ordered by start time. On the manager's
+    /// executor only.
     virtual std::vector<session_info> list() const = 0;
 
-    /// The session with this id, or null.
+    /// The session with this id, or null (after its close). On the manager's executor only;
+    /// `async_find` from anywhere.
     virtual std::shared_ptr<session> find(std::string_view id) const = 0;
 
     /// \brief `session::terminate` by id; returns with the exit recorded (`list()` shows it).
@@ -51,13 +59,56 @@ public:
         std::string id, std::chrono::nanoseconds grace = std::chrono::seconds(2)) = 0;
 };
 
-/// \brief Completion-token front end of `process_manager::start`: completes with
-/// `void(std::exception_ptr, std::shared_ptr<session>)` (see the session front ends).
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_start(process_manager& pm, session_spec spec, CompletionToken&& token = {})
+namespace detail {
+template <>
+inline constexpr bool resumes_with_exception<std::shared_ptr<session>> = true;
+
+SANDBOX_DECL void async_start_impl(process_manager* pm, session_spec spec, diagnostics_sink sink,
+                                   value_handler<std::shared_ptr<session>> h);
+SANDBOX_DECL void async_find_impl(process_manager* pm, std::string id, diagnostics_sink sink,
+                                  value_handler<std::shared_ptr<session>> h);
+} // namespace detail
+
+/// \brief Completion-token front end of `process_manager::start`.
+///
+/// \par Completion signature
+/// `void(boost::system::error_code, std::shared_ptr<session>)`; null on failure.
+///
+/// \par Default token
+/// `with_diagnostics(boost::asio::deferred)`: `co_await async_start(pm, spec)` returns the
+/// session or throws `sandbox::error` with the diagnostics (`diag.limit` names the refused
+/// field or limit). Plain tokens get the pair; `with_diagnostics(token)` adds the exception.
+///
+/// \par Errors
+/// As `process_manager::start`: `errc::validation`, `errc::conflict`, every error exec
+/// reports before running; `operation_aborted` when cancelled.
+///
+/// \par Per-operation cancellation
+/// `terminal` and `partial`: the start is abandoned and what it started is killed. `total`
+/// is not supported.
+///
+/// \par Executor and threads
+/// Runs on the manager's executor whatever executor initiates it; the handler runs on its
+/// associated executor and never inside this function.
+///
+/// \par Object lifetimes
+/// The manager must outlive the operation; the spec is moved into it.
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_start(process_manager& pm, session_spec spec, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(pm.get_executor(), detail::accept_partial(pm.start(std::move(spec))),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code, std::shared_ptr<session>)>(
+        &detail::async_start_impl, std::forward<CompletionToken>(token), &pm, std::move(spec));
+}
+
+/// \brief `process_manager::find` from any executor: completes with
+/// `void(boost::system::error_code, std::shared_ptr<session>)` on the handler's executor,
+/// the session or null (never an error but `operation_aborted`). Default token, threads and
+/// lifetimes as `async_start`.
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_find(process_manager& pm, std::string id, CompletionToken&& token = {})
+{
+    return detail::initiate_erased<void(boost::system::error_code, std::shared_ptr<session>)>(
+        &detail::async_find_impl, std::forward<CompletionToken>(token), &pm, std::move(id));
 }
 
 /// Options of `session_registry`.
@@ -74,8 +125,8 @@ struct session_registry_options
 ///
 /// A backend gives it a `starter` that turns a spec into a spawn plan after its policy
 /// checks (the same checks as its exec); the registry runs the plan under the supervised
-/// child core, so every backend's sessions behave alike. Destroying the registry kills
-/// the trees of its sessions that still run.
+/// child core, so every backend's sessions behave alike. It holds each session until it is
+/// closed; destroying the registry kills the trees of its sessions that still run.
 class SANDBOX_DECL session_registry final : public process_manager
 {
 public:

@@ -76,7 +76,8 @@ private:
 namespace detail {
 using exec_handler =
     boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)>;
-SANDBOX_DECL void async_exec_impl(runner& r, exec_request req, exec_handler handler);
+SANDBOX_DECL void async_exec_impl(runner* r, exec_request req, diagnostics_sink sink,
+                                  exec_handler handler);
 } // namespace detail
 
 /// \brief Completion-token front end of `runner::exec`, for callbacks, futures, `as_tuple`,
@@ -113,12 +114,8 @@ SANDBOX_DECL void async_exec_impl(runner& r, exec_request req, exec_handler hand
 template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
 [[nodiscard]] auto async_exec(runner& r, exec_request req, CompletionToken&& token = {})
 {
-    return boost::asio::async_initiate<CompletionToken,
-                                       void(boost::system::error_code, exec_result)>(
-        [](auto handler, runner* r, exec_request req) {
-            detail::async_exec_impl(*r, std::move(req), std::move(handler));
-        },
-        token, &r, std::move(req));
+    return detail::initiate_erased<void(boost::system::error_code, exec_result)>(
+        &detail::async_exec_impl, std::forward<CompletionToken>(token), &r, std::move(req));
 }
 
 } // namespace sandbox

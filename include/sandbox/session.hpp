@@ -8,12 +8,12 @@
 #include <sandbox/exec_options.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/with_diagnostics.hpp>
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
-#include <boost/asio/this_coro.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -70,7 +70,8 @@ struct output_chunk
 struct session_output
 {
     std::vector<output_chunk> chunks{};
-    /// Where to read next: the offset after the last byte returned.
+    /// Where to read next: the offset after the last byte returned. With a `sequence_gap`
+    /// error (through a front end's `(error_code, session_output)`), where reading resumes.
     std::uint64_t next = 0;
     /// The command has ended and everything it wrote has been returned.
     bool eof = false;
@@ -82,14 +83,15 @@ struct session_event
     enum class kind
     {
         output, ///< `data` from `stream`, starting at `offset`
-        lag,    ///< bytes `[missed_from, offset)` were dropped by the log before this
-                ///< watcher got them; output resumes at `offset`
         exited, ///< the command ended; `exit` holds how, `offset` is the output's end
         closed, ///< the session was closed; nothing follows
     };
     kind what = kind::output;
     output_stream stream = output_stream::out;
     std::uint64_t offset = 0;
+    /// Only with a `sequence_gap` error (through a front end's `(error_code, session_event)`):
+    /// bytes `[missed_from, offset)` were dropped before this watcher got them; output
+    /// resumes at `offset`.
     std::uint64_t missed_from = 0;
     std::string data{};
     std::optional<exec_result> exit{};
@@ -117,15 +119,23 @@ class session_watcher;
 
 /// \brief A running (or ended, not yet closed) command.
 ///
-/// Made by `process_manager::start`. Not thread-safe: use it on its executor (a strand when
-/// the io_context runs on several threads). Operations keep the session's state alive while
-/// they run. Destroying the last handle of a session that was not closed kills its tree.
+/// Made by `process_manager::start`. The awaitable members and the `async_*` front ends may
+/// be called from any executor: their work runs on the session's executor (the runner's) and
+/// the caller resumes on its own. The synchronous members (`resize`, `signal`,
+/// `close_input`, `watch`, `info` and the getters other than `id()`) touch the state
+/// directly: call them on the session's executor, or use `async_resize`, `async_signal`, `async_close_input` from
+/// elsewhere. Operations keep the session's state alive while they run.
 ///
-/// Every awaitable here throws `sandbox::error` (or `boost::system::system_error` for OS
-/// errors and `operation_aborted`). Cancelling one (terminal or partial cancellation of the
-/// awaiting coroutine) ends that operation only, never the command: a cancelled `read`
-/// consumes nothing, a cancelled `write` stops writing at once (a prefix may have been
-/// written, never anything later), a cancelled `wait` leaves the command running.
+/// A session started through a `process_manager` is held by it until `close()`, the
+/// retention after its exit, or the manager's destruction: dropping every handle of yours
+/// does not end it (`find(id)` gives it back). One started by `start_session` alone is ended
+/// when its last handle goes.
+///
+/// Every awaitable here throws `sandbox::error` (a `boost::system::system_error`, with the
+/// diagnostics). Cancelling one (terminal or partial cancellation of the awaiting coroutine)
+/// ends that operation only, never the command: a cancelled `read` consumes nothing, a
+/// cancelled `write` stops writing at once (a prefix may have been written, never anything
+/// later), a cancelled `wait` leaves the command running.
 class SANDBOX_DECL session
 {
 public:
@@ -151,7 +161,7 @@ public:
     /// the command runs.
     ///
     /// `errc::sequence_gap` when the log dropped that offset (`diag.observed` says where
-    /// reading can resume), `errc::validation` for `max_bytes == 0` or an offset past the
+    /// reading can resume; the same rule as `session_watcher::next`), `errc::validation` for `max_bytes == 0` or an offset past the
     /// end, `errc::session_closed` after `close()`. Output stays readable after the command
     /// ends until the session is closed; then `eof` is set once all of it was returned.
     boost::asio::awaitable<session_output> read(std::uint64_t from, std::size_t max_bytes);
@@ -202,10 +212,12 @@ private:
 ///
 /// A watcher holds no copy of the output, only its offset into the session's bounded log, so
 /// the command is never slowed and no event is dropped silently: a consumer that falls
-/// behind the log's bound gets a `lag` event naming exactly the first offset it missed and
-/// where the stream resumes (it can `read` nothing of the gap: it is gone). Output, then
+/// behind the log's bound gets `errc::sequence_gap` from `next()`, exactly as `read` does:
+/// `diag.observed` (and `position()` afterwards) is where the stream resumes, the bytes from
+/// its previous position up to there are gone; the next `next()` continues. Output, then
 /// one `exited`, then one `closed`; after `closed`, `next()` fails with
-/// `errc::session_closed`. Any number of watchers per session.
+/// `errc::session_closed`. Any number of watchers per session, each used by one consumer at
+/// a time.
 class SANDBOX_DECL session_watcher
 {
 public:
@@ -215,10 +227,16 @@ public:
     session_watcher& operator=(session_watcher&&) noexcept;
     ~session_watcher();
 
-    /// The next event; waits while there is none. Cancelling it loses nothing.
+    /// The next event; waits while there is none. Cancelling it loses nothing. Runs on the
+    /// session's executor, whichever executor awaits it.
     boost::asio::awaitable<session_event> next();
-    /// The offset of the next output byte this watcher will see.
+    /// The offset of the next output byte this watcher will see (read it on the session's
+    /// executor or between calls of `next()`).
     std::uint64_t position() const noexcept;
+
+    using executor_type = boost::asio::any_io_executor;
+    /// The session's executor, where `next()` runs (empty for a moved-from watcher).
+    executor_type get_executor() const noexcept;
 
 private:
     struct impl;
@@ -226,67 +244,131 @@ private:
 };
 
 namespace detail {
-// Lets partial cancellation through to the operation (co_spawn's default passes terminal
-// only); cancellation types are documented per operation.
+template <>
+inline constexpr bool resumes_with_exception<session_output> = true;
+template <>
+inline constexpr bool resumes_with_exception<session_event> = true;
+
 template <class T>
-boost::asio::awaitable<T> accept_partial(boost::asio::awaitable<T> a)
-{
-    co_await boost::asio::this_coro::reset_cancellation_state(
-        boost::asio::enable_partial_cancellation());
-    co_return co_await std::move(a);
-}
+using value_handler = boost::asio::any_completion_handler<void(boost::system::error_code, T)>;
+using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
+
+SANDBOX_DECL void async_read_impl(session* s, std::uint64_t from, std::size_t max_bytes,
+                                  diagnostics_sink sink, value_handler<session_output> h);
+SANDBOX_DECL void async_write_impl(session* s, std::string data, diagnostics_sink sink,
+                                   void_handler h);
+SANDBOX_DECL void async_wait_impl(session* s, diagnostics_sink sink, value_handler<exec_result> h);
+SANDBOX_DECL void async_terminate_impl(session* s, std::chrono::nanoseconds grace,
+                                       diagnostics_sink sink, value_handler<exec_result> h);
+SANDBOX_DECL void async_close_impl(session* s, diagnostics_sink sink, void_handler h);
+SANDBOX_DECL void async_close_input_impl(session* s, diagnostics_sink sink, void_handler h);
+SANDBOX_DECL void async_resize_impl(session* s, terminal_size size, diagnostics_sink sink,
+                                    void_handler h);
+SANDBOX_DECL void async_signal_impl(session* s, session_signal sig, diagnostics_sink sink,
+                                    void_handler h);
+SANDBOX_DECL void async_next_impl(session_watcher* w, diagnostics_sink sink,
+                                  value_handler<session_event> h);
 } // namespace detail
 
-/// \name Completion-token front ends
-/// For callbacks, futures, `deferred`, `as_tuple` and coroutines alike. Each completes with
-/// `void(std::exception_ptr, T)` (T absent for `async_write` and `async_close`): the
-/// exception is the `sandbox::error` the awaitable member throws, so its diagnostics (the
-/// resume offset of a `sequence_gap`, for instance) survive every token. The handler's
-/// cancellation slot cancels the operation (not the command), as for the members. The
-/// session must outlive the operation.
+/// \name Completion-token front ends of the session members
+///
+/// \par Completion signature
+/// `void(boost::system::error_code, T)`, T being what the member returns (`session_output`,
+/// `exec_result`, `session_event`), or `void(boost::system::error_code)` for the members
+/// that return nothing (`async_write`, `async_close`, `async_close_input`, `async_resize`,
+/// `async_signal`). A failure's value is `T{}`, except that a `sequence_gap` keeps the
+/// position to resume at: `session_output::next`, `session_event::offset` (with
+/// `missed_from`).
+///
+/// \par Default token
+/// `with_diagnostics(boost::asio::deferred)`, as `async_exec`: `co_await async_read(s, 0,
+/// 4096)` returns the value or throws `sandbox::error` with the diagnostics the member would
+/// throw (`diag.observed` of a gap, for instance). Plain tokens (a callback, `as_tuple(...)`,
+/// `deferred`) get the pair; wrap them in `with_diagnostics(...)` to get the exception with its
+/// diagnostics.
+///
+/// \par Errors
+/// Those of the member: `errc::sequence_gap`, `errc::validation`, `errc::session_closed`,
+/// `errc::not_available` (resize), OS errors (`broken_pipe` from a write once the command
+/// ended, `no_such_process` from a signal), `operation_aborted` (cancelled).
+///
+/// \par Per-operation cancellation
+/// `terminal` and `partial` both reach the operation (and end it only, never the command; see
+/// the members). `total` is not supported.
+///
+/// \par Executor and threads
+/// The work runs on the session's executor whatever executor initiates it; the handler runs
+/// on its associated executor and never inside the initiating function.
+///
+/// \par Object lifetimes
+/// The session (the watcher for `async_next`) must outlive the initiation: with `deferred`,
+/// until the operation is started. Once started, the operation keeps the session's state
+/// (the watcher's) alive itself. Arguments are copied or moved into the operation.
 /// @{
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_read(session& s, std::uint64_t from, std::size_t max_bytes,
-                CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_read(session& s, std::uint64_t from, std::size_t max_bytes,
+                              CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.read(from, max_bytes)),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code, session_output)>(
+        &detail::async_read_impl, std::forward<CompletionToken>(token), &s, from, max_bytes);
 }
 
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_write(session& s, std::string data, CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_write(session& s, std::string data, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.write(std::move(data))),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code)>(
+        &detail::async_write_impl, std::forward<CompletionToken>(token), &s, std::move(data));
 }
 
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_wait(session& s, CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_wait(session& s, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.wait()),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code, exec_result)>(
+        &detail::async_wait_impl, std::forward<CompletionToken>(token), &s);
 }
 
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_terminate(session& s, std::chrono::nanoseconds grace, CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_terminate(session& s, std::chrono::nanoseconds grace,
+                                   CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.terminate(grace)),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code, exec_result)>(
+        &detail::async_terminate_impl, std::forward<CompletionToken>(token), &s, grace);
 }
 
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_close(session& s, CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_close(session& s, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(s.get_executor(), detail::accept_partial(s.close()),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code)>(
+        &detail::async_close_impl, std::forward<CompletionToken>(token), &s);
 }
 
-template <class CompletionToken = boost::asio::deferred_t>
-auto async_next(session_watcher& w, boost::asio::any_io_executor ex,
-                CompletionToken&& token = {})
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_close_input(session& s, CompletionToken&& token = {})
 {
-    return boost::asio::co_spawn(std::move(ex), detail::accept_partial(w.next()),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate_erased<void(boost::system::error_code)>(
+        &detail::async_close_input_impl, std::forward<CompletionToken>(token), &s);
+}
+
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_resize(session& s, terminal_size size, CompletionToken&& token = {})
+{
+    return detail::initiate_erased<void(boost::system::error_code)>(
+        &detail::async_resize_impl, std::forward<CompletionToken>(token), &s, size);
+}
+
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_signal(session& s, session_signal sig, CompletionToken&& token = {})
+{
+    return detail::initiate_erased<void(boost::system::error_code)>(
+        &detail::async_signal_impl, std::forward<CompletionToken>(token), &s, sig);
+}
+
+/// The next event of `w` (see `session_watcher`); runs on the session's executor.
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_next(session_watcher& w, CompletionToken&& token = {})
+{
+    return detail::initiate_erased<void(boost::system::error_code, session_event)>(
+        &detail::async_next_impl, std::forward<CompletionToken>(token), &w);
 }
 /// @}
 

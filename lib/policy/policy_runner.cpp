@@ -2,6 +2,8 @@
 // and session starts, and the audit records of each call.
 #include "policy/policy_runner.hpp"
 
+#include "front_end.hpp"
+
 #include <sandbox/policy/predicates.hpp>
 #include <sandbox/session.hpp>
 
@@ -48,7 +50,21 @@ public:
 
     executor_type get_executor() const noexcept override { return owner_.get_executor(); }
 
+    // The thread rule: the chain's state (call count, approvals) is touched on its executor.
     asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
+    {
+        return on_executor(get_executor(), start_here(std::move(spec)));
+    }
+
+    std::vector<session_info> list() const override { return inner().list(); }
+    std::shared_ptr<session> find(std::string_view id) const override { return inner().find(id); }
+    asio::awaitable<exec_result> terminate(std::string id, std::chrono::nanoseconds grace) override
+    {
+        return inner().terminate(std::move(id), grace);
+    }
+
+private:
+    asio::awaitable<std::shared_ptr<session>> start_here(session_spec spec)
     {
         process_manager& pm = inner(); // no approver is asked for what cannot start
         // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
@@ -73,14 +89,6 @@ public:
         co_return s;
     }
 
-    std::vector<session_info> list() const override { return inner().list(); }
-    std::shared_ptr<session> find(std::string_view id) const override { return inner().find(id); }
-    asio::awaitable<exec_result> terminate(std::string id, std::chrono::nanoseconds grace) override
-    {
-        return inner().terminate(std::move(id), grace);
-    }
-
-private:
     process_manager& inner() const
     {
         process_manager* pm = owner_.inner_->sessions();
@@ -126,7 +134,13 @@ trail policy_runner::open_trail(const call_ref& call)
                  call.options.work_dir, call.tty.has_value(), call.session_id);
 }
 
+// The thread rule: the chain's state is touched on its executor, whoever calls.
 asio::awaitable<exec_result> policy_runner::exec(exec_request req)
+{
+    return on_executor(get_executor(), exec_here(std::move(req)));
+}
+
+asio::awaitable<exec_result> policy_runner::exec_here(exec_request req)
 {
     const bool own_stdin = req.stdin_fd != nullptr || req.tty.has_value();
     const std::string no_session;

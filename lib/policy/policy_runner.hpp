@@ -54,6 +54,7 @@ private:
 
     /// Merges the defaults into `call.options`, opens the call's audit trail, then judges
     /// it: the gate, then approval. Throws when it is refused (recorded in the trail).
+    boost::asio::awaitable<exec_result> exec_here(exec_request req);
     boost::asio::awaitable<trail> admit(call_ref call);
     void apply_defaults(call_ref& call) const;
     void gate(const call_ref& call, trail& t) const;

@@ -2,6 +2,7 @@
 // retention of ended sessions nobody closes).
 #include <sandbox/process_manager.hpp>
 
+#include "front_end.hpp"
 #include "session/session_state.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -128,9 +129,12 @@ session_registry::executor_type session_registry::get_executor() const noexcept
     return st_->ex;
 }
 
-asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec spec)
+namespace {
+
+using registry_state = std::shared_ptr<session_registry::state>;
+
+asio::awaitable<std::shared_ptr<session>> start_body(registry_state st, session_spec spec)
 {
-    auto st = st_;
     check_spec(spec);
     if (!st->start)
         throw_failure(errc::not_available, "this runner has no sessions");
@@ -178,6 +182,32 @@ asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec s
     co_return s;
 }
 
+asio::awaitable<exec_result> terminate_body(registry_state st, std::string id,
+                                            std::chrono::nanoseconds grace)
+{
+    auto it = st->records.find(id);
+    if (it == st->records.end())
+        throw_failure(errc::not_found, "no session \"" + id + "\"", "id");
+    if (!it->second.s)
+        throw_failure(errc::conflict, "session \"" + id + "\" is still starting", "id");
+    auto s = it->second.s;
+    co_return co_await s->terminate(grace);
+}
+
+} // namespace
+
+// The thread rule: the books are touched on the registry's executor only.
+asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec spec)
+{
+    return detail::on_executor(st_->ex, start_body(st_, std::move(spec)));
+}
+
+asio::awaitable<exec_result> session_registry::terminate(std::string id,
+                                                         std::chrono::nanoseconds grace)
+{
+    return detail::on_executor(st_->ex, terminate_body(st_, std::move(id), grace));
+}
+
 std::vector<session_info> session_registry::list() const
 {
     std::vector<std::pair<std::uint64_t, session_info>> rows;
@@ -212,17 +242,28 @@ std::shared_ptr<session> session_registry::find(std::string_view id) const
     return it == st_->records.end() ? nullptr : it->second.s;
 }
 
-asio::awaitable<exec_result> session_registry::terminate(std::string id,
-                                                         std::chrono::nanoseconds grace)
+namespace detail {
+namespace {
+
+asio::awaitable<std::shared_ptr<session>> find_body(process_manager* pm, std::string id)
 {
-    auto st = st_;
-    auto it = st->records.find(id);
-    if (it == st->records.end())
-        throw_failure(errc::not_found, "no session \"" + id + "\"", "id");
-    if (!it->second.s)
-        throw_failure(errc::conflict, "session \"" + id + "\" is still starting", "id");
-    auto s = it->second.s;
-    co_return co_await s->terminate(grace);
+    co_return pm->find(id);
 }
+
+} // namespace
+
+void async_start_impl(process_manager* pm, session_spec spec, diagnostics_sink sink,
+                      value_handler<std::shared_ptr<session>> h)
+{
+    launch(pm->get_executor(), pm->start(std::move(spec)), std::move(sink), std::move(h));
+}
+
+void async_find_impl(process_manager* pm, std::string id, diagnostics_sink sink,
+                     value_handler<std::shared_ptr<session>> h)
+{
+    launch(pm->get_executor(), find_body(pm, std::move(id)), std::move(sink), std::move(h));
+}
+
+} // namespace detail
 
 } // namespace sandbox

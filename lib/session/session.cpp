@@ -4,10 +4,12 @@
 #include <sandbox/process_manager.hpp>
 #include <sandbox/session.hpp>
 
+#include "front_end.hpp"
 #include "session/session_state.hpp"
 #include "session/watch_cursor.hpp"
 
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -253,9 +255,72 @@ session_info session::info() const
     return i;
 }
 
-asio::awaitable<session_output> session::read(std::uint64_t from, std::size_t max_bytes)
+namespace {
+
+boost::system::error_code close_input_of(session_state& st)
 {
-    auto st = st_;
+    if (st.closed)
+        return errc::session_closed;
+    if (st.exited || !st.input.is_open())
+        return {};
+    if (st.writing && !st.tty)
+    {
+        st.close_input_after_write = true; // after the write in progress, as issued
+        return {};
+    }
+    if (st.tty)
+        return type_control(st.input.native_handle(), VEOF);
+    boost::system::error_code ignored;
+    st.input.close(ignored);
+    st.notify(); // a write parked on the pipe learns it is gone
+    return {};
+}
+
+boost::system::error_code resize_of(session_state& st, terminal_size size)
+{
+    if (size.rows == 0 || size.cols == 0)
+        return errc::validation;
+    if (st.closed)
+        return errc::session_closed;
+    if (!st.tty || st.exited || !st.input.is_open())
+        return errc::not_available;
+    winsize ws{};
+    ws.ws_row = size.rows;
+    ws.ws_col = size.cols;
+    if (::ioctl(st.input.native_handle(), TIOCSWINSZ, &ws) != 0)
+        return {errno, boost::system::system_category()};
+    return {};
+}
+
+boost::system::error_code signal_of(session_state& st, session_signal sig)
+{
+    const int signo = signal_number(sig);
+    if (signo == 0)
+        return errc::validation;
+    if (st.closed)
+        return errc::session_closed;
+    if (st.exited || !st.child)
+        return {ESRCH, boost::system::system_category()};
+    if (sig == session_signal::interrupt && st.tty && st.input.is_open())
+        return type_control(st.input.native_handle(), VINTR);
+    if (!st.child->signal(signo))
+        return {ESRCH, boost::system::system_category()}; // its worker already reported
+    return {};
+}
+
+} // namespace
+
+boost::system::error_code session::close_input() { return close_input_of(*st_); }
+boost::system::error_code session::resize(terminal_size size) { return resize_of(*st_, size); }
+boost::system::error_code session::signal(session_signal sig) { return signal_of(*st_, sig); }
+
+// ---- operation bodies: each runs on the session's executor --------------------------------
+
+namespace {
+
+asio::awaitable<session_output> read_body(std::shared_ptr<session_state> st, std::uint64_t from,
+                                          std::size_t max_bytes)
+{
     if (max_bytes == 0)
         throw_failure(errc::validation, "read needs max_bytes > 0", "max_bytes");
     for (;;)
@@ -278,9 +343,8 @@ asio::awaitable<session_output> session::read(std::uint64_t from, std::size_t ma
     }
 }
 
-asio::awaitable<void> session::write(std::string data)
+asio::awaitable<void> write_body(std::shared_ptr<session_state> st, std::string data)
 {
-    auto st = st_;
     check_open(*st);
     if (data.empty())
         co_return;
@@ -330,60 +394,9 @@ asio::awaitable<void> session::write(std::string data)
     }
 }
 
-boost::system::error_code session::close_input()
+asio::awaitable<exec_result> terminate_body(std::shared_ptr<session_state> st,
+                                            std::chrono::nanoseconds grace)
 {
-    if (st_->closed)
-        return errc::session_closed;
-    if (st_->exited || !st_->input.is_open())
-        return {};
-    if (st_->writing && !st_->tty)
-    {
-        st_->close_input_after_write = true; // after the write in progress, as issued
-        return {};
-    }
-    if (st_->tty)
-        return type_control(st_->input.native_handle(), VEOF);
-    boost::system::error_code ignored;
-    st_->input.close(ignored);
-    st_->notify(); // a write parked on the pipe learns it is gone
-    return {};
-}
-
-boost::system::error_code session::resize(terminal_size size)
-{
-    if (size.rows == 0 || size.cols == 0)
-        return errc::validation;
-    if (st_->closed)
-        return errc::session_closed;
-    if (!st_->tty || st_->exited || !st_->input.is_open())
-        return errc::not_available;
-    winsize ws{};
-    ws.ws_row = size.rows;
-    ws.ws_col = size.cols;
-    if (::ioctl(st_->input.native_handle(), TIOCSWINSZ, &ws) != 0)
-        return {errno, boost::system::system_category()};
-    return {};
-}
-
-boost::system::error_code session::signal(session_signal sig)
-{
-    const int signo = signal_number(sig);
-    if (signo == 0)
-        return errc::validation;
-    if (st_->closed)
-        return errc::session_closed;
-    if (st_->exited || !st_->child)
-        return {ESRCH, boost::system::system_category()};
-    if (sig == session_signal::interrupt && st_->tty && st_->input.is_open())
-        return type_control(st_->input.native_handle(), VINTR);
-    if (!st_->child->signal(signo))
-        return {ESRCH, boost::system::system_category()}; // its worker already reported
-    return {};
-}
-
-asio::awaitable<exec_result> session::terminate(std::chrono::nanoseconds grace)
-{
-    auto st = st_;
     check_open(*st);
     if (!st->exited)
         st->child->terminate(std::max(grace, 0ns));
@@ -392,17 +405,15 @@ asio::awaitable<exec_result> session::terminate(std::chrono::nanoseconds grace)
     co_return st->exit;
 }
 
-asio::awaitable<exec_result> session::wait()
+asio::awaitable<exec_result> wait_body(std::shared_ptr<session_state> st)
 {
-    auto st = st_;
     while (!st->exited)
         co_await st->wait_change();
     co_return st->exit;
 }
 
-asio::awaitable<void> session::close()
+asio::awaitable<void> close_body(std::shared_ptr<session_state> st)
 {
-    auto st = st_;
     if (st->closed)
         co_return;
     if (st->closing) // another close is under way: done when it is
@@ -435,6 +446,51 @@ asio::awaitable<void> session::close()
     st->finish_close();
 }
 
+} // namespace
+
+namespace detail {
+
+// A failed read or next() keeps where to resume: the one gap rule.
+void fill_failed(session_output& o, const caught& c)
+{
+    if (c.code == errc::sequence_gap)
+        o.next = static_cast<std::uint64_t>(c.diag.observed);
+}
+
+void fill_failed(session_event& e, const caught& c)
+{
+    if (c.code == errc::sequence_gap)
+    {
+        e.offset = static_cast<std::uint64_t>(c.diag.observed);
+        e.missed_from = static_cast<std::uint64_t>(c.diag.configured);
+    }
+}
+
+} // namespace detail
+
+// ---- members: the thread rule (work on the session's executor, from any caller) ----------
+
+using detail::on_executor;
+
+asio::awaitable<session_output> session::read(std::uint64_t from, std::size_t max_bytes)
+{
+    return on_executor(st_->ex, read_body(st_, from, max_bytes));
+}
+
+asio::awaitable<void> session::write(std::string data)
+{
+    return on_executor(st_->ex, write_body(st_, std::move(data)));
+}
+
+asio::awaitable<exec_result> session::terminate(std::chrono::nanoseconds grace)
+{
+    return on_executor(st_->ex, terminate_body(st_, grace));
+}
+
+asio::awaitable<exec_result> session::wait() { return on_executor(st_->ex, wait_body(st_)); }
+
+asio::awaitable<void> session::close() { return on_executor(st_->ex, close_body(st_)); }
+
 session_watcher session::watch(std::uint64_t from)
 {
     check_open(*st_);
@@ -464,25 +520,148 @@ std::uint64_t session_watcher::position() const noexcept
     return impl_ ? impl_->cursor.position() : 0;
 }
 
+session_watcher::executor_type session_watcher::get_executor() const noexcept
+{
+    return impl_ ? impl_->st->ex : executor_type{};
+}
+
+namespace {
+
+// The cursor's lag is the read's gap: `sequence_gap`, resuming at `offset`.
+[[noreturn]] void throw_gap(const detail::watch_event& lag)
+{
+    failure f = make_failure(errc::sequence_gap,
+                             "output [" + std::to_string(lag.missed_from) + ", " +
+                                 std::to_string(lag.offset) +
+                                 ") was dropped by the session's log before this watcher got it",
+                             "max_output_bytes");
+    f.diag.observed = static_cast<std::int64_t>(lag.offset);
+    f.diag.configured = static_cast<std::int64_t>(lag.missed_from);
+    throw error(f.code, std::move(f.diag));
+}
+
+session_event public_event(detail::watch_event&& e)
+{
+    session_event ev;
+    ev.what = e.what == detail::watch_event::kind::output   ? session_event::kind::output
+              : e.what == detail::watch_event::kind::exited ? session_event::kind::exited
+                                                             : session_event::kind::closed;
+    ev.stream = e.stream;
+    ev.offset = e.offset;
+    ev.data = std::move(e.data);
+    return ev;
+}
+
+} // namespace
+
 asio::awaitable<session_event> session_watcher::next()
 {
     // The watcher may be moved or destroyed while this waits: the operation keeps its state.
-    if (!impl_)
-        throw_failure(errc::validation, "this watcher was moved from");
-    auto me = impl_;
-    auto st = me->st;
-    for (;;)
-    {
-        if (me->cursor.finished())
-            throw_failure(errc::session_closed, "session " + st->id + " is closed");
-        if (auto ev = me->cursor.next(st->log, st->exited, st->closed))
+    auto body = [](std::shared_ptr<impl> me) -> asio::awaitable<session_event> {
+        if (!me)
+            throw_failure(errc::validation, "this watcher was moved from");
+        auto st = me->st;
+        for (;;)
         {
-            if (ev->what == session_event::kind::exited)
-                ev->exit = st->exit;
-            co_return std::move(*ev);
+            if (me->cursor.finished())
+                throw_failure(errc::session_closed, "session " + st->id + " is closed");
+            if (auto e = me->cursor.next(st->log, st->exited, st->closed))
+            {
+                if (e->what == detail::watch_event::kind::lag)
+                    throw_gap(*e);
+                session_event ev = public_event(std::move(*e));
+                if (ev.what == session_event::kind::exited)
+                    ev.exit = st->exit;
+                co_return ev;
+            }
+            co_await st->wait_change();
         }
-        co_await st->wait_change();
-    }
+    };
+    if (!impl_)
+        return body(nullptr); // fails when awaited
+    return detail::on_executor(impl_->st->ex, body(impl_));
 }
+
+// ---- completion-token front ends (see session.hpp) ----------------------------------------
+
+namespace detail {
+namespace {
+
+// A synchronous member, on the session's executor: its error code as an exception.
+template <class Op>
+asio::awaitable<void> checked(std::shared_ptr<session_state> st, Op op)
+{
+    if (auto ec = op(*st))
+    {
+        diagnostics d;
+        d.message = ec.message();
+        throw error(ec, std::move(d));
+    }
+    co_return;
+}
+
+} // namespace
+
+void async_read_impl(session* s, std::uint64_t from, std::size_t max_bytes,
+                     diagnostics_sink sink, value_handler<session_output> h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, read_body(st, from, max_bytes), std::move(sink), std::move(h));
+}
+
+void async_write_impl(session* s, std::string data, diagnostics_sink sink, void_handler h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, write_body(st, std::move(data)), std::move(sink), std::move(h));
+}
+
+void async_wait_impl(session* s, diagnostics_sink sink, value_handler<exec_result> h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, wait_body(st), std::move(sink), std::move(h));
+}
+
+void async_terminate_impl(session* s, std::chrono::nanoseconds grace, diagnostics_sink sink,
+                          value_handler<exec_result> h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, terminate_body(st, grace), std::move(sink), std::move(h));
+}
+
+void async_close_impl(session* s, diagnostics_sink sink, void_handler h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, close_body(st), std::move(sink), std::move(h));
+}
+
+void async_close_input_impl(session* s, diagnostics_sink sink, void_handler h)
+{
+    auto& st = session_access::state(*s);
+    launch(st->ex, checked(st, close_input_of), std::move(sink), std::move(h));
+}
+
+void async_resize_impl(session* s, terminal_size size, diagnostics_sink sink, void_handler h)
+{
+    auto& st = session_access::state(*s);
+    auto op = [size](session_state& x) { return resize_of(x, size); };
+    launch(st->ex, checked(st, op), std::move(sink), std::move(h));
+}
+
+void async_signal_impl(session* s, session_signal sig, diagnostics_sink sink, void_handler h)
+{
+    auto& st = session_access::state(*s);
+    auto op = [sig](session_state& x) { return signal_of(x, sig); };
+    launch(st->ex, checked(st, op), std::move(sink), std::move(h));
+}
+
+void async_next_impl(session_watcher* w, diagnostics_sink sink, value_handler<session_event> h)
+{
+    auto ex = w->get_executor(); // a moved-from watcher fails on the handler's executor
+    if (!ex)
+        ex = asio::system_executor();
+    launch(std::move(ex), w->next(), std::move(sink), std::move(h));
+}
+
+} // namespace detail
 
 } // namespace sandbox

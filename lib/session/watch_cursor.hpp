@@ -4,7 +4,8 @@
 // A watcher holds no copy of the output: it holds an offset into the session's bounded log.
 // The producer therefore never blocks and never queues per watcher; the only way to fall
 // behind is for the log to drop bytes the watcher had not reached, and that is announced as
-// a lag event carrying the first offset missed and the offset where the stream resumes. So
+// a lag event carrying the first offset missed and the offset where the stream resumes (the
+// session turns it into the `sequence_gap` error of `next()`, the rule `read` follows). So
 // there is no "queue exactly full" state to deadlock on, and nothing is lost beyond what the
 // lag event names.
 #ifndef SANDBOX_LIB_SESSION_WATCH_CURSOR_HPP
@@ -21,8 +22,23 @@
 
 namespace sandbox::detail {
 
-/// One event for a watcher (the public type; `exit` is filled in by the session).
-using watch_event = sandbox::session_event;
+/// One event for a watcher: the public event's fields (`exit` is filled in by the session),
+/// plus `lag`, which the session reports as a `sequence_gap` error.
+struct watch_event
+{
+    enum class kind
+    {
+        output,
+        lag, ///< bytes `[missed_from, offset)` were dropped before this watcher got them
+        exited,
+        closed,
+    };
+    kind what = kind::output;
+    output_stream stream = output_stream::out;
+    std::uint64_t offset = 0;
+    std::uint64_t missed_from = 0;
+    std::string data{};
+};
 
 /// \brief A watcher's position: replay from an offset, then live output, then exit and
 /// close, each exactly once and in that order.

@@ -414,6 +414,21 @@ BOOST_FIXTURE_TEST_CASE(a_dropped_offset_is_a_gap_that_names_where_to_resume,
             BOOST_TEST((code_of(e) == errc::sequence_gap));
             BOOST_TEST(e.diag().observed == 200);
         }
+        // Through a plain token the value says where to resume; the default token throws.
+        auto [ec, o] = co_await sandbox::async_read(*s, 0, 10, asio::as_tuple(asio::deferred));
+        BOOST_TEST((ec == errc::sequence_gap));
+        BOOST_TEST(o.next == 200u);
+        BOOST_TEST(o.chunks.empty());
+        std::int64_t resume = 0;
+        try
+        {
+            co_await sandbox::async_read(*s, 0, 10);
+        }
+        catch (const sandbox::error& e)
+        {
+            resume = e.diag().observed;
+        }
+        BOOST_TEST(resume == 200);
         auto d = co_await read_all(*s, 200);
         BOOST_TEST(d.out == std::string(100, 'x'));
         BOOST_TEST(d.next == 300u);
@@ -523,10 +538,12 @@ BOOST_FIXTURE_TEST_CASE(a_lagging_watcher_learns_the_exact_first_offset_it_misse
         BOOST_TEST(seen == std::string(60, 'a'));
         touch(go);
         co_await s->wait(); // the log holds [100, 200): [60, 100) the watcher never got
-        auto lag = co_await w.next();
-        BOOST_REQUIRE((lag.what == sandbox::session_event::kind::lag));
+        // The gap is the read's: sequence_gap, with where it resumes; the next call goes on.
+        auto [ec, lag] = co_await sandbox::async_next(w, asio::as_tuple(asio::deferred));
+        BOOST_TEST((ec == errc::sequence_gap));
         BOOST_TEST(lag.missed_from == 60u);
         BOOST_TEST(lag.offset == 100u);
+        BOOST_TEST(w.position() == 100u);
         std::string rest;
         for (;;)
         {
@@ -690,9 +707,10 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
 {
     auto& pm = *runner.sessions();
     std::shared_ptr<session> s;
+    boost::system::error_code start_ec = errc::internal;
     sandbox::async_start(pm, shell("printf abc; exec cat"),
-                         [&](std::exception_ptr e, std::shared_ptr<session> got) {
-                             BOOST_TEST(!e);
+                         [&](boost::system::error_code ec, std::shared_ptr<session> got) {
+                             start_ec = ec;
                              s = std::move(got);
                          });
     ioc.run_one_for(10s); // the start completes (the session keeps running)
@@ -700,6 +718,7 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
     {
     }
     BOOST_REQUIRE(s);
+    BOOST_TEST(!start_ec);
     run_coro(ioc, [&]() -> asio::awaitable<void> {
         std::uint64_t at = 0;
         co_await read_until(*s, at, "abc");
@@ -707,10 +726,10 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
 
     // A read cancelled through its slot ends with operation_aborted; the command runs on.
     asio::cancellation_signal sig;
-    std::exception_ptr cancelled;
+    boost::system::error_code cancelled;
     bool read_done = false;
     sandbox::async_read(*s, 3, 10,
-                        asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e,
+                        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code e,
                                                                      sandbox::session_output) {
                             cancelled = e;
                             read_done = true;
@@ -721,20 +740,15 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
     {
     }
     BOOST_REQUIRE(read_done);
-    BOOST_REQUIRE(cancelled);
-    try
-    {
-        std::rethrow_exception(cancelled);
-    }
-    catch (const boost::system::system_error& e)
-    {
-        BOOST_TEST(e.code() == asio::error::operation_aborted);
-    }
+    BOOST_TEST(cancelled == asio::error::operation_aborted);
     BOOST_TEST(s->running());
 
     run_coro(ioc, [&]() -> asio::awaitable<void> {
-        // as_tuple keeps the sandbox::error and its diag.
-        auto [e, out] = co_await sandbox::async_read(*s, 9, 10, asio::as_tuple(asio::use_awaitable));
+        // A plain token gets the code; with_diagnostics around it adds the diagnostics.
+        auto [ec, out] = co_await sandbox::async_read(*s, 9, 10, asio::as_tuple(asio::deferred));
+        BOOST_TEST((ec == errc::validation)); // offset 9 is past the end (3)
+        auto [e, again] = co_await sandbox::async_read(
+            *s, 9, 10, sandbox::with_diagnostics(asio::as_tuple(asio::use_awaitable)));
         BOOST_REQUIRE(e);
         try
         {
@@ -742,16 +756,53 @@ BOOST_FIXTURE_TEST_CASE(completion_tokens_keep_the_diagnostics_and_cancel_one_op
         }
         catch (const sandbox::error& err)
         {
-            BOOST_TEST((code_of(err) == errc::validation)); // offset 9 is past the end (3)
+            BOOST_TEST((code_of(err) == errc::validation));
+            BOOST_TEST(!err.diag().limit.empty()); // the member's diagnostics, not a bare code
         }
-        co_await sandbox::async_write(*s, "xyz\n", asio::use_awaitable);
+        co_await sandbox::async_write(*s, "xyz\n"); // the default token throws on failure
         std::uint64_t at = 0;
         BOOST_TEST(contains_(co_await read_until(*s, at, "xyz"), "abcxyz"));
         BOOST_TEST(at == 7u);
-        auto r = co_await sandbox::async_terminate(*s, 0ns, asio::use_awaitable);
+        auto r = co_await sandbox::async_terminate(*s, 0ns);
         BOOST_TEST((r.status == exec_status::terminated));
         BOOST_TEST(((co_await sandbox::async_wait(*s, asio::use_awaitable)).signal == SIGKILL));
-        co_await sandbox::async_close(*s, asio::use_awaitable);
+        co_await sandbox::async_close(*s);
+        bool threw = false;
+        try
+        {
+            co_await sandbox::async_write(*s, "late");
+        }
+        catch (const sandbox::error& err)
+        {
+            threw = code_of(err) == errc::session_closed && !err.diag().message.empty();
+        }
+        BOOST_TEST(threw);
+    });
+}
+
+// The manager holds what it started: a client that drops every handle (disconnects) finds
+// the session again, still running, until it is closed.
+BOOST_FIXTURE_TEST_CASE(dropping_every_handle_leaves_the_session_to_its_manager,
+                        sbx_test::local_fixture)
+{
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto& pm = *runner.sessions();
+        std::string id;
+        {
+            auto s = co_await pm.start(shell("echo up; exec cat"));
+            id = s->id();
+            std::uint64_t at = 0;
+            co_await read_until(*s, at, "up");
+        } // our last handle goes here
+        auto again = co_await sandbox::async_find(pm, id);
+        BOOST_REQUIRE(again);
+        BOOST_TEST(again->running());
+        co_await again->write("still here\n");
+        std::uint64_t at = 0;
+        BOOST_TEST(contains_(co_await read_until(*again, at, "still here"), "up"));
+        co_await again->close();
+        BOOST_TEST(!pm.find(id));
+        BOOST_TEST(!again->running());
     });
 }
 
@@ -763,7 +814,7 @@ BOOST_FIXTURE_TEST_CASE(a_watcher_destroyed_while_waiting_is_harmless, sbx_test:
         int completions = 0;
         {
             auto w = s->watch();
-            sandbox::async_next(w, ex, [&](std::exception_ptr, sandbox::session_event) {
+            sandbox::async_next(w, [&](boost::system::error_code, sandbox::session_event) {
                 ++completions;
             });
         } // destroyed while its next() waits
