@@ -64,10 +64,10 @@ enum class end_reason : std::uint32_t
 {
     none = 0,
     natural,       // the command exited by itself first
-    timed_out,     // the library's timeout fired
+    timed_out,     // the plan's timeout ran out (the worker keeps it)
     cancelled,     // the caller cancelled
     budget,        // a cap tripped
-    unenforceable, // sampling failed too often
+    unenforceable, // a cap could not be kept: sampling failed too often, or the fork gate broke
     abandoned,     // the library closed the channel without a result (caller gone)
     supervisor_lost, // the helper died
 };

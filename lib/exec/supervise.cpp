@@ -7,8 +7,9 @@
 //
 // One exec, from the caller down (each name is a layer):
 //   sandbox::async_exec            token adapter (runner.hpp)
-//   detail::async_exec_impl        compiled; co_spawns run_one, which turns the throws of
-//                                  runner::exec into (error_code, result) (lib/runner.cpp)
+//   detail::async_exec_impl        compiled; `launch` co_spawns runner::exec on the runner's
+//                                  executor and turns its throws into (error_code, result)
+//                                  plus diagnostics (lib/runner.cpp, lib/front_end.hpp)
 //   <backend>::exec                the runner: checks the request, builds a spawn_plan
 //   backend::exec_plan             the backend-facing entry: a refusal or a failed run
 //                                  throws (here)

@@ -193,9 +193,13 @@ asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex
                                                         std::vector<std::string> argv,
                                                         backend::spawn_plan plan)
 {
-    if (plan.input || plan.stdin_fd || plan.on_output)
+    if (plan.input || plan.stdin_fd)
         throw_failure(errc::validation, "a session takes its input through write(), not options",
-                   "input");
+                      "input");
+    if (plan.on_output || plan.on_output_async)
+        throw_failure(errc::validation,
+                      "a session's output goes to its log (read, watch), not to a callback",
+                      "on_output");
     const std::uint64_t cap = std::min<std::uint64_t>(plan.max_output_bytes,
                                                       std::numeric_limits<std::size_t>::max());
     auto st = std::make_shared<session_state>(ex, static_cast<std::size_t>(cap));
