@@ -95,6 +95,7 @@ exec_request request_of(const session_spec& spec)
     req.args = spec.args;
     req.options = spec.options;
     req.tty = spec.tty;
+    req.on_net_record = spec.on_net_record;
     return req;
 }
 

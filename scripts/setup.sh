@@ -10,6 +10,9 @@
 #   libboost-url1.81-dev              proxy URL validation
 #   libboost-program-options1.81-dev  sandbox-run's command line
 #   libboost-test1.81-dev             the test suites
+#   libc-ares-dev                     the egress proxy's DNS lookups (asynchronous, on the caller's loop)
+#   libidn2-dev                       IDNA (UTS-46) for host names in network rules and requests
+#   curl git python3                  real clients in the network tests (inside the sandbox)
 #   procps                            `ps`, used only by the benchmark's baseline
 #   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
 set -euo pipefail
@@ -31,7 +34,8 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-          libboost-program-options1.81-dev libboost-test1.81-dev procps bubblewrap)
+          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev procps bubblewrap
+          curl git python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 
 #include <sandbox/config.hpp>
 #include <sandbox/exec_options.hpp>
+#include <sandbox/net_proxy.hpp>
 #include <sandbox/unique_fd.hpp>
 
 #include <functional>
@@ -92,6 +93,10 @@ struct exec_request
     /// `stdin_fd`) is refused with `errc::validation` for now; sessions will write to the
     /// terminal. Unset: pipes.
     std::optional<terminal_size> tty{};
+    /// \brief Gets the egress proxy's records of this call (`net_mode::allow_list` and
+    /// `proxy`): one per connection's decision, one per allowed connection's close. Called
+    /// on the runner's executor; the policy chain sets it to write them to its audit trail.
+    net_record_handler on_net_record{};
 };
 
 } // namespace sandbox

@@ -7,6 +7,7 @@
 #include <sandbox/error.hpp>
 #include <sandbox/exec_options.hpp>
 #include <sandbox/exec_request.hpp>
+#include <sandbox/net_proxy.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/with_diagnostics.hpp>
 
@@ -40,6 +41,8 @@ struct session_spec
     /// Run on a pseudo-terminal of this size (stdout and stderr merged as
     /// `output_stream::out`); unset: pipes.
     std::optional<terminal_size> tty{};
+    /// As `exec_request::on_net_record`, for the session's whole life.
+    net_record_handler on_net_record{};
 };
 
 /// Signals a session can send. `interrupt` is Ctrl-C: on a terminal it is typed (the

@@ -1,0 +1,121 @@
+// sandbox/net_proxy.hpp: the host-side egress proxy behind `net_mode::allow_list` and
+// `net_mode::proxy`: its limits, its resolver settings, and the record it gives for every
+// connection a sandboxed command makes through it.
+#ifndef SANDBOX_NET_PROXY_HPP
+#define SANDBOX_NET_PROXY_HPP
+
+#include <sandbox/config.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sandbox {
+
+/// \brief Timeouts and limits of the egress proxy (per exec or session). Zero is refused.
+struct net_limits
+{
+    /// From a connection's first byte until its request head (HTTP) is complete.
+    std::chrono::milliseconds head_timeout{30'000};
+    /// One outbound connect, over every vetted address tried.
+    std::chrono::milliseconds dial_timeout{10'000};
+    /// One name lookup.
+    std::chrono::milliseconds dns_timeout{5'000};
+    /// A SOCKS5 greeting, authentication and request.
+    std::chrono::milliseconds socks_handshake_timeout{10'000};
+    /// A tunnel with no byte in either direction for this long is closed.
+    std::chrono::milliseconds tunnel_idle_timeout{600'000};
+    /// Largest HTTP request head (request line and headers); larger is answered 431.
+    std::size_t max_head_bytes = 64 * 1024;
+    /// Connections open at once through one sandbox's proxy; more are answered 503 (SOCKS5:
+    /// reply 01).
+    std::size_t max_tunnels = 512;
+};
+
+/// \brief How the egress proxy resolves names and how long it waits.
+struct proxy_options
+{
+    net_limits limits{};
+    /// Names pinned to addresses, like curl's `--resolve`: (name, IP literal) pairs, a name
+    /// may repeat. A pinned name is never looked up; the SSRF guard still judges its address.
+    std::vector<std::pair<std::string, std::string>> resolve{};
+    /// DNS servers as "ADDRESS" or "ADDRESS:PORT" ("[V6]:PORT"); empty: /etc/resolv.conf.
+    std::vector<std::string> dns_servers{};
+};
+
+/// How a sandboxed client asked for a destination.
+enum class net_protocol : int
+{
+    http,    ///< an absolute-form HTTP request (`GET http://host/...`)
+    connect, ///< an HTTP `CONNECT host:port` tunnel
+    socks5,  ///< a SOCKS5 CONNECT
+};
+
+/// What the proxy did with a request.
+enum class net_verdict : int
+{
+    allowed, ///< connected (the connection's `closed` record follows when it ends)
+    denied,  ///< refused by a rule, the mode's default or the address guard
+    failed,  ///< allowed, or not decidable, but it failed (bad request, DNS, dial, upstream, cap)
+};
+
+/// Which record.
+enum class net_event : int
+{
+    decision, ///< one per request: its verdict (for an allowed one, once it is connected)
+    closed,   ///< one per allowed connection, when it ends: bytes and duration
+};
+
+SANDBOX_DECL const char* to_string(net_protocol p) noexcept;
+SANDBOX_DECL const char* to_string(net_verdict v) noexcept;
+SANDBOX_DECL const char* to_string(net_event e) noexcept;
+
+/// \brief One connection through the egress proxy. No query string, path or credential is
+/// ever recorded.
+struct net_record
+{
+    net_event event = net_event::decision;
+    /// Numbers the connections of one exec or session from 1 (both records of one share it).
+    std::uint64_t connection = 0;
+    net_protocol protocol = net_protocol::connect;
+    /// The host as the client sent it (control bytes escaped, at most 300 bytes).
+    std::string requested_host{};
+    /// The host the rules judged: lower-case A-labels, or the address in its canonical text.
+    /// Empty when the request could not be parsed.
+    std::string host{};
+    std::uint16_t port = 0;
+    /// The rule that decided ("allow github.com:443"); empty for the mode's default.
+    std::string rule{};
+    net_verdict verdict = net_verdict::denied;
+    /// Why, as a class: "rule", "no_rule", "mode", "loopback", "private", "link_local",
+    /// "bad_request", "resolve_failed", "dial_timeout", ... (docs/security.md lists them).
+    /// For `closed`: "eof", "idle_timeout", "reset", "stopped".
+    std::string reason{};
+    /// Every address the name resolved to, in the resolver's order.
+    std::vector<std::string> resolved{};
+    /// The address and port actually connected to ("203.0.113.7:443", "[2001:db8::1]:443");
+    /// the upstream proxy's under `net_mode::proxy`.
+    std::string dialed{};
+    /// `closed` only: bytes from the client to the destination, and back.
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+    /// `closed` only: from the decision to the close.
+    std::chrono::nanoseconds duration{0};
+};
+
+/// The record as a JSON object (Boost.JSON); fields that do not apply are left out.
+SANDBOX_DECL boost::json::object to_json(const net_record& r);
+
+/// \brief Receives the proxy's records of one exec or session, on the runner's executor.
+/// It should be quick and never block.
+using net_record_handler = std::function<void(const net_record&)>;
+
+} // namespace sandbox
+
+#endif // SANDBOX_NET_PROXY_HPP

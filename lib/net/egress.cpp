@@ -1,0 +1,5 @@
+// lib/net/egress.cpp: see egress.hpp.
+#include "egress.hpp"
+
+namespace sandbox::net {
+} // namespace sandbox::net

@@ -1,0 +1,72 @@
+// lib/net/record.cpp: the egress proxy's records as text and JSON (public, net_proxy.hpp).
+#include <sandbox/net_proxy.hpp>
+
+#include <boost/json/array.hpp>
+
+namespace sandbox {
+
+const char* to_string(net_protocol p) noexcept
+{
+    switch (p)
+    {
+    case net_protocol::http: return "http";
+    case net_protocol::connect: return "connect";
+    case net_protocol::socks5: return "socks5";
+    }
+    return "unknown";
+}
+
+const char* to_string(net_verdict v) noexcept
+{
+    switch (v)
+    {
+    case net_verdict::allowed: return "allowed";
+    case net_verdict::denied: return "denied";
+    case net_verdict::failed: return "failed";
+    }
+    return "unknown";
+}
+
+const char* to_string(net_event e) noexcept
+{
+    switch (e)
+    {
+    case net_event::decision: return "decision";
+    case net_event::closed: return "closed";
+    }
+    return "unknown";
+}
+
+boost::json::object to_json(const net_record& r)
+{
+    boost::json::object o;
+    o["event"] = to_string(r.event);
+    o["connection"] = r.connection;
+    o["protocol"] = to_string(r.protocol);
+    o["requested_host"] = r.requested_host;
+    if (!r.host.empty())
+        o["host"] = r.host;
+    o["port"] = r.port;
+    if (!r.rule.empty())
+        o["rule"] = r.rule;
+    o["verdict"] = to_string(r.verdict);
+    o["reason"] = r.reason;
+    if (!r.resolved.empty())
+    {
+        boost::json::array a;
+        for (const auto& s : r.resolved)
+            a.emplace_back(s);
+        o["resolved"] = std::move(a);
+    }
+    if (!r.dialed.empty())
+        o["dialed"] = r.dialed;
+    if (r.event == net_event::closed)
+    {
+        o["bytes_up"] = r.bytes_up;
+        o["bytes_down"] = r.bytes_down;
+        o["duration_ms"] = static_cast<double>(r.duration.count()) / 1e6;
+    }
+    return o;
+}
+
+} // namespace sandbox
