@@ -12,6 +12,7 @@
 #   libboost-test1.81-dev             the test suites
 #   libc-ares-dev                     the egress proxy's DNS lookups (asynchronous, on the caller's loop)
 #   libidn2-dev                       IDNA (UTS-46) for host names in network rules and requests
+#   libunistring-dev                  libidn2's Unicode tables, for the static sandbox-run
 #   curl git python3                  real clients in the network tests (inside the sandbox)
 #   procps                            `ps`, used only by the benchmark's baseline
 #   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev procps bubblewrap
+          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev procps bubblewrap
           curl git python3)
 missing=()
 for p in "${packages[@]}"; do

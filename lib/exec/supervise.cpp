@@ -254,6 +254,8 @@ private:
     exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
     void fail(failure f);
     void complete(boost::system::error_code ec, exec_result r);
+    template <class Schedule>
+    void deliver(boost::system::error_code ec, exec_result r, Schedule schedule);
 
     asio::any_io_executor ex_;
     spawn_plan plan_;
@@ -927,19 +929,19 @@ void supervision::fail(failure f)
     exec_result r;
     r.diag = std::move(f.diag);
     r.diag.backend = plan_.backend_name;
-    auto ec = f.code;
-    auto h = std::move(handler_);
-    auto work = std::move(handler_work_);
-    auto slot = asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected())
-        slot.clear();
-    auto hex = asio::get_associated_executor(h, ex_);
-    asio::post(ex_, asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
-                   std::move(h)(ec, std::move(r));
-               }));
+    // Posted: the initiating function has not returned yet.
+    deliver(f.code, std::move(r), [this](auto fn) { asio::post(ex_, std::move(fn)); });
 }
 
 void supervision::complete(boost::system::error_code ec, exec_result r)
+{
+    deliver(ec, std::move(r), [this](auto fn) { asio::dispatch(ex_, std::move(fn)); });
+}
+
+// Hands the result to the handler once, on its own executor, through `schedule` (post or
+// dispatch on ours); the handler's cancellation slot is cleared first.
+template <class Schedule>
+void supervision::deliver(boost::system::error_code ec, exec_result r, Schedule schedule)
 {
     auto h = std::move(handler_);
     auto work = std::move(handler_work_);
@@ -947,9 +949,9 @@ void supervision::complete(boost::system::error_code ec, exec_result r)
     if (slot.is_connected())
         slot.clear();
     auto hex = asio::get_associated_executor(h, ex_);
-    asio::dispatch(ex_, asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
-                       std::move(h)(ec, std::move(r));
-                   }));
+    schedule(asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
+        std::move(h)(ec, std::move(r));
+    }));
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // lib/net/record.cpp: the egress proxy's records as text and JSON (public, net_proxy.hpp).
 #include <sandbox/net_proxy.hpp>
+#include <sandbox/utf8.hpp>
 
 #include <boost/json/array.hpp>
 
@@ -43,7 +44,7 @@ boost::json::object to_json(const net_record& r)
     o["event"] = to_string(r.event);
     o["connection"] = r.connection;
     o["protocol"] = to_string(r.protocol);
-    o["requested_host"] = r.requested_host;
+    o["requested_host"] = sanitize_utf8(r.requested_host);
     if (!r.host.empty())
         o["host"] = r.host;
     o["port"] = r.port;
@@ -64,7 +65,9 @@ boost::json::object to_json(const net_record& r)
     {
         o["bytes_up"] = r.bytes_up;
         o["bytes_down"] = r.bytes_down;
-        o["duration_ms"] = static_cast<double>(r.duration.count()) / 1e6;
+        // Integers: Boost.JSON writes doubles with exponents.
+        o["duration_us"] =
+            std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count();
     }
     return o;
 }

@@ -27,6 +27,8 @@ const char* to_string(audit_event e) noexcept
     case audit_event::refused: return "refused";
     case audit_event::started: return "started";
     case audit_event::finished: return "finished";
+    case audit_event::connection: return "connection";
+    case audit_event::connection_closed: return "connection_closed";
     }
     return "unknown";
 }
@@ -95,6 +97,8 @@ boost::json::object to_json(const audit_record& r)
         o["cpu_time_us"] = us_of(r.cpu_time);
         o["peak_memory_bytes"] = r.peak_memory_bytes;
     }
+    if (r.net)
+        o["net"] = to_json(*r.net);
     return o;
 }
 

@@ -71,6 +71,7 @@ private:
         call_ref call{call_kind::session, spec.command, spec.args, spec.options, spec.tty,
                       spec.id, true};
         trail t = co_await owner_.admit(call);
+        spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
         std::shared_ptr<session> s;
         try
         {
@@ -147,6 +148,7 @@ asio::awaitable<exec_result> policy_runner::exec_here(exec_request req)
     call_ref call{call_kind::exec, req.command, req.args, req.options, req.tty, no_session,
                   own_stdin};
     trail t = co_await admit(call);
+    req.on_net_record = t.net_handler(std::move(req.on_net_record));
     try
     {
         exec_result r = co_await inner_->exec(std::move(req));

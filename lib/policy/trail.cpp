@@ -58,11 +58,31 @@ void trail::unrecorded(const boost::system::error_code& why) const
     throw error(make_error_code(errc::internal), std::move(d));
 }
 
+net_record_handler trail::net_handler(net_record_handler next)
+{
+    if (!sink_)
+        return next;
+    net_proto_ = std::make_shared<audit_record>(proto_);
+    return [sink = sink_, proto = net_proto_, next = std::move(next)](const net_record& n) {
+        audit_record r = *proto;
+        r.time = std::chrono::system_clock::now();
+        r.event = n.event == net_event::decision ? audit_event::connection
+                                                 : audit_event::connection_closed;
+        r.layer = "network";
+        r.net = n;
+        (void)sink->write(r);
+        if (next)
+            next(n);
+    };
+}
+
 void trail::started(const std::string& session_id)
 {
     if (!sink_)
         return;
     proto_.session_id = session_id;
+    if (net_proto_)
+        net_proto_->session_id = session_id;
     note(audit_event::started, "backend");
 }
 

@@ -35,6 +35,11 @@ public:
     /// The same, from the exception in flight (rethrown by the caller).
     void ended(std::exception_ptr ep);
 
+    /// The egress proxy's records of this call go to the trail (as `connection` and
+    /// `connection_closed`), then to `next` (the caller's own handler, if any). A record
+    /// that cannot be written is counted by the sink; the connection is already decided.
+    net_record_handler net_handler(net_record_handler next);
+
     /// Refuses the call: records `denied` at `layer` and throws `policy_denied`.
     [[noreturn]] void deny(const char* layer, std::string message);
 
@@ -44,6 +49,9 @@ private:
     std::shared_ptr<audit_sink> sink_;
     bool closed_ = false;
     audit_record proto_{};
+    /// What the network records start from, shared with `net_handler`'s handler so that a
+    /// session's id (known once it started) reaches them.
+    std::shared_ptr<audit_record> net_proto_{};
 };
 
 } // namespace sandbox::detail

@@ -550,6 +550,61 @@ BOOST_FIXTURE_TEST_CASE(approval_cannot_pass_what_the_gate_refuses, chain_fixtur
     BOOST_TEST(ap.asked->size() == 1u);
 }
 
+BOOST_FIXTURE_TEST_CASE(the_proxy_records_of_a_call_reach_the_audit_trail_and_the_caller,
+                        chain_fixture)
+{
+    auto sink = std::make_shared<memory_sink>();
+    sandbox::local_policy p;
+    p.audit = sink;
+    auto r = sandbox::compose_local(std::move(owned), std::move(p));
+    std::vector<sandbox::net_record> mine;
+    auto req = request("curl");
+    req.on_net_record = [&mine](const sandbox::net_record& n) { mine.push_back(n); };
+    BOOST_TEST(!run(*r, req).ec);
+    BOOST_TEST(!run(*r, request("true")).ec); // a second call: its own number
+    BOOST_TEST_REQUIRE(inner->calls->size() == 2u);
+    // The backend gives the records to the handler the chain put in the request.
+    const auto& handler = inner->calls->at(0).on_net_record;
+    BOOST_TEST_REQUIRE(static_cast<bool>(handler));
+    sandbox::net_record d;
+    d.connection = 1;
+    d.protocol = sandbox::net_protocol::connect;
+    d.requested_host = "GitHub.com";
+    d.host = "github.com";
+    d.port = 443;
+    d.rule = "allow github.com:443";
+    d.verdict = sandbox::net_verdict::allowed;
+    d.reason = "rule";
+    d.dialed = "140.82.112.3:443";
+    handler(d);
+    sandbox::net_record c = d;
+    c.event = sandbox::net_event::closed;
+    c.bytes_up = 517;
+    c.bytes_down = 4096;
+    c.reason = "eof";
+    handler(c);
+    BOOST_TEST_REQUIRE(mine.size() == 2u); // the caller's own handler still gets them
+    BOOST_TEST(mine[1].bytes_down == 4096u);
+    std::vector<sandbox::audit_record> net;
+    for (const auto& rec : sink->records)
+        if (rec.net)
+            net.push_back(rec);
+    BOOST_TEST_REQUIRE(net.size() == 2u);
+    BOOST_TEST(net[0].event == sandbox::audit_event::connection);
+    BOOST_TEST(net[1].event == sandbox::audit_event::connection_closed);
+    BOOST_TEST(net[0].call == 1u); // the call that made the connection, not the latest
+    BOOST_TEST(net[0].command == "curl");
+    BOOST_TEST(net[0].layer == "network");
+    auto j = sandbox::to_json(net[1]);
+    BOOST_TEST(j.at("event").as_string() == "connection_closed");
+    const auto& n = j.at("net").as_object();
+    BOOST_TEST(n.at("host").as_string() == "github.com");
+    BOOST_TEST(n.at("requested_host").as_string() == "GitHub.com");
+    BOOST_TEST(n.at("verdict").as_string() == "allowed");
+    BOOST_TEST(n.at("bytes_up").as_uint64() == 517u);
+    BOOST_TEST(n.at("dialed").as_string() == "140.82.112.3:443");
+}
+
 BOOST_FIXTURE_TEST_CASE(a_zero_policy_lets_everything_through_unchanged, chain_fixture)
 {
     auto r = sandbox::compose_local(std::move(owned), {});

@@ -366,7 +366,67 @@ BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
     check_fails({"--writable", "/srv", "ls"}, errc::validation, "--backend bwrap");
     check_fails({"--backend", "local", "--read-deny", "/srv", "ls"}, errc::validation,
                 "cannot enforce");
-    check_fails({"--net", "allow", "ls"}, errc::validation, "inherit or deny");
+    check_fails({"--net", "allow", "ls"}, errc::validation, "allow-list, proxy, deny or inherit");
+}
+
+BOOST_AUTO_TEST_CASE(network_allow_list_flags)
+{
+    using sandbox::net_action;
+    auto a = parse({"--backend", "bwrap", "--allow-host", "github.com:443", "--allow-host",
+                    "*.npmjs.org", "--deny-host", "[::1]:8080", "--deny-host", "fd00::/8",
+                    "--resolve", "api.test=127.0.0.1", "--", "npm", "ci"});
+    BOOST_TEST_REQUIRE(a.has_value());
+    const auto& net = a->request.options.net;
+    // --allow-host alone chooses allow-list.
+    BOOST_TEST((net.mode == sandbox::net_mode::allow_list));
+    BOOST_TEST_REQUIRE(net.rules.size() == 4u);
+    BOOST_TEST((net.rules[0].action == net_action::allow));
+    BOOST_TEST(net.rules[0].host == "github.com");
+    BOOST_TEST(net.rules[0].port == 443);
+    BOOST_TEST(net.rules[1].host == "*.npmjs.org");
+    BOOST_TEST(net.rules[1].port == 0);
+    BOOST_TEST((net.rules[2].action == net_action::deny));
+    BOOST_TEST(net.rules[2].host == "[::1]");
+    BOOST_TEST(net.rules[2].port == 8080);
+    BOOST_TEST(net.rules[3].host == "fd00::/8"); // colons without brackets: no port
+    BOOST_TEST(net.rules[3].port == 0);
+    BOOST_TEST_REQUIRE(a->net_proxy.resolve.size() == 1u);
+    BOOST_TEST(a->net_proxy.resolve[0].first == "api.test");
+    BOOST_TEST(a->net_proxy.resolve[0].second == "127.0.0.1");
+    BOOST_TEST(a->request.options.net.validate().has_value());
+
+    // --proxy chooses proxy mode; an explicit --net wins over the implication.
+    auto p = parse({"--backend", "bwrap", "--proxy", "http://u:p@proxy.test:3128", "pip"});
+    BOOST_TEST_REQUIRE(p.has_value());
+    BOOST_TEST((p->request.options.net.mode == sandbox::net_mode::proxy));
+    BOOST_TEST(p->request.options.net.proxy == "http://u:p@proxy.test:3128");
+    auto d = parse({"--backend", "bwrap", "--net", "allow-list", "curl"});
+    BOOST_TEST_REQUIRE(d.has_value()); // allow-list with no rule: nothing is reachable
+    BOOST_TEST((d->request.options.net.mode == sandbox::net_mode::allow_list));
+
+    // The local backend cannot confine the network: not_available, naming bwrap.
+    check_fails({"--allow-host", "github.com", "git"}, errc::not_available, "--backend bwrap");
+    check_fails({"--net", "proxy", "--proxy", "http://p.test:1", "git"}, errc::not_available,
+                "--backend bwrap");
+    check_fails({"--resolve", "a.test=1.2.3.4", "git"}, errc::not_available, "--backend bwrap");
+    // Rules that the mode would drop, bad ports and pins are usage errors.
+    check_fails({"--backend", "bwrap", "--deny-host", "evil.test", "curl"}, errc::validation,
+                "need --net allow-list or proxy");
+    check_fails({"--backend", "bwrap", "--net", "deny", "--allow-host", "a.test", "curl"},
+                errc::validation, "need --net allow-list or proxy");
+    check_fails({"--backend", "bwrap", "--allow-host", "a.test:0", "curl"}, errc::validation,
+                "1 to 65535");
+    check_fails({"--backend", "bwrap", "--allow-host", "a.test:99999", "curl"},
+                errc::validation, "1 to 65535");
+    check_fails({"--backend", "bwrap", "--allow-host", "a.test:", "curl"}, errc::validation,
+                "empty port");
+    check_fails({"--backend", "bwrap", "--allow-host", ":443", "curl"}, errc::validation,
+                "empty host");
+    check_fails({"--backend", "bwrap", "--allow-host", "a.test", "--resolve", "a.test", "curl"},
+                errc::validation, "HOST=ADDRESS");
+    check_fails({"--backend", "bwrap", "--resolve", "a.test=1.2.3.4", "curl"},
+                errc::validation, "--resolve needs");
+    check_fails({"--backend", "bwrap", "--proxy", "", "curl"}, errc::validation, "empty URL");
 }
 
 BOOST_AUTO_TEST_CASE(policy_chain_flags)

@@ -227,6 +227,10 @@ po::options_description make_options()
         ("enforcement", po::bool_switch(), "")
         ("backend", po::value<std::string>(), "")
         ("net", po::value<std::string>(), "")
+        ("allow-host", po::value<std::vector<std::string>>()->composing(), "")
+        ("deny-host", po::value<std::vector<std::string>>()->composing(), "")
+        ("proxy", po::value<std::string>(), "")
+        ("resolve", po::value<std::vector<std::string>>()->composing(), "")
         ("writable", po::value<std::vector<std::string>>()->composing(), "")
         ("read-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("write-deny", po::value<std::vector<std::string>>()->composing(), "")
@@ -330,6 +334,158 @@ sandbox::exec_options default_policy()
     return o;
 }
 
+outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_action action)
+{
+    sandbox::net_rule rule;
+    rule.action = action;
+    std::string_view host = text, port;
+    if (!text.empty() && text.front() == '[')
+    {
+        if (const auto close = text.find("]:"); close != std::string_view::npos)
+        {
+            host = text.substr(0, close + 1);
+            port = text.substr(close + 2);
+            if (port.empty())
+                return make_failure(errc::validation,
+                                    "host rule " + in_quotes(text) + ": empty port after ':'",
+                                    "net.rules");
+        }
+    }
+    else if (std::count(text.begin(), text.end(), ':') == 1)
+    {
+        const auto colon = text.find(':');
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty())
+            return make_failure(errc::validation,
+                                "host rule " + in_quotes(text) + ": empty port after ':'",
+                                "net.rules");
+    }
+    if (host.empty())
+        return make_failure(errc::validation, "host rule " + in_quotes(text) + ": empty host",
+                            "net.rules");
+    rule.host = std::string(host);
+    if (!port.empty())
+    {
+        auto n = parse_count(port, "port");
+        if (!n || *n < 1 || *n > 65535)
+            return make_failure(errc::validation,
+                                "host rule " + in_quotes(text) + ": the port must be 1 to 65535",
+                                "net.rules");
+        rule.port = static_cast<int>(*n);
+    }
+    return rule;
+}
+
+outcome<std::pair<std::string, std::string>> parse_resolve(std::string_view text)
+{
+    const auto eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
+        return make_failure(errc::validation,
+                            "--resolve: expected HOST=ADDRESS, got " + in_quotes(text),
+                            "resolve");
+    return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+namespace {
+
+outcome<sandbox::net_mode> parse_net_mode_flag(const std::string& n)
+{
+    if (n == "deny" || n == "deny_all" || n == "deny-all")
+        return sandbox::net_mode::deny_all;
+    if (n == "inherit" || n == "default")
+        return sandbox::net_mode::inherit;
+    if (n == "allow-list" || n == "allow_list")
+        return sandbox::net_mode::allow_list;
+    if (n == "proxy")
+        return sandbox::net_mode::proxy;
+    return make_failure(errc::validation,
+                        "--net: expected allow-list, proxy, deny or inherit, got " + in_quotes(n),
+                        "net.mode");
+}
+
+// --allow-host and --proxy choose their mode when --net does not; a mode that cannot use
+// them is a usage error, not a silent drop.
+outcome<void> imply_net_mode(sandbox::net_policy& net, bool mode_given)
+{
+    const bool rules = !net.rules.empty();
+    const bool proxy = !net.proxy.empty();
+    if (!mode_given)
+    {
+        if (proxy)
+            net.mode = sandbox::net_mode::proxy;
+        else if (rules && std::any_of(net.rules.begin(), net.rules.end(), [](auto& r) {
+                     return r.action == sandbox::net_action::allow;
+                 }))
+            net.mode = sandbox::net_mode::allow_list;
+    }
+    const bool proxied =
+        net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
+    if ((rules || proxy) && !proxied)
+        return make_failure(errc::validation,
+                            "--allow-host, --deny-host and --proxy need --net allow-list or "
+                            "proxy (--allow-host and --proxy choose them)",
+                            "net.mode");
+    return {};
+}
+
+// --net, --allow-host, --deny-host, --proxy, --resolve: the network policy and the proxy's
+// pins. All of it needs the bwrap backend (its egress proxy); the local backend refuses it.
+outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
+{
+    auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
+    sandbox::net_policy& net = cfg.request.options.net;
+    if (has("net"))
+    {
+        auto m = parse_net_mode_flag(vm["net"].as<std::string>());
+        if (!m)
+            return m.error();
+        net.mode = *m;
+    }
+    for (auto [name, action] : {std::pair{"allow-host", sandbox::net_action::allow},
+                                std::pair{"deny-host", sandbox::net_action::deny}})
+        if (has(name))
+            for (const auto& t : vm[name].as<std::vector<std::string>>())
+            {
+                auto rule = parse_host_rule(t, action);
+                if (!rule)
+                    return rule.error();
+                net.rules.push_back(std::move(*rule));
+            }
+    if (has("proxy") && (net.proxy = vm["proxy"].as<std::string>()).empty())
+        return make_failure(errc::validation, "--proxy: empty URL", "net.proxy");
+    if (has("resolve"))
+        for (const auto& t : vm["resolve"].as<std::vector<std::string>>())
+        {
+            auto pin = parse_resolve(t);
+            if (!pin)
+                return pin.error();
+            cfg.net_proxy.resolve.push_back(std::move(*pin));
+        }
+    if (auto r = imply_net_mode(net, has("net")); !r)
+        return r;
+    const bool proxied =
+        net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
+    if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend != "bwrap")
+    {
+        auto f = make_failure(errc::not_available,
+                              "--net allow-list and proxy, --allow-host, --deny-host, --proxy "
+                              "and --resolve need --backend bwrap (its egress proxy); the "
+                              "local backend cannot confine a command's network",
+                              "net.mode");
+        f.diag.backend = cfg.backend;
+        return f;
+    }
+    if (!cfg.net_proxy.resolve.empty() && !proxied)
+        return make_failure(errc::validation,
+                            "--resolve needs --net allow-list or proxy (it pins names for the "
+                            "egress proxy)",
+                            "resolve");
+    return {};
+}
+
+} // namespace
+
 // --allow-command, --ask, --ask-timeout, --audit: checked here, so a bad pattern or name
 // is a usage error before anything runs.
 outcome<run_config::chain_flags> parse_chain_flags(const po::variables_map& vm)
@@ -430,15 +586,8 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
         return f;
     }
 
-    if (has("net"))
-    {
-        const std::string n = text("net");
-        if (n == "deny" || n == "deny_all")
-            o.net.mode = sandbox::net_mode::deny_all;
-        else if (n != "inherit" && n != "default")
-            return make_failure(errc::validation,
-                                "--net: expected inherit or deny, got " + in_quotes(n), "net.mode");
-    }
+    if (auto r = parse_net_flags(vm, cfg); !r)
+        return r.error();
     for (auto [name, target] :
          {std::pair{"writable", &cfg.bwrap.writable}, std::pair{"read-deny", &cfg.bwrap.read_deny},
           std::pair{"write-deny", &cfg.bwrap.write_deny},
@@ -777,8 +926,24 @@ std::string usage()
            "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
            "  --backend NAME      local or bwrap (default: local)\n"
-           "  --net MODE          inherit (default) or deny: no network but loopback, host\n"
-           "                      sockets under /run hidden (bwrap only)\n"
+           "  --net MODE          inherit (default); deny: no network but loopback, host\n"
+           "                      sockets under /run hidden; allow-list: only the hosts\n"
+           "                      --allow-host allows, through an egress proxy on the host\n"
+           "                      (the command gets HTTP_PROXY etc.; other traffic fails);\n"
+           "                      proxy: everything through --proxy URL (all but inherit:\n"
+           "                      bwrap only)\n"
+           "  --allow-host PATTERN[:PORT]  allow a destination: example.com (and its\n"
+           "                      subdomains), *.example.com, an IP or a CIDR such as\n"
+           "                      10.0.0.0/8; no port: any (repeatable; implies --net\n"
+           "                      allow-list). Loopback, private and link-local addresses\n"
+           "                      need an explicit IP or CIDR rule\n"
+           "  --deny-host PATTERN[:PORT]  refuse a destination; wins over every allow\n"
+           "                      (repeatable)\n"
+           "  --proxy URL         send everything through this upstream proxy:\n"
+           "                      http://[user:pass@]host:port or socks5://... (implies\n"
+           "                      --net proxy)\n"
+           "  --resolve HOST=ADDRESS  the egress proxy resolves HOST to ADDRESS without a\n"
+           "                      lookup (repeatable)\n"
            "  --writable DIR      with bwrap: also bind DIR read-write (repeatable)\n"
            "  --read-deny PATH    with bwrap: hide PATH, on top of the built-in list of\n"
            "                      credentials under your home (repeatable)\n"
@@ -800,7 +965,8 @@ std::string usage()
            "                      refuses with exit status 125 (repeatable)\n"
            "  --ask-timeout DUR   how long --ask waits for the answer (default: 1m)\n"
            "  --audit FILE        append a JSON line to FILE for every decision and the\n"
-           "                      outcome (created if missing, never truncated)\n"
+           "                      outcome, and for every connection through the egress\n"
+           "                      proxy (created if missing, never truncated)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -8,6 +8,7 @@
 #include <sandbox/exec_result.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/local_runner.hpp>
+#include <sandbox/net_proxy.hpp>
 #include <sandbox/utf8.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -91,6 +92,8 @@ struct run_config
                    unix_sockets.empty() && sandbox_user.empty();
         }
     } bwrap{};
+    /// The egress proxy's resolver pins (`--resolve`) and limits, for the bwrap runner.
+    sandbox::proxy_options net_proxy{};
     /// The policy chain in front of the backend (`--allow-command`, `--ask`,
     /// `--ask-timeout`, `--audit`); all unset: no chain.
     struct chain_flags
@@ -112,6 +115,17 @@ struct run_config
 /// TMPDIR, SHELL; timeout 10 minutes; output cap 10 MiB per stream; at most 1024 processes;
 /// no memory cap; no cpu cap; kill grace 0 (SIGKILL at once).
 sandbox::exec_options default_policy();
+
+/// \brief Parses `--allow-host` / `--deny-host` text, `PATTERN[:PORT]`, into a rule.
+///
+/// A bracketed IPv6 takes its port after the bracket (`[::1]:443`); text with two or more
+/// colons and no brackets is an IPv6 pattern without a port. The port is 1 to 65535 (no
+/// port: any). The pattern itself is checked by `net_policy::validate`.
+outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_action action);
+
+/// \brief Parses `--resolve HOST=ADDRESS` into a (name, address) pin; both are checked
+/// when the runner is built.
+outcome<std::pair<std::string, std::string>> parse_resolve(std::string_view text);
 
 /// \brief Parses `sandbox-run [options] [--] COMMAND [ARG...]`.
 ///

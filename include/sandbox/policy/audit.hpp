@@ -4,6 +4,7 @@
 
 #include <sandbox/config.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/net_proxy.hpp>
 #include <sandbox/policy/call.hpp>
 
 #include <boost/json/object.hpp>
@@ -29,6 +30,11 @@ enum class audit_event : int
     refused,  ///< the backend refused it before anything ran (validation, not_found, ...)
     started,  ///< a session is running (its id)
     finished, ///< it ran and ended (status, exit code, usage; the error if one was reported)
+    /// The egress proxy decided on one connection of the call (`net`: the verdict, rule,
+    /// reason class, resolved and dialed addresses).
+    connection,
+    /// A connection the egress proxy allowed ended (`net`: bytes each way, duration).
+    connection_closed,
 };
 
 SANDBOX_DECL const char* to_string(audit_event e) noexcept;
@@ -61,6 +67,8 @@ struct audit_record
     std::chrono::nanoseconds wall_time{0};
     std::chrono::nanoseconds cpu_time{0};
     std::uint64_t peak_memory_bytes = 0;
+    /// For `connection` and `connection_closed`: the egress proxy's record.
+    std::optional<net_record> net{};
 };
 
 /// The record as a JSON object (Boost.JSON): fields that do not apply are left out.
