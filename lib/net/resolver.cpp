@@ -12,6 +12,7 @@
 #include "resolver.hpp"
 
 #include "host.hpp"
+#include "host_pattern.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -92,23 +93,6 @@ error_code lookup_error(int status)
     }
 }
 
-/// Decimal 1..65535, no sign, no leading zero.
-std::optional<unsigned> server_port(std::string_view t)
-{
-    if (t.empty() || t.size() > 5 || t.front() == '0')
-        return std::nullopt;
-    unsigned v = 0;
-    for (char c : t)
-    {
-        if (c < '0' || c > '9')
-            return std::nullopt;
-        v = v * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (v > 65535)
-        return std::nullopt;
-    return v;
-}
-
 /// "ADDRESS", "ADDRESS:PORT" or "[V6]:PORT" as c-ares's "a.b.c.d:port" / "[v6]:port".
 std::optional<std::string> server_entry(std::string_view t)
 {
@@ -145,7 +129,7 @@ std::optional<std::string> server_entry(std::string_view t)
         text = "[" + asio::ip::make_address_v6(std::string(host), ec).to_string() + "]";
     else
         text = asio::ip::make_address_v4(std::string(host), ec).to_string();
-    const auto p = server_port(port);
+    const auto p = parse_port(port);
     if (ec || !p)
         return std::nullopt;
     return text + ":" + std::to_string(*p);
@@ -455,8 +439,8 @@ outcome<std::shared_ptr<resolver>> make_cares_resolver(asio::any_io_executor ex,
         const auto entry = server_entry(o.servers[i]);
         if (!entry)
             return make_failure(errc::validation,
-                                "a DNS server is ADDRESS, ADDRESS:PORT or [V6]:PORT: " +
-                                    o.servers[i],
+                                "a DNS server is ADDRESS, ADDRESS:PORT or [V6]:PORT, not " +
+                                    detail::quote_for_message(o.servers[i]),
                                 "dns_servers[" + std::to_string(i) + "]");
         csv += (csv.empty() ? "" : ",") + *entry;
     }
@@ -467,26 +451,47 @@ outcome<std::shared_ptr<resolver>> make_cares_resolver(asio::any_io_executor ex,
                                             static_cast<int>(o.servers.size()));
 }
 
-// Interim: pins parsed with make_address (canonicalize_host comes with h/net-core).
-outcome<std::shared_ptr<resolver>> make_resolver(asio::any_io_executor ex, const proxy_options& o)
+namespace {
+
+/// The pins of `resolve`: canonical names to addresses, in the order given.
+outcome<std::map<std::string, std::vector<asio::ip::address>>>
+make_pins(const std::vector<std::pair<std::string, std::string>>& resolve)
 {
     std::map<std::string, std::vector<asio::ip::address>> pins;
-    for (std::size_t i = 0; i < o.resolve.size(); ++i)
+    for (std::size_t i = 0; i < resolve.size(); ++i)
     {
-        error_code ec;
-        auto a = asio::ip::make_address(o.resolve[i].second, ec);
-        if (ec)
-            return make_failure(errc::validation, "not an IP address: " + o.resolve[i].second,
-                                "resolve[" + std::to_string(i) + "]");
-        pins[o.resolve[i].first].push_back(a);
+        const std::string limit = "resolve[" + std::to_string(i) + "]";
+        auto name = canonicalize_host(resolve[i].first);
+        if (!name || name->is_ip())
+            return make_failure(errc::validation,
+                                "a pinned name must be a host name: " +
+                                    detail::quote_for_message(resolve[i].first),
+                                limit);
+        auto ip = canonicalize_host(resolve[i].second);
+        if (!ip || !ip->is_ip())
+            return make_failure(errc::validation,
+                                "a pinned name maps to an IP address, not " +
+                                    detail::quote_for_message(resolve[i].second),
+                                limit);
+        pins[name->name].push_back(*ip->ip);
     }
+    return pins;
+}
+
+} // namespace
+
+outcome<std::shared_ptr<resolver>> make_resolver(asio::any_io_executor ex, const proxy_options& o)
+{
+    auto pins = make_pins(o.resolve);
+    if (!pins)
+        return pins.error();
     cares_options c;
     c.timeout = o.limits.dns_timeout;
     c.servers = o.dns_servers;
     auto next = make_cares_resolver(std::move(ex), std::move(c));
     if (!next)
         return next.error();
-    return std::make_shared<static_resolver>(std::move(pins), std::move(*next));
+    return std::make_shared<static_resolver>(std::move(*pins), std::move(*next));
 }
 
 } // namespace sandbox::net

@@ -65,6 +65,14 @@ asio::awaitable<void> yield_once()
     co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
 }
 
+/// An answer with one A record.
+fake_dns::answer one_a(const char* v4)
+{
+    fake_dns::answer a;
+    a.a = {asio::ip::make_address_v4(v4)};
+    return a;
+}
+
 /// A name the fake server never answers.
 fake_dns::answer silent()
 {
@@ -206,9 +214,7 @@ BOOST_AUTO_TEST_CASE(a_fast_lookup_passes_100_pending_slow_ones)
 {
     asio::io_context io;
     fake_dns::server dns(io.get_executor());
-    fake_dns::answer fast;
-    fast.a = {asio::ip::make_address_v4("192.0.2.1")};
-    dns.set("fast.test", fast);
+    dns.set("fast.test", one_a("192.0.2.1"));
     set_slow_names(dns, 100);
     dns.start();
     lookups slow(io, 100);
@@ -276,10 +282,8 @@ BOOST_AUTO_TEST_CASE(pinned_names_win_and_never_reach_the_server)
 {
     asio::io_context io;
     fake_dns::server dns(io.get_executor());
-    fake_dns::answer served;
-    served.a = {asio::ip::make_address_v4("192.0.2.9")};
-    dns.set("pinned.test", served);
-    dns.set("other.test", served);
+    dns.set("pinned.test", one_a("192.0.2.9"));
+    dns.set("other.test", one_a("192.0.2.9"));
     dns.start();
     run(io, [&]() -> asio::awaitable<void> {
         const std::vector<asio::ip::address> pin = {asio::ip::make_address("203.0.113.5"),
@@ -334,6 +338,68 @@ BOOST_AUTO_TEST_CASE(bad_server_strings_are_refused)
         BOOST_TEST_CONTEXT("server '" << good << "'")
         BOOST_TEST(net::make_cares_resolver(io.get_executor(), o).has_value());
     }
+}
+
+BOOST_AUTO_TEST_CASE(make_resolver_pins_canonical_names_in_front_of_its_dns_servers)
+{
+    asio::io_context io;
+    fake_dns::server dns(io.get_executor());
+    dns.set("served.test", one_a("192.0.2.9"));
+    dns.set("black.test", silent());
+    dns.start();
+    run(io, [&]() -> asio::awaitable<void> {
+        sandbox::proxy_options o;
+        o.resolve = {{"Pinned.TEST.", "127.1"},
+                     {"pinned.test", "[::ffff:10.0.0.1]"},
+                     {"m\xc3\xbcnchen.test", "2001:db8::7"}};
+        o.dns_servers = {dns.address()};
+        o.limits.dns_timeout = milliseconds(200);
+        auto made = net::make_resolver(io.get_executor(), o);
+        BOOST_TEST_REQUIRE(made.has_value());
+        auto& r = **made;
+        auto pinned = co_await r.resolve("pinned.test");
+        const std::vector<asio::ip::address> want = {asio::ip::make_address("127.0.0.1"),
+                                                     asio::ip::make_address("10.0.0.1")};
+        BOOST_TEST(pinned.addresses == want, boost::test_tools::per_element());
+        auto idn = co_await r.resolve("xn--mnchen-3ya.test");
+        BOOST_TEST_REQUIRE(idn.addresses.size() == 1u);
+        BOOST_TEST(idn.addresses[0] == asio::ip::make_address("2001:db8::7"));
+        auto other = co_await r.resolve("served.test");
+        BOOST_TEST_REQUIRE(other.addresses.size() == 1u);
+        BOOST_TEST(other.addresses[0] == asio::ip::make_address("192.0.2.9"));
+        auto black = co_await r.resolve("black.test");
+        BOOST_TEST(black.ec == asio::error::timed_out); // limits.dns_timeout applies
+        BOOST_TEST(dns.queries("pinned.test") == 0u);
+        BOOST_TEST(dns.queries("xn--mnchen-3ya.test") == 0u);
+        dns.stop();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(make_resolver_refuses_bad_pins_and_servers)
+{
+    asio::io_context io;
+    const std::pair<std::string, std::string> bad_pins[] = {
+        {"", "192.0.2.1"},           {"bad name.test", "192.0.2.1"}, {"a..test", "192.0.2.1"},
+        {"192.0.2.1", "192.0.2.2"},  {"[::1]", "192.0.2.1"},        {"ok.test", "other.test"},
+        {"ok.test", ""},             {"ok.test", "[fe80::1%25lo]"}, {"ok.test", "1.2.3.4:80"},
+    };
+    for (const auto& pin : bad_pins)
+    {
+        sandbox::proxy_options o;
+        o.resolve = {{"fine.test", "192.0.2.1"}, pin};
+        auto r = net::make_resolver(io.get_executor(), o);
+        BOOST_TEST_CONTEXT("pin '" << pin.first << "' -> '" << pin.second << "'")
+        {
+            BOOST_TEST_REQUIRE(!r.has_value());
+            BOOST_TEST(r.error().code == sandbox::errc::validation);
+            BOOST_TEST(r.error().diag.limit == "resolve[1]");
+        }
+    }
+    sandbox::proxy_options o;
+    o.dns_servers = {"dns.test"};
+    auto r = net::make_resolver(io.get_executor(), o);
+    BOOST_TEST_REQUIRE(!r.has_value());
+    BOOST_TEST(r.error().diag.limit == "dns_servers[0]");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
