@@ -4,6 +4,8 @@
 #include "net/resolver.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -276,6 +278,35 @@ BOOST_AUTO_TEST_CASE(destroying_the_resolver_aborts_pending_lookups_and_leaks_no
     BOOST_TEST(slow.ends.size() == 10u);
     for (const auto& ec : slow.ends)
         BOOST_TEST(ec == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_lookup_ends_aborted_and_its_late_answer_is_ignored)
+{
+    asio::io_context io;
+    fake_dns::server dns(io.get_executor());
+    auto late = one_a("192.0.2.4");
+    late.delay = milliseconds(50);
+    dns.set("late.test", late);
+    dns.start();
+    lookups first(io, 1);
+    run(io, [&]() -> asio::awaitable<void> {
+        auto r = cares_at(io, dns, milliseconds(10'000));
+        asio::cancellation_signal cancel;
+        asio::co_spawn(io, lookup_into(r.get(), "late.test", &first),
+                       asio::bind_cancellation_slot(cancel.slot(), asio::detached));
+        co_await yield_once(); // its queries are sent
+        cancel.emit(asio::cancellation_type::terminal);
+        co_await first.wait();
+        // Asked again while the first answers are still on their way: they come back for
+        // a lookup that has ended, and are dropped.
+        auto again = co_await r->resolve("late.test");
+        BOOST_TEST(!again.ec);
+        BOOST_TEST(again.addresses.size() == 1u);
+        BOOST_TEST(dns.queries("late.test") == 4u);
+        dns.stop();
+    });
+    BOOST_TEST_REQUIRE(first.ends.size() == 1u);
+    BOOST_TEST(first.ends[0] == asio::error::operation_aborted);
 }
 
 BOOST_AUTO_TEST_CASE(pinned_names_win_and_never_reach_the_server)
