@@ -27,7 +27,6 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -205,7 +204,8 @@ retry_plan plan_retries(std::chrono::milliseconds timeout, int servers)
 {
     retry_plan p;
     const auto rounds = static_cast<long long>(std::max(servers, 1)) * 3; // 1 + 2 per server
-    p.per_try_ms = static_cast<int>(std::max<long long>(1, (timeout.count() + rounds) / rounds));
+    const long long per_try = (timeout.count() + rounds) / rounds;
+    p.per_try_ms = static_cast<int>(std::clamp<long long>(per_try, 1, 1 << 28)); // c-ares shifts it
     return p;
 }
 
