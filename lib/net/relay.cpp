@@ -181,17 +181,18 @@ asio::awaitable<void> watch_idle(relay_state& st, std::chrono::milliseconds time
     }
 }
 
-void close_both(relay_state& st)
+void close_sockets(relay_state& st, bool close_client)
 {
     boost::system::error_code ignored;
-    st.client.close(ignored);
+    if (close_client)
+        st.client.close(ignored);
     st.server.close(ignored);
 }
 
 /// Runs `directions` against the idle watch and works out why it ended.
 template <class Directions>
 asio::awaitable<std::string> run_relay(relay_state& st, Directions directions,
-                                       std::chrono::milliseconds idle_timeout)
+                                       std::chrono::milliseconds idle_timeout, bool close_client)
 {
     using namespace asio::experimental::awaitable_operators;
     bool thrown = false;
@@ -210,7 +211,7 @@ asio::awaitable<std::string> run_relay(relay_state& st, Directions directions,
         st.reason = "reset";
     else if (st.reason.empty())
         st.reason = "eof";
-    close_both(st);
+    close_sockets(st, close_client);
     co_return st.reason;
 }
 
@@ -234,7 +235,7 @@ asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& server,
     t.reason = co_await run_relay(st,
                                   pump(st, client, server, std::move(to_server), t.up) &&
                                       pump(st, server, client, std::move(to_client), t.down),
-                                  idle_timeout);
+                                  idle_timeout, true);
     co_return t;
 }
 
@@ -245,7 +246,8 @@ asio::awaitable<relay_totals> relay_one_way(tcp::socket& from, tcp::socket& to,
     relay_totals t;
     relay_state st{to, from};
     make_non_blocking(from);
-    t.reason = co_await run_relay(st, pump(st, from, to, std::move(first), t.down), idle_timeout);
+    t.reason = co_await run_relay(st, pump(st, from, to, std::move(first), t.down), idle_timeout,
+                                  false);
     co_return t;
 }
 

@@ -32,8 +32,9 @@ boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client,
                                            std::chrono::milliseconds idle_timeout);
 
 /// \brief One direction only: writes `first`, then copies `from` to `to` until `from` ends
-/// (EOF: shutdown(send) on `to`), the idle timeout, an error or cancellation; both sockets
-/// are closed at the end. The bytes are counted in `down` (the HTTP front's response).
+/// (EOF: shutdown(send) on `to`), the idle timeout, an error or cancellation; `from` is
+/// closed at the end, `to` is left to the caller (to drain and close). The bytes are
+/// counted in `down` (the HTTP front's response).
 boost::asio::awaitable<relay_totals> relay_one_way(boost::asio::ip::tcp::socket& from,
                                                    boost::asio::ip::tcp::socket& to,
                                                    std::string first,
