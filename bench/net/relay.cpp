@@ -209,10 +209,10 @@ private:
                 break;
             n += static_cast<std::uint64_t>(k);
         }
+        last_cpu_ = thread_cpu() - c0;
         const std::string count = std::to_string(n);
         ::send(fd, count.data(), count.size(), MSG_NOSIGNAL);
         ::close(fd);
-        last_cpu_ = thread_cpu() - c0;
     }
 
     int lfd_ = -1;
