@@ -573,6 +573,7 @@ BOOST_AUTO_TEST_CASE(origin_form_and_smuggling_forms_are_400)
         {"GET " + url + " HTTP/1.1\nHost: allowed.test\n\n", "400"},
         {"POST " + url + " HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", "501"},
         {"GET http://%61llowed.test/ HTTP/1.1\r\n\r\n", "400"},
+        {"GET http://evil.test\\@allowed.test/ HTTP/1.1\r\n\r\n", "400"},
         {"GET ftp://allowed.test/ HTTP/1.1\r\n\r\n", "501"},
         {"CONNECT allowed.test HTTP/1.1\r\n\r\n", "400"},
         {"CONNECT allowed.test:0443 HTTP/1.1\r\n\r\n", "400"},
@@ -771,6 +772,18 @@ BOOST_AUTO_TEST_CASE(first_byte_5_is_socks5_on_the_same_port)
     BOOST_REQUIRE_GE(f.records.size(), 1u);
     BOOST_TEST(f.records[0].protocol == net_protocol::socks5);
     BOOST_TEST(f.records[0].verdict == net_verdict::allowed);
+}
+
+BOOST_AUTO_TEST_CASE(userinfo_is_judged_as_the_host_after_the_at)
+{
+    proxy_fixture f;
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string r = co_await exchange(f.port, "GET http://allowed.test@denied.test/ HTTP/1.1\r\n\r\n");
+        BOOST_TEST(starts_with(r, "HTTP/1.1 403 "));
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 1u);
+    BOOST_TEST(f.records[0].host == "denied.test");
+    BOOST_TEST(f.dns->calls() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
