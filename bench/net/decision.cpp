@@ -225,7 +225,7 @@ void run_decision(const options& o)
             queries, passes, [&](const query& q) { return ours_decide(*compiled, q); });
         return std::pair{ours, base};
     });
-    bench::print_json("net", "decision_1000_rules", r.ours_median(), "ns", r.base_median());
+    bench::print_json("net_bench", "decision_1000_rules", r.ours_median(), "ns", r.base_median());
 }
 
 } // namespace net_bench

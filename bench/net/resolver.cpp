@@ -103,7 +103,7 @@ asio::awaitable<void> run_scenario(asio::io_context& io, fake_dns::server& dns,
         const double together = co_await timed_lookups(io, dns, *r, s, n, serial);
         res.add(together, alone);
     }
-    bench::print_json("net", s.name, res.ours_median(), "ms", res.base_median());
+    bench::print_json("net_bench", s.name, res.ours_median(), "ms", res.base_median());
 }
 
 } // namespace
