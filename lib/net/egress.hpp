@@ -23,6 +23,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace sandbox::net {
 
@@ -53,6 +56,10 @@ struct egress_config
     std::optional<upstream_proxy> upstream{};
     std::shared_ptr<resolver> dns{};
     address_guard guard{};
+    /// Under `net_mode::proxy`: the rules hold an allow rule, so that a destination no allow
+    /// rule matches is refused ("no_rule") as under allow_list. Without one, proxy mode
+    /// sends everything no deny rule or guard refuses to the upstream.
+    bool has_allow_rules = false;
     net_limits limits{};
     /// Gets every record, on the egress's executor. May be empty.
     net_record_handler on_record{};
@@ -130,9 +137,35 @@ public:
     boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
 
 private:
+    /// The rules' and the guard's word on a destination, before any lookup.
+    struct verdict
+    {
+        bool allowed = false;
+        std::string reason{};  ///< "rule", "mode", "no_rule", an address class
+        std::string message{}; ///< for a refusal
+        std::string rule{};
+    };
+
+    bool needs_allow_rule() const noexcept;
+    verdict judge_address(const address& a, std::uint16_t port) const;
+    verdict decide(const authority& target) const;
+    net_record begin(net_protocol protocol, std::string_view requested, std::string host,
+                     std::uint16_t port);
+    void emit(const net_record& r) const;
+    opened finish(net_record r, open_status s, std::string message, std::string reason,
+                  boost::asio::ip::tcp::socket socket);
+    boost::asio::awaitable<opened> resolve_and_dial(net_record r, const authority& target,
+                                                    std::string reason);
+    boost::asio::awaitable<opened>
+    dial(net_record r, std::vector<boost::asio::ip::tcp::endpoint> eps, std::string reason);
+    boost::asio::awaitable<opened> through_upstream(net_record r, net_protocol protocol,
+                                                    const authority& target, std::string reason);
+
     boost::asio::any_io_executor ex_;
     egress_config cfg_;
     std::uint64_t next_connection_ = 1;
+    /// When each connected request was decided (for its `closed` record's duration).
+    std::unordered_map<std::uint64_t, std::chrono::steady_clock::time_point> opened_at_{};
 };
 
 } // namespace sandbox::net

@@ -31,6 +31,15 @@ boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client,
                                            std::string to_server, std::string to_client,
                                            std::chrono::milliseconds idle_timeout);
 
+/// \brief One direction only: writes `first`, then copies `from` to `to` until `from` ends
+/// (EOF: shutdown(send) on `to`), the idle timeout, an error or cancellation; `from` is
+/// closed at the end, `to` is left to the caller (to drain and close). The bytes are
+/// counted in `down` (the HTTP front's response).
+boost::asio::awaitable<relay_totals> relay_one_way(boost::asio::ip::tcp::socket& from,
+                                                   boost::asio::ip::tcp::socket& to,
+                                                   std::string first,
+                                                   std::chrono::milliseconds idle_timeout);
+
 } // namespace sandbox::net
 
 #endif // SANDBOX_LIB_NET_RELAY_HPP
