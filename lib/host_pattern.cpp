@@ -1,6 +1,8 @@
 // lib/host_pattern.cpp: parsing and normalisation of network host patterns.
 #include "host_pattern.hpp"
 
+#include <sandbox/utf8.hpp>
+
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
 #include <boost/system/error_code.hpp>
@@ -37,7 +39,14 @@ constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
 constexpr bool is_domain_char(char lower) noexcept
 {
-    return (lower >= 'a' && lower <= 'z') || is_digit(lower) || lower == '-';
+    return (lower >= 'a' && lower <= 'z') || is_digit(lower) || lower == '-' ||
+           static_cast<unsigned char>(lower) >= 0x80;
+}
+
+bool is_non_ascii(std::string_view s) noexcept
+{
+    return std::any_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
 }
 
 bool all_digits(std::string_view s) noexcept
@@ -53,7 +62,8 @@ outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
         name.remove_suffix(1);
     if (name.empty())
         return invalid(whole, "the domain name is empty");
-    if (name.size() > max_domain_length)
+    const bool ascii = !is_non_ascii(name);
+    if (ascii && name.size() > max_domain_length)
         return invalid(whole, "the domain name is longer than 253 characters");
 
     std::string out;
@@ -66,7 +76,7 @@ outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
             name.substr(start, dot == std::string_view::npos ? dot : dot - start);
         if (label.empty())
             return invalid(whole, "empty label (a leading dot or two dots in a row)");
-        if (label.size() > max_label_length)
+        if (ascii && label.size() > max_label_length)
             return invalid(whole, "the label " + quote_for_message(label, 16) +
                                       " is longer than 63 characters");
         if (label.front() == '-' || label.back() == '-')
@@ -240,12 +250,10 @@ outcome<host_pattern> parse_host_pattern(std::string_view text)
         if (c <= 0x20 || c == 0x7f)
             return invalid(text, "the host contains whitespace or a control character");
     }
-    for (const char ch : text)
-    {
-        if (static_cast<unsigned char>(ch) >= 0x80)
-            return invalid(text, "non-ASCII host names are not converted; give the name in "
-                                 "punycode (xn--...)");
-    }
+    // Non-ASCII (UTF-8) labels pass here; the rule compiler maps them to A-labels with IDNA
+    // (lib/net/rule_set.cpp), which also refuses what IDNA refuses.
+    if (sanitize_utf8(text) != text)
+        return invalid(text, "the host is not valid UTF-8");
 
     if (const auto slash = text.find('/'); slash != std::string_view::npos)
         return parse_cidr(text, slash);

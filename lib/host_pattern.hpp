@@ -38,7 +38,8 @@ struct host_pattern
     int prefix_length = -1;
 };
 
-/// \brief Parses one host pattern. Nothing is trimmed; unicode names must be given as punycode.
+/// \brief Parses one host pattern. Nothing is trimmed. Domain labels may be UTF-8 (kept as
+/// given, lower-cased in ASCII only; the rule compiler maps them to A-labels with IDNA).
 ///
 /// Fails with `errc::validation` and a one-line message that quotes the offending text. The
 /// failure carries no `limit`: the caller knows which field the text came from.

@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(rule_host_syntax)
     check_invalid(with_rule_host("fe80::1::2"), "net.rules[1].host", "IPv6");
     check_invalid(with_rule_host(std::string(64, 'a') + ".example"), "net.rules[1].host",
                   "longer than 63");
-    check_invalid(with_rule_host("b\xc3\xbc" "cher.example"), "net.rules[1].host", "punycode");
+    check_invalid(with_rule_host("b\xc3" "cher.example"), "net.rules[1].host", "UTF-8");
     check_invalid(with_rule_host("example.com:443"), "net.rules[1].host");
     check_invalid(with_rule_host(""), "net.rules[1].host", "empty");
 }
@@ -455,6 +455,10 @@ BOOST_AUTO_TEST_CASE(host_pattern_domains)
     BOOST_TEST(parse_ok("xn--bcher-kva.example").host == "xn--bcher-kva.example");
     BOOST_TEST(parse_ok("a-b.c0.1x").host == "a-b.c0.1x");
     BOOST_TEST(parse_ok("123.example").host == "123.example");
+    // UTF-8 labels are kept as given (ASCII lower-cased); the rule compiler applies IDNA.
+    BOOST_TEST(parse_ok("B\xc3\xbc" "cher.Example").host == "b\xc3\xbc" "cher.example");
+    BOOST_TEST(parse_ok("\xe4\xbe\x8b\xe3\x81\x88.jp").host == "\xe4\xbe\x8b\xe3\x81\x88.jp");
+    BOOST_TEST((parse_ok("*.m\xc3\xbcnchen.test").kind == host_kind::wildcard_domain));
 
     p = parse_ok("*.Internal.Example.");
     BOOST_TEST((p.kind == host_kind::wildcard_domain));
@@ -581,8 +585,9 @@ BOOST_AUTO_TEST_CASE(host_pattern_rejects)
     check_parse_fails("[::1]:443", "brackets");
     check_parse_fails("[1.2.3.4]", "IPv6");
     check_parse_fails("[]");
-    check_parse_fails("b\xc3\xbc" "cher.example", "punycode");
-    check_parse_fails("\xe4\xbe\x8b\xe3\x81\x88.jp", "punycode");
+    check_parse_fails("b\xc3" "cher.example", "UTF-8");
+    check_parse_fails("\xff.example", "UTF-8");
+    check_parse_fails("*.\xe4\xbe\x8b_.jp", "'_'");
 }
 
 BOOST_AUTO_TEST_CASE(quote_for_message_is_one_safe_line)
