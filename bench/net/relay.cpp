@@ -1,6 +1,481 @@
-// bench/net/relay.cpp (to be written)
+// bench/net/relay.cpp: the egress proxy's tunnel figures, each against a baseline measured in
+// the same run. The proxy runs on its own io_context thread (mode allow_list, 127.0.0.1
+// allowed by an IP rule); the sink and the clients are plain threads with blocking sockets
+// on loopback (network.md §13.1's harness, in C++).
+//   tunnel_throughput       MB/s through CONNECT; baseline: the same client straight to the sink
+//   relay_cpu_per_gib       proxy thread cpu s per GiB relayed; baseline: the sink thread's cpu
+//                           s per GiB received in the direct run (one side of a copy)
+//   connect_setup_p50       µs for connect + CONNECT + 200; baseline: a direct connect
+//   connect_setup_added_p50 µs the proxy adds at p50 (no baseline; target ≤ 150)
+//   idle_tunnel_memory      KiB of process RSS per idle tunnel (4,000, each sent "hello");
+//                           baseline: KiB per connection for as many direct connections
+//   idle_tunnels_rss        MiB of process RSS with the idle tunnels open; baseline: before
+//   loop_stall_while_streaming  ms of the worst lateness of a 1 ms timer on the proxy's loop
+//                           while a tunnel streams; baseline: the same timer on the idle loop
 #include "cases.hpp"
 
+#include "bench/common.hpp"
+#include "net/proxy.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
 namespace net_bench {
-void run_relay(const options&) {}
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+using namespace sandbox;
+
+constexpr const char* bench_name = "net_bench";
+
+double seconds_of(clockid_t id)
+{
+    timespec ts{};
+    ::clock_gettime(id, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+double thread_cpu()
+{
+    return seconds_of(CLOCK_THREAD_CPUTIME_ID);
+}
+
+double rss_kib()
+{
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("VmRSS:", 0) == 0)
+            return std::atof(line.c_str() + 6);
+    return 0;
+}
+
+sockaddr_in loopback(std::uint16_t port)
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+int dial(std::uint16_t port)
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_in a = loopback(port);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
+    {
+        std::perror("connect");
+        std::exit(1);
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+void send_all(int fd, const char* p, std::size_t n)
+{
+    while (n > 0)
+    {
+        const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0)
+        {
+            std::perror("send");
+            std::exit(1);
+        }
+        p += k;
+        n -= static_cast<std::size_t>(k);
+    }
+}
+
+/// CONNECT 127.0.0.1:port through the proxy on `fd`; exits unless answered 200.
+void open_tunnel(int fd, std::uint16_t port)
+{
+    const std::string head = "CONNECT 127.0.0.1:" + std::to_string(port) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    send_all(fd, head.data(), head.size());
+    std::string got;
+    char buf[512];
+    while (got.find("\r\n\r\n") == std::string::npos)
+    {
+        const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
+        if (k <= 0)
+            break;
+        got.append(buf, static_cast<std::size_t>(k));
+    }
+    if (got.rfind("HTTP/1.1 200 ", 0) != 0)
+    {
+        std::fprintf(stderr, "net_bench: CONNECT refused: %s\n", got.c_str());
+        std::exit(1);
+    }
+}
+
+/// Accepts on 127.0.0.1: drains each connection in a thread of its own (its byte count is
+/// sent back at EOF), or only holds the connections (idle tunnels).
+class sink
+{
+public:
+    sink()
+    {
+        lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a = loopback(0);
+        ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ::listen(lfd_, 4096);
+        socklen_t len = sizeof a;
+        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    ~sink()
+    {
+        ::shutdown(lfd_, SHUT_RDWR);
+        acceptor_.join();
+        ::close(lfd_);
+        for (auto& t : drains_)
+            t.join();
+        release_held();
+    }
+    std::uint16_t port() const { return port_; }
+    void hold(bool on) { hold_ = on; }
+    std::size_t held() const
+    {
+        std::lock_guard lock(m_);
+        return held_.size();
+    }
+    void release_held()
+    {
+        std::lock_guard lock(m_);
+        for (int fd : held_)
+            ::close(fd);
+        held_.clear();
+    }
+    /// Cpu seconds of the last connection drained to its end.
+    double last_drain_cpu() const { return last_cpu_.load(); }
+
+private:
+    void accept_loop()
+    {
+        for (;;)
+        {
+            const int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0)
+            {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                return;
+            }
+            std::lock_guard lock(m_);
+            if (hold_)
+                held_.push_back(fd);
+            else
+                drains_.emplace_back([this, fd] { drain(fd); });
+        }
+    }
+    void drain(int fd)
+    {
+        const double c0 = thread_cpu();
+        std::vector<char> buf(1 << 20);
+        std::uint64_t n = 0;
+        for (;;)
+        {
+            const ssize_t k = ::recv(fd, buf.data(), buf.size(), 0);
+            if (k <= 0)
+                break;
+            n += static_cast<std::uint64_t>(k);
+        }
+        const std::string count = std::to_string(n);
+        ::send(fd, count.data(), count.size(), MSG_NOSIGNAL);
+        ::close(fd);
+        last_cpu_ = thread_cpu() - c0;
+    }
+
+    int lfd_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> hold_{false};
+    std::atomic<double> last_cpu_{0};
+    mutable std::mutex m_;
+    std::vector<int> held_;
+    std::vector<std::thread> drains_;
+    std::thread acceptor_;
+};
+
+/// The proxy on its own io_context thread.
+class proxy_rig
+{
+public:
+    proxy_rig()
+    {
+        net_policy p;
+        p.mode = net_mode::allow_list;
+        p.rules = {net_rule{net_action::allow, "127.0.0.1", 0}};
+        net::egress_config cfg;
+        cfg.mode = net_mode::allow_list;
+        cfg.rules = net::rule_set::compile(p).value();
+        cfg.dns = std::make_shared<net::static_resolver>(
+            std::map<std::string, std::vector<net::address>>{}, nullptr);
+        cfg.limits.max_tunnels = 100'000;
+        gate_ = std::make_shared<net::egress>(ioc_.get_executor(), std::move(cfg));
+        proxy_ = std::make_unique<net::egress_proxy>(gate_);
+        tcp::acceptor a(ioc_);
+        const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+        a.open(ep.protocol());
+        a.bind(ep);
+        a.listen(4096);
+        port_ = a.local_endpoint().port();
+        proxy_->add_listener(std::move(a));
+        thread_ = std::thread([this] { ioc_.run(); });
+        ::pthread_getcpuclockid(thread_.native_handle(), &cpu_clock_);
+    }
+    ~proxy_rig()
+    {
+        asio::post(ioc_, [this] { proxy_->stop(); });
+        work_.reset();
+        thread_.join();
+    }
+    std::uint16_t port() const { return port_; }
+    double cpu() const { return seconds_of(cpu_clock_); }
+    asio::io_context& loop() { return ioc_; }
+    std::size_t connections()
+    {
+        std::promise<std::size_t> p;
+        asio::post(ioc_, [&] { p.set_value(proxy_->connections()); });
+        return p.get_future().get();
+    }
+
+private:
+    asio::io_context ioc_{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
+    std::shared_ptr<net::egress> gate_;
+    std::unique_ptr<net::egress_proxy> proxy_;
+    std::uint16_t port_ = 0;
+    std::thread thread_;
+    clockid_t cpu_clock_{};
+};
+
+/// Streams `total` bytes in 1 MiB sends, half-closes, checks the sink's count; seconds.
+double stream(int fd, std::uint64_t total)
+{
+    std::vector<char> buf(1 << 20, 'x');
+    const auto t0 = clock_type::now();
+    for (std::uint64_t sent = 0; sent < total; sent += buf.size())
+        send_all(fd, buf.data(), buf.size());
+    ::shutdown(fd, SHUT_WR);
+    std::string reply;
+    char r[64];
+    for (ssize_t k; (k = ::recv(fd, r, sizeof r, 0)) > 0;)
+        reply.append(r, static_cast<std::size_t>(k));
+    const double dt = std::chrono::duration<double>(clock_type::now() - t0).count();
+    ::close(fd);
+    if (reply != std::to_string(total))
+    {
+        std::fprintf(stderr, "net_bench: sink counted %s of %llu\n", reply.c_str(),
+                     static_cast<unsigned long long>(total));
+        std::exit(1);
+    }
+    return dt;
+}
+
+struct stream_figures
+{
+    double mbps = 0, cpu_per_gib = 0;
+};
+
+stream_figures stream_direct(sink& s, std::uint64_t total)
+{
+    const double dt = stream(dial(s.port()), total);
+    return {static_cast<double>(total) / dt / 1e6,
+            s.last_drain_cpu() / (static_cast<double>(total) / (1 << 30))};
+}
+
+stream_figures stream_tunnel(proxy_rig& px, sink& s, std::uint64_t total)
+{
+    const int fd = dial(px.port());
+    open_tunnel(fd, s.port());
+    const double c0 = px.cpu();
+    const double dt = stream(fd, total);
+    const double cpu = px.cpu() - c0;
+    return {static_cast<double>(total) / dt / 1e6, cpu / (static_cast<double>(total) / (1 << 30))};
+}
+
+void run_throughput(proxy_rig& px, sink& s, const options& o)
+{
+    const std::uint64_t total = o.quick ? (16ull << 20) : (1ull << 30);
+    std::vector<double> cpu_ours, cpu_base;
+    auto r = bench::measure_rounds(o.quick ? 1 : 3, [&] {
+        const auto d = stream_direct(s, total);
+        const auto t = stream_tunnel(px, s, total);
+        cpu_base.push_back(d.cpu_per_gib);
+        cpu_ours.push_back(t.cpu_per_gib);
+        return std::pair{t.mbps, d.mbps};
+    });
+    bench::print_json(bench_name, "tunnel_throughput", r.ours_median(), "MB/s", r.base_median());
+    bench::print_json(bench_name, "relay_cpu_per_gib", bench::median(cpu_ours), "s/GiB",
+                      bench::median(cpu_base));
+}
+
+void run_setup(proxy_rig& px, sink& s, const options& o)
+{
+    const int n = o.quick ? 20 : 200;
+    std::vector<double> direct, tunnel;
+    for (int i = 0; i < n; ++i)
+    {
+        auto t0 = clock_type::now();
+        int fd = dial(s.port());
+        direct.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+        ::close(fd);
+        t0 = clock_type::now();
+        fd = dial(px.port());
+        open_tunnel(fd, s.port());
+        tunnel.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+        ::close(fd);
+    }
+    const double ours = bench::percentile(tunnel, 50), base = bench::percentile(direct, 50);
+    bench::print_json(bench_name, "connect_setup_p50", ours, "us", base);
+    bench::print_json(bench_name, "connect_setup_added_p50", ours - base, "us", std::nullopt);
+}
+
+/// Waits (bounded) until the sink holds `n` connections.
+void await_held(sink& s, std::size_t n)
+{
+    for (int i = 0; i < 10'000 && s.held() < n; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+/// KiB of RSS per connection for `n` connections opened by `open_one`.
+double rss_per_connection(sink& s, std::size_t n, const std::function<int()>& open_one,
+                          double* total_kib = nullptr, double* before_kib = nullptr)
+{
+    s.hold(true);
+    const double before = rss_kib();
+    std::vector<int> fds;
+    fds.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        fds.push_back(open_one());
+    await_held(s, n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double after = rss_kib();
+    for (int fd : fds)
+        ::close(fd);
+    s.release_held();
+    s.hold(false);
+    if (total_kib)
+        *total_kib = after;
+    if (before_kib)
+        *before_kib = before;
+    return (after - before) / static_cast<double>(n);
+}
+
+std::size_t raise_fd_limit(std::size_t want)
+{
+    rlimit r{};
+    ::getrlimit(RLIMIT_NOFILE, &r);
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+    // Per idle tunnel: the client's fd, the proxy's two, the sink's one.
+    const auto fit = static_cast<std::size_t>((r.rlim_cur > 256 ? r.rlim_cur - 256 : 0) / 4);
+    return std::min(want, fit);
+}
+
+void run_idle(proxy_rig& px, sink& s, const options& o)
+{
+    const std::size_t n = raise_fd_limit(o.quick ? 200 : 4000);
+    const double base = rss_per_connection(s, n, [&] {
+        const int fd = dial(s.port());
+        send_all(fd, "hello", 5);
+        return fd;
+    });
+    double total = 0, before = 0;
+    const double ours = rss_per_connection(
+        s, n,
+        [&] {
+            const int fd = dial(px.port());
+            open_tunnel(fd, s.port());
+            send_all(fd, "hello", 5);
+            return fd;
+        },
+        &total, &before);
+    bench::print_json(bench_name, "idle_tunnel_memory", ours, "KiB", base);
+    bench::print_json(bench_name, "idle_tunnels_rss", total / 1024, "MiB", before / 1024);
+    for (int i = 0; i < 10'000 && px.connections() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+/// The worst lateness (ms) of a 1 ms timer on the proxy's loop until `until` is set.
+asio::awaitable<void> timer_probe(std::atomic<bool>& until, std::promise<double>& worst)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    double max_ms = 0;
+    while (!until.load())
+    {
+        t.expires_after(std::chrono::milliseconds(1));
+        co_await t.async_wait(asio::use_awaitable);
+        const double late = std::chrono::duration<double, std::milli>(clock_type::now() - t.expiry()).count();
+        max_ms = std::max(max_ms, late);
+    }
+    worst.set_value(max_ms);
+}
+
+double probe_while(proxy_rig& px, const std::function<void()>& work)
+{
+    std::atomic<bool> until{false};
+    std::promise<double> worst;
+    asio::co_spawn(px.loop(), timer_probe(until, worst), asio::detached);
+    work();
+    until = true;
+    return worst.get_future().get();
+}
+
+void run_stall(proxy_rig& px, sink& s, const options& o)
+{
+    const std::uint64_t total = o.quick ? (16ull << 20) : (1ull << 30);
+    double streaming_s = 0;
+    const double busy = probe_while(px, [&] {
+        const int fd = dial(px.port());
+        open_tunnel(fd, s.port());
+        streaming_s = stream(fd, total);
+    });
+    const double idle = probe_while(px, [&] {
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::max(streaming_s, 0.2)));
+    });
+    bench::print_json(bench_name, "loop_stall_while_streaming", busy, "ms", idle);
+}
+
+} // namespace
+
+void run_relay(const options& o)
+{
+    sink s;
+    proxy_rig px;
+    run_throughput(px, s, o);
+    run_setup(px, s, o);
+    run_stall(px, s, o);
+    run_idle(px, s, o);
+}
+
 } // namespace net_bench

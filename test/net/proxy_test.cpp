@@ -1,2 +1,729 @@
-// test/net/proxy_test.cpp
+// test/net/proxy_test.cpp: the egress proxy's HTTP side end to end on loopback: a real
+// egress (compiled rules, a static resolver, the address guard with no host addresses),
+// the proxy on a listener of the test's own, loopback origin servers started here. The
+// guard refuses loopback, so 127.0.0.1 is let through by an explicit IP allow rule (the
+// documented carve-out). Also the HTTP front's pure checks, without I/O.
 #include <boost/test/unit_test.hpp>
+
+#include "net/http_front.hpp"
+#include "net/proxy.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+BOOST_TEST_DONT_PRINT_LOG_VALUE(sandbox::net_verdict)
+BOOST_TEST_DONT_PRINT_LOG_VALUE(sandbox::net_protocol)
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using namespace sandbox;
+using namespace sandbox::net;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+net_rule rule(net_action a, std::string host, int port = 0)
+{
+    return net_rule{a, std::move(host), port};
+}
+
+/// A proxy on 127.0.0.1 with the rules of one test; its records are kept.
+struct proxy_fixture
+{
+    asio::io_context ioc{1};
+    std::vector<net_record> records{};
+    std::shared_ptr<static_resolver> dns{};
+    std::shared_ptr<egress> gate{};
+    std::unique_ptr<egress_proxy> proxy{};
+    std::uint16_t port = 0;
+
+    explicit proxy_fixture(net_limits limits = short_limits())
+    {
+        net_policy p;
+        p.mode = net_mode::allow_list;
+        p.rules = {rule(net_action::allow, "127.0.0.1"), rule(net_action::allow, "allowed.test"),
+                   rule(net_action::allow, "secure.test", 443)};
+        const auto lo = asio::ip::make_address("127.0.0.1");
+        dns = std::make_shared<static_resolver>(
+            std::map<std::string, std::vector<net::address>>{
+                {"allowed.test", {lo}}, {"secure.test", {lo}}, {"denied.test", {lo}}},
+            nullptr);
+        egress_config cfg;
+        cfg.mode = net_mode::allow_list;
+        cfg.rules = rule_set::compile(p).value();
+        cfg.dns = dns;
+        cfg.guard = address_guard{};
+        cfg.limits = limits;
+        cfg.on_record = [this](const net_record& r) { records.push_back(r); };
+        gate = std::make_shared<egress>(ioc.get_executor(), std::move(cfg));
+        proxy = std::make_unique<egress_proxy>(gate);
+        tcp::acceptor a(ioc, tcp::endpoint(lo, 0));
+        port = a.local_endpoint().port();
+        proxy->add_listener(std::move(a));
+    }
+
+    static net_limits short_limits()
+    {
+        net_limits l;
+        l.head_timeout = 2s;
+        l.dial_timeout = 2s;
+        l.dns_timeout = 2s;
+        l.socks_handshake_timeout = 2s;
+        l.tunnel_idle_timeout = 10s;
+        return l;
+    }
+
+    /// Runs `body` on the loop, then stops the proxy and lets every connection end.
+    void run(std::function<asio::awaitable<void>()> body)
+    {
+        bool done = false;
+        asio::co_spawn(ioc, body(), [&](std::exception_ptr e) {
+            done = true;
+            proxy->stop();
+            if (e)
+                std::rethrow_exception(e);
+        });
+        ioc.run_for(30s);
+        BOOST_REQUIRE(done);
+        proxy.reset();
+        ioc.restart();
+        ioc.run_for(5s);
+    }
+
+    std::size_t count(net_event e) const
+    {
+        return static_cast<std::size_t>(std::count_if(records.begin(), records.end(),
+                                                      [e](const net_record& r) { return r.event == e; }));
+    }
+};
+
+/// A loopback origin that hands each accepted connection to `serve` (in order).
+struct origin
+{
+    tcp::acceptor acceptor;
+    std::size_t accepted = 0;
+
+    explicit origin(asio::io_context& ioc)
+        : acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0))
+    {
+    }
+    std::uint16_t port() const { return acceptor.local_endpoint().port(); }
+
+    void serve(std::function<asio::awaitable<void>(tcp::socket)> f)
+    {
+        asio::co_spawn(acceptor.get_executor(), loop(std::move(f)), asio::detached);
+    }
+    asio::awaitable<void> loop(std::function<asio::awaitable<void>(tcp::socket)> f)
+    {
+        for (;;)
+        {
+            auto [ec, s] = co_await acceptor.async_accept(use_tuple);
+            if (ec)
+                co_return;
+            ++accepted;
+            asio::co_spawn(acceptor.get_executor(), f(std::move(s)), asio::detached);
+        }
+    }
+    void close()
+    {
+        boost::system::error_code ignored;
+        acceptor.close(ignored);
+    }
+};
+
+asio::awaitable<tcp::socket> dial(std::uint16_t port)
+{
+    tcp::socket s(co_await asio::this_coro::executor);
+    co_await s.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
+                             asio::use_awaitable);
+    co_return s;
+}
+
+asio::awaitable<void> send(tcp::socket& s, std::string_view bytes)
+{
+    co_await asio::async_write(s, asio::buffer(bytes), asio::use_awaitable);
+}
+
+/// Everything until EOF (or an error).
+asio::awaitable<std::string> read_all(tcp::socket& s)
+{
+    std::string out;
+    char buf[4096];
+    for (;;)
+    {
+        auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), use_tuple);
+        out.append(buf, n);
+        if (ec)
+            co_return out;
+    }
+}
+
+/// Exactly `n` bytes (fewer at EOF).
+asio::awaitable<std::string> read_n(tcp::socket& s, std::size_t n)
+{
+    std::string out(n, '\0');
+    auto [ec, got] = co_await asio::async_read(s, asio::buffer(out), use_tuple);
+    out.resize(got);
+    co_return out;
+}
+
+/// Up to and with the blank line; bytes after it stay in `extra`.
+asio::awaitable<std::string> read_head(tcp::socket& s, std::string& extra)
+{
+    std::string buf = std::move(extra);
+    char chunk[4096];
+    for (;;)
+    {
+        if (auto end = buf.find("\r\n\r\n"); end != std::string::npos)
+        {
+            extra = buf.substr(end + 4);
+            buf.resize(end + 4);
+            co_return buf;
+        }
+        auto [ec, n] = co_await s.async_read_some(asio::buffer(chunk), use_tuple);
+        if (ec)
+            co_return buf;
+        buf.append(chunk, n);
+    }
+}
+
+/// Polls `cond` on the loop (bounded, so that a failure ends the test instead of hanging).
+asio::awaitable<bool> eventually(std::function<bool()> cond)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (int i = 0; i < 5000; ++i)
+    {
+        if (cond())
+            co_return true;
+        t.expires_after(1ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return cond();
+}
+
+std::string connect_head(std::uint16_t port, std::string_view version = "HTTP/1.1")
+{
+    return "CONNECT 127.0.0.1:" + std::to_string(port) + " " + std::string(version) +
+           "\r\nHost: 127.0.0.1\r\n\r\n";
+}
+
+bool starts_with(std::string_view s, std::string_view p)
+{
+    return s.substr(0, p.size()) == p;
+}
+
+std::uint16_t closed_port(asio::io_context& ioc)
+{
+    tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    return a.local_endpoint().port();
+}
+
+/// Sends `request` and returns everything the proxy answers until it closes.
+asio::awaitable<std::string> exchange(std::uint16_t proxy_port, std::string request)
+{
+    auto c = co_await dial(proxy_port);
+    co_await send(c, request);
+    co_return co_await read_all(c);
+}
+
+/// An origin that echoes what it reads until EOF, then closes.
+asio::awaitable<void> echo(tcp::socket s)
+{
+    char buf[4096];
+    for (;;)
+    {
+        auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), use_tuple);
+        if (ec)
+            co_return;
+        co_await asio::async_write(s, asio::buffer(buf, n), use_tuple);
+    }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(http_front_checks)
+
+BOOST_AUTO_TEST_CASE(raw_head_checks)
+{
+    BOOST_TEST(!check_raw_head("GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n"));
+    BOOST_TEST(check_raw_head("GET http://a/ HTTP/1.1\nHost: a\r\n\r\n")->status == 400);
+    BOOST_TEST(check_raw_head("GET http://a/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n")->status == 400);
+    BOOST_TEST(check_raw_head("GET http://a/ HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n")->status == 400);
+    BOOST_TEST(check_raw_head(std::string_view("GET http://a/ HTTP/1.1\r\nX: a\0b\r\n\r\n", 34))->status == 400);
+    BOOST_TEST(check_raw_head("GET http://a/ HTTP/1.1\r\nX: a\rb\r\n\r\n")->status == 400);
+}
+
+BOOST_AUTO_TEST_CASE(field_checks)
+{
+    auto parse = [](std::string head) {
+        http::request_parser<http::empty_body> p;
+        p.eager(false);
+        boost::system::error_code ec;
+        p.put(asio::buffer(head), ec);
+        BOOST_REQUIRE(p.is_header_done());
+        return check_fields(p.get().base());
+    };
+    BOOST_TEST(!parse("POST http://a/ HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"));
+    BOOST_TEST(!parse("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n"));
+    BOOST_TEST(parse("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")->status == 400);
+    BOOST_TEST(parse("POST http://a/ HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n")->status == 400);
+    BOOST_TEST(parse("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n")->status == 501);
+    BOOST_TEST(parse("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")->status == 501);
+}
+
+BOOST_AUTO_TEST_CASE(forward_head_strips_hop_by_hop)
+{
+    http::request_parser<http::empty_body> p;
+    std::string head = "POST http://a.test/x HTTP/1.1\r\nHost: evil.test\r\nConnection: X-Secret, keep-alive\r\n"
+                       "X-Secret: s\r\nProxy-Authorization: Basic Zm9v\r\nProxy-Connection: keep-alive\r\n"
+                       "Keep-Alive: 5\r\nTE: trailers\r\nUpgrade: h2c\r\nTrailer: X\r\nX-Keep: 1\r\n"
+                       "Content-Length: 2\r\n\r\n";
+    boost::system::error_code ec;
+    p.eager(false);
+    p.put(asio::buffer(head), ec);
+    BOOST_REQUIRE(p.is_header_done());
+    const std::string out = forward_head(p.get().base(), "/x", "a.test", "");
+    BOOST_TEST(out == "POST /x HTTP/1.1\r\nHost: a.test\r\nX-Keep: 1\r\nContent-Length: 2\r\n"
+                      "Connection: close\r\n\r\n");
+    const std::string up = forward_head(p.get().base(), "http://a.test/x", "a.test", "Basic dXA6cHc=");
+    BOOST_TEST(up.find("Proxy-Authorization: Basic dXA6cHc=\r\n") != std::string::npos);
+    BOOST_TEST(up.find("Zm9v") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(status_mapping)
+{
+    BOOST_TEST(http_status(open_status::connected) == 200);
+    BOOST_TEST(http_status(open_status::bad_request) == 400);
+    BOOST_TEST(http_status(open_status::denied) == 403);
+    BOOST_TEST(http_status(open_status::resolve_failed) == 502);
+    BOOST_TEST(http_status(open_status::resolve_timeout) == 504);
+    BOOST_TEST(http_status(open_status::dial_refused) == 502);
+    BOOST_TEST(http_status(open_status::dial_failed) == 502);
+    BOOST_TEST(http_status(open_status::dial_timeout) == 504);
+    BOOST_TEST(http_status(open_status::upstream_refused) == 502);
+    BOOST_TEST(http_status(open_status::upstream_failed) == 502);
+    BOOST_TEST(http_status(open_status::tunnel_cap) == 503);
+    BOOST_TEST(http_status(open_status::unsupported) == 501);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(proxy_http)
+
+BOOST_AUTO_TEST_CASE(connect_moves_data_both_ways)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        const std::string head = co_await read_head(c, extra);
+        BOOST_TEST(starts_with(head, "HTTP/1.1 200 "));
+        co_await send(c, "hello");
+        BOOST_TEST(extra + co_await read_n(c, 5 - extra.size()) == "hello");
+        c.shutdown(tcp::socket::shutdown_send);
+        BOOST_TEST(co_await read_all(c) == "");
+        BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
+        o.close();
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 2u);
+    BOOST_TEST(f.records[0].verdict == net_verdict::allowed);
+    BOOST_TEST(f.records[1].reason == "eof");
+    BOOST_TEST(f.records[1].bytes_up == 5u);
+    BOOST_TEST(f.records[1].bytes_down == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(connect_from_http10_client)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port(), "HTTP/1.0"));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        co_await send(c, "x");
+        BOOST_TEST(co_await read_n(c, 1) == "x");
+        o.close();
+    });
+    BOOST_TEST(f.records.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(denied_name_is_403_without_lookup_or_dial)
+{
+    proxy_fixture f;
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string r = co_await exchange(f.port, "CONNECT denied.test:443 HTTP/1.1\r\n\r\n");
+        BOOST_TEST(starts_with(r, "HTTP/1.1 403 "));
+        BOOST_TEST(r.find("Connection: close") != std::string::npos);
+    });
+    BOOST_TEST(f.dns->calls() == 0u);
+    BOOST_REQUIRE_EQUAL(f.records.size(), 1u);
+    BOOST_TEST(f.records[0].verdict == net_verdict::denied);
+}
+
+BOOST_AUTO_TEST_CASE(refused_dial_is_502_never_200)
+{
+    proxy_fixture f;
+    const auto port = closed_port(f.ioc);
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string r = co_await exchange(f.port, connect_head(port));
+        BOOST_TEST(starts_with(r, "HTTP/1.1 502 "));
+        BOOST_TEST(r.find(" 200 ") == std::string::npos);
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 1u);
+    BOOST_TEST(f.records[0].verdict == net_verdict::failed);
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_bytes_after_connect_reach_the_server)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    std::string got;
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        got = co_await read_n(s, 5);
+        co_await send(s, "ok");
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()) + "EARLY");
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        BOOST_TEST(extra + co_await read_all(c) == "ok");
+        o.close();
+    });
+    BOOST_TEST(got == "EARLY");
+}
+
+BOOST_AUTO_TEST_CASE(server_bytes_sent_at_once_reach_the_client)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        co_await send(s, "BANNER");
+        co_await read_all(s);
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        BOOST_TEST(extra + co_await read_n(c, 6 - extra.size()) == "BANNER");
+        o.close();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(half_close_both_ways)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    std::string server_got_first, server_got_second;
+    int n = 0;
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        if (n++ == 0)
+        {
+            // The client shuts down first; the reply still goes back.
+            server_got_first = co_await read_all(s);
+            co_await send(s, std::to_string(server_got_first.size()));
+        }
+        else
+        {
+            // The server shuts down first; the client's bytes still arrive.
+            co_await send(s, "X");
+            s.shutdown(tcp::socket::shutdown_send);
+            server_got_second = co_await read_all(s);
+        }
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        {
+            auto c = co_await dial(f.port);
+            co_await send(c, connect_head(o.port()));
+            std::string extra;
+            BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+            co_await send(c, "abcdefghij");
+            c.shutdown(tcp::socket::shutdown_send);
+            BOOST_TEST(extra + co_await read_all(c) == "10");
+        }
+        {
+            auto c = co_await dial(f.port);
+            co_await send(c, connect_head(o.port()));
+            std::string extra;
+            BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+            BOOST_TEST(extra + co_await read_all(c) == "X");
+            co_await send(c, "Y");
+            c.shutdown(tcp::socket::shutdown_send);
+            BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 2; }));
+        }
+        o.close();
+    });
+    BOOST_TEST(server_got_first == "abcdefghij");
+    BOOST_TEST(server_got_second == "Y");
+    for (const auto& r : f.records)
+        if (r.event == net_event::closed)
+            BOOST_TEST(r.reason == "eof");
+}
+
+BOOST_AUTO_TEST_CASE(absolute_form_get_is_forwarded_with_host_rebuilt)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    std::string got_head, got_after;
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        std::string extra;
+        got_head = co_await read_head(s, extra);
+        co_await send(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        s.shutdown(tcp::socket::shutdown_send);
+        got_after = extra + co_await read_all(s);
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string port = std::to_string(o.port());
+        const std::string r = co_await exchange(
+            f.port, "GET http://ALLOWED.test:" + port + "/p?q=1 HTTP/1.1\r\nHost: 169.254.169.254\r\n"
+                    "Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n"
+                    "Connection: X-Secret, keep-alive\r\nX-Secret: s\r\nKeep-Alive: 5\r\nTE: trailers\r\n"
+                    "Upgrade: h2c\r\nX-Keep: 1\r\n\r\n"
+                    "GET http://allowed.test:" + port + "/second HTTP/1.1\r\n\r\n");
+        BOOST_TEST(r == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        o.close();
+    });
+    const std::string port = std::to_string(o.port());
+    BOOST_TEST(got_head == "GET /p?q=1 HTTP/1.1\r\nHost: allowed.test:" + port +
+                               "\r\nX-Keep: 1\r\nConnection: close\r\n\r\n");
+    BOOST_TEST(got_after == "");
+    BOOST_TEST(o.accepted == 1u);
+    BOOST_REQUIRE_EQUAL(f.records.size(), 2u);
+    BOOST_TEST(f.records[0].protocol == net_protocol::http);
+    BOOST_TEST(f.records[0].host == "allowed.test");
+}
+
+BOOST_AUTO_TEST_CASE(request_bodies_are_forwarded_exactly)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    std::vector<std::string> got;
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        std::string extra;
+        std::string head = co_await read_head(s, extra);
+        co_await send(s, "HTTP/1.1 204 No Content\r\n\r\n");
+        s.shutdown(tcp::socket::shutdown_send);
+        got.push_back(head + extra + co_await read_all(s));
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string url = "http://allowed.test:" + std::to_string(o.port()) + "/u";
+        const std::string sized = co_await exchange(
+            f.port, "POST " + url + " HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET " + url + " HTTP/1.1\r\n\r\n");
+        BOOST_TEST(starts_with(sized, "HTTP/1.1 204 "));
+        const std::string chunked = co_await exchange(
+            f.port, "POST " + url + " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "5;ext=1\r\nhello\r\n3\r\nabc\r\n0\r\n\r\nGARBAGE");
+        BOOST_TEST(starts_with(chunked, "HTTP/1.1 204 "));
+        o.close();
+    });
+    const std::string host = "Host: allowed.test:" + std::to_string(o.port()) + "\r\n";
+    BOOST_REQUIRE_EQUAL(got.size(), 2u);
+    BOOST_TEST(got[0] == "POST /u HTTP/1.1\r\n" + host + "Content-Length: 5\r\nConnection: close\r\n\r\nhello");
+    BOOST_TEST(got[1] == "POST /u HTTP/1.1\r\n" + host +
+                             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                             "5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(https_absolute_form_is_judged_as_443)
+{
+    proxy_fixture f;
+    f.run([&]() -> asio::awaitable<void> {
+        BOOST_TEST(starts_with(co_await exchange(f.port, "GET https://secure.test/ HTTP/1.1\r\n\r\n"),
+                               "HTTP/1.1 501 "));
+        BOOST_TEST(starts_with(co_await exchange(f.port, "GET http://secure.test/ HTTP/1.1\r\n\r\n"),
+                               "HTTP/1.1 403 "));
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 2u);
+    BOOST_TEST(f.records[0].reason == "unsupported");
+    BOOST_TEST(f.records[1].verdict == net_verdict::denied);
+    BOOST_TEST(f.records[1].port == 80);
+}
+
+BOOST_AUTO_TEST_CASE(origin_form_and_smuggling_forms_are_400)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    const std::string url = "http://allowed.test:" + std::to_string(o.port()) + "/";
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "400"},
+        {"POST " + url + " HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc", "400"},
+        {"POST " + url + " HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc", "400"},
+        {"GET " + url + " HTTP/1.1\r\nX-A: a\r\n b\r\n\r\n", "400"},
+        {"GET " + url + " HTTP/1.1\r\nHost : allowed.test\r\n\r\n", "400"},
+        {"GET " + url + " HTTP/1.1\r\nHost: allowed.test\r\nHost: evil.test\r\n\r\n", "400"},
+        {"GET " + url + " HTTP/1.1\nHost: allowed.test\n\n", "400"},
+        {"POST " + url + " HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", "501"},
+        {"GET http://%61llowed.test/ HTTP/1.1\r\n\r\n", "400"},
+        {"GET ftp://allowed.test/ HTTP/1.1\r\n\r\n", "501"},
+        {"CONNECT allowed.test HTTP/1.1\r\n\r\n", "400"},
+        {"CONNECT allowed.test:0443 HTTP/1.1\r\n\r\n", "400"},
+    };
+    f.run([&]() -> asio::awaitable<void> {
+        for (const auto& [request, status] : cases)
+        {
+            const std::string r = co_await exchange(f.port, request);
+            BOOST_TEST(starts_with(r, "HTTP/1.1 " + status + " "), request);
+        }
+        o.close();
+    });
+    BOOST_TEST(o.accepted == 0u);
+    BOOST_TEST(f.records.size() == cases.size());
+    for (const auto& r : f.records)
+        BOOST_TEST(r.verdict == net_verdict::failed);
+}
+
+BOOST_AUTO_TEST_CASE(oversized_head_is_431_and_closed)
+{
+    auto limits = proxy_fixture::short_limits();
+    limits.max_head_bytes = 4096;
+    proxy_fixture f(limits);
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string big = "GET http://allowed.test/ HTTP/1.1\r\nX-Big: " + std::string(8192, 'a') + "\r\n\r\n";
+        BOOST_TEST(starts_with(co_await exchange(f.port, big), "HTTP/1.1 431 "));
+        const std::string line = "GET http://allowed.test/" + std::string(8192, 'b') + " HTTP/1.1\r\n\r\n";
+        BOOST_TEST(starts_with(co_await exchange(f.port, line), "HTTP/1.1 431 "));
+    });
+    BOOST_TEST(f.records.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(head_timeout_closes_a_slow_client_while_another_is_served)
+{
+    auto limits = proxy_fixture::short_limits();
+    limits.head_timeout = 300ms;
+    proxy_fixture f(limits);
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        auto slow = co_await dial(f.port);
+        co_await send(slow, "GET http://allowed.test/ HTTP/1.1\r\nX-Slow: ");
+        auto served = [&]() -> asio::awaitable<std::string> {
+            auto c = co_await dial(f.port);
+            co_await send(c, connect_head(o.port()));
+            std::string extra;
+            co_await read_head(c, extra);
+            co_await send(c, "ping");
+            co_return extra + co_await read_n(c, 4 - extra.size());
+        };
+        BOOST_TEST(co_await served() == "ping");
+        const std::string r = co_await read_all(slow);
+        BOOST_TEST((r.empty() || starts_with(r, "HTTP/1.1 408 ")));
+        o.close();
+    });
+    BOOST_TEST(f.count(net_event::decision) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(connections_over_the_cap_get_503)
+{
+    auto limits = proxy_fixture::short_limits();
+    limits.max_tunnels = 1;
+    proxy_fixture f(limits);
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        const std::string r = co_await exchange(f.port, connect_head(o.port()));
+        BOOST_TEST(starts_with(r, "HTTP/1.1 503 "));
+        BOOST_TEST(f.proxy->connections() == 1u);
+        o.close();
+    });
+    BOOST_REQUIRE_GE(f.records.size(), 2u);
+    BOOST_TEST(f.records[1].reason == "tunnel_cap");
+    BOOST_TEST(f.count(net_event::decision) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(idle_tunnel_closes_but_a_streaming_one_does_not)
+{
+    auto limits = proxy_fixture::short_limits();
+    limits.tunnel_idle_timeout = 200ms;
+    proxy_fixture f(limits);
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto idle = co_await dial(f.port);
+        co_await send(idle, connect_head(o.port()));
+        auto busy = co_await dial(f.port);
+        co_await send(busy, connect_head(o.port()));
+        std::string e1, e2;
+        BOOST_TEST(starts_with(co_await read_head(idle, e1), "HTTP/1.1 200 "));
+        BOOST_TEST(starts_with(co_await read_head(busy, e2), "HTTP/1.1 200 "));
+        // The busy tunnel streams (one byte each way every 20 ms) until the idle one is gone.
+        bool idle_closed = false;
+        auto watch = [&]() -> asio::awaitable<void> {
+            co_await read_all(idle);
+            idle_closed = true;
+        };
+        asio::co_spawn(co_await asio::this_coro::executor, watch(), asio::detached);
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        int rounds = 0;
+        while (!idle_closed && rounds++ < 500)
+        {
+            co_await send(busy, "b");
+            BOOST_REQUIRE(co_await read_n(busy, 1) == "b");
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        BOOST_TEST(idle_closed);
+        co_await send(busy, "z");
+        BOOST_TEST(co_await read_n(busy, 1) == "z");
+        o.close();
+    });
+    std::vector<std::string> reasons;
+    for (const auto& r : f.records)
+        if (r.event == net_event::closed)
+            reasons.push_back(r.reason);
+    BOOST_REQUIRE_EQUAL(reasons.size(), 2u);
+    BOOST_TEST(reasons[0] == "idle_timeout");
+    BOOST_TEST(reasons[1] == "stopped");
+}
+
+BOOST_AUTO_TEST_CASE(stop_closes_every_connection_with_stopped)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto a = co_await dial(f.port);
+        co_await send(a, connect_head(o.port()));
+        auto b = co_await dial(f.port);
+        co_await send(b, connect_head(o.port()));
+        std::string e;
+        co_await read_head(a, e);
+        co_await read_head(b, e);
+        auto pending = co_await dial(f.port); // no request yet: no record
+        BOOST_TEST(co_await eventually([&] { return f.proxy->connections() == 3u; }));
+        f.proxy->stop();
+        BOOST_TEST(co_await read_all(a) == "");
+        BOOST_TEST(co_await read_all(b) == "");
+        BOOST_TEST(co_await read_all(pending) == "");
+        BOOST_TEST(co_await eventually([&] { return f.proxy->connections() == 0u; }));
+        o.close();
+    });
+    BOOST_REQUIRE_EQUAL(f.count(net_event::closed), 2u);
+    for (const auto& r : f.records)
+        if (r.event == net_event::closed)
+            BOOST_TEST(r.reason == "stopped");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
