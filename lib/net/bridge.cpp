@@ -155,7 +155,8 @@ sandbox_network::sandbox_network(std::shared_ptr<egress> gate, unique_fd host_en
 
 sandbox_network::~sandbox_network()
 {
-    asio::dispatch(st_->gate->get_executor(), [st = std::move(st_)] { st->stop(); });
+    auto ex = st_->gate->get_executor(); // before st_ moves into the handler
+    asio::dispatch(ex, [st = std::move(st_)] { st->stop(); });
 }
 
 } // namespace sandbox::net
