@@ -52,6 +52,13 @@ struct cares_options
 /// \brief c-ares on `ex`: sockets watched by the executor, a timer per query.
 /// `errc::validation` (limit "dns_servers[i]") for a bad server, `errc::internal` when
 /// c-ares cannot start.
+///
+/// The channel opens on the first lookup (it reads resolv.conf then). A lookup asks for A and
+/// AAAA at once, reads /etc/hosts first (as c-ares does), uses no search list (the name
+/// looked up is the name the rules judged) and keeps the server's order. It ends with
+/// `timed_out` at `timeout` however c-ares retries; cancelling it (per-operation
+/// cancellation) or destroying the resolver ends it with `operation_aborted`, and a late
+/// answer is dropped. Await it on `ex`, run by one thread.
 outcome<std::shared_ptr<resolver>> make_cares_resolver(boost::asio::any_io_executor ex,
                                                        cares_options o);
 
