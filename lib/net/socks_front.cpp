@@ -95,6 +95,14 @@ struct request
     std::string message{};
 };
 
+/// The end of a connection that made no complete request (a named value: GCC 12 mishandles
+/// `co_return` of a braced temporary of this type).
+request no_request()
+{
+    request r;
+    return r;
+}
+
 request refused(std::string requested, open_status s, std::uint8_t rep, std::string message)
 {
     return request{true, std::nullopt, std::move(requested), s, rep, std::move(message)};
@@ -170,7 +178,7 @@ request name_request(const std::string& raw, std::uint16_t port)
 awaitable<request> read_request(inbox& in)
 {
     if (!co_await in.fill(4) || in.at(0) != 0x05)
-        co_return request{};
+        co_return no_request();
     const std::uint8_t cmd = in.at(1);
     const std::uint8_t atyp = in.at(3);
     in.take(4);
@@ -182,7 +190,7 @@ awaitable<request> read_request(inbox& in)
                           "unsupported SOCKS5 address type");
     auto raw = co_await read_address(in, atyp);
     if (!raw)
-        co_return request{};
+        co_return no_request();
     const std::uint16_t port = static_cast<std::uint16_t>(in.at(0) << 8 | in.at(1));
     in.take(2);
     request r;
@@ -201,8 +209,9 @@ awaitable<request> read_request(inbox& in)
 awaitable<request> handshake(inbox& in)
 {
     if (!co_await greet(in))
-        co_return request{};
-    co_return co_await read_request(in);
+        co_return no_request();
+    request r = co_await read_request(in);
+    co_return r;
 }
 
 /// VER REP RSV ATYP BND.ADDR BND.PORT; BND is `bound` (or 0.0.0.0:0).

@@ -30,6 +30,7 @@ std::string basic_authorization(const upstream_proxy& u)
 
 namespace {
 
+/// (A function, not a braced temporary, for every `co_return`: GCC 12 mishandles the latter.)
 upstream_reply fail(open_status s, std::string message)
 {
     return upstream_reply{s, std::move(message), {}};
@@ -114,7 +115,7 @@ awaitable<upstream_reply> socks5_auth(asio::ip::tcp::socket& s, const upstream_p
     if (co_await send(s, hello) || co_await receive(s, rep, 2) || rep[0] != 5)
         co_return fail(open_status::upstream_failed, "upstream SOCKS5 proxy broke the greeting");
     if (rep[1] == 0x00)
-        co_return upstream_reply{open_status::connected, {}, {}};
+        co_return fail(open_status::connected, {});
     if (rep[1] != 0x02 || !creds)
         co_return fail(open_status::upstream_refused,
                        "upstream SOCKS5 proxy accepts none of the offered methods");
@@ -129,7 +130,7 @@ awaitable<upstream_reply> socks5_auth(asio::ip::tcp::socket& s, const upstream_p
     if (rep[1] != 0)
         co_return fail(open_status::upstream_refused,
                        "upstream SOCKS5 proxy refused the credentials");
-    co_return upstream_reply{open_status::connected, {}, {}};
+    co_return fail(open_status::connected, {});
 }
 
 std::string socks5_request(const authority& target)

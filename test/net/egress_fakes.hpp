@@ -32,7 +32,11 @@ public:
         ++calls;
         auto it = script.find(name);
         if (it == script.end() || it->second.empty())
-            co_return resolve_result{asio::error::host_not_found, {}};
+        {
+            resolve_result none;
+            none.ec = asio::error::host_not_found;
+            co_return none;
+        }
         std::size_t& n = per_name[name];
         const std::size_t i = std::min(n, it->second.size() - 1);
         ++n;

@@ -105,6 +105,42 @@ BOOST_AUTO_TEST_CASE(basic_authorization_header)
     BOOST_CHECK_EQUAL(basic_authorization(parse_upstream("http://h:1").value()), "");
 }
 
+BOOST_AUTO_TEST_CASE(make_egress_config_checks_mode_proxy_and_limits)
+{
+    asio::io_context ctx;
+    net_policy p;
+    p.mode = net_mode::proxy;
+    p.rules = {deny("denied.test")};
+    p.proxy = "socks5://127.0.0.1:1080";
+    auto cfg = make_egress_config(ctx.get_executor(), p, proxy_options{}, {});
+    BOOST_REQUIRE(cfg);
+    BOOST_CHECK(cfg->upstream.has_value());
+    BOOST_CHECK(!cfg->has_allow_rules);
+    BOOST_CHECK(cfg->dns != nullptr);
+
+    p.proxy = "ftp://127.0.0.1";
+    auto bad = make_egress_config(ctx.get_executor(), p, proxy_options{}, {});
+    BOOST_REQUIRE(!bad);
+    BOOST_CHECK_EQUAL(bad.error().diag.limit, "net.proxy");
+
+    p.mode = net_mode::allow_list;
+    p.proxy.clear();
+    p.allow_hosts = {"allowed.test"};
+    auto list = make_egress_config(ctx.get_executor(), p, proxy_options{}, {});
+    BOOST_REQUIRE(list);
+    BOOST_CHECK(list->has_allow_rules);
+    BOOST_CHECK(!list->upstream.has_value());
+
+    proxy_options zero;
+    zero.limits.dial_timeout = std::chrono::milliseconds(0);
+    auto z = make_egress_config(ctx.get_executor(), p, zero, {});
+    BOOST_REQUIRE(!z);
+    BOOST_CHECK_EQUAL(z.error().diag.limit, "limits.dial_timeout");
+
+    p.mode = net_mode::inherit;
+    BOOST_CHECK(!make_egress_config(ctx.get_executor(), p, proxy_options{}, {}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(egress_ssrf)

@@ -241,11 +241,12 @@ BOOST_AUTO_TEST_CASE(pipelined_payload_and_half_close)
 {
     socks_rig rig({allow("allowed.test"), allow("127.0.0.2")});
     rig.eg.dns->pin("allowed.test", {"127.0.0.2"});
+    const auto port = rig.dest_port();
     std::string reply;
     std::string answer;
     rig.run([&](tcp::socket& s) -> awaitable<bool> {
-        co_await send(s, greeting + socks_request(1, 3, domain("allowed.test"), rig.dest_port()) +
-                             "0123456789");
+        co_await send(s,
+                      greeting + socks_request(1, 3, domain("allowed.test"), port) + "0123456789");
         reply.resize(12);
         co_await asio::async_read(s, asio::buffer(reply), use_awaitable);
         s.shutdown(tcp::socket::shutdown_send);
@@ -260,7 +261,7 @@ BOOST_AUTO_TEST_CASE(pipelined_payload_and_half_close)
     BOOST_REQUIRE_EQUAL(rig.eg.records->size(), 2u);
     const auto& d = rig.eg.records->front();
     BOOST_CHECK(d.verdict == net_verdict::allowed);
-    BOOST_CHECK_EQUAL(d.dialed, "127.0.0.2:" + std::to_string(rig.dest_port()));
+    BOOST_CHECK_EQUAL(d.dialed, "127.0.0.2:" + std::to_string(port));
     const auto& c = rig.eg.records->back();
     BOOST_CHECK(c.event == net_event::closed);
     BOOST_CHECK_EQUAL(c.bytes_up, 10u);
