@@ -635,6 +635,10 @@ asio::awaitable<std::size_t> read_before(tcp::socket& s, asio::mutable_buffer b,
                                          boost::system::error_code& ec)
 {
     using namespace asio::experimental::awaitable_operators;
+    // Bytes already here (the common case right after accept): no timer, no race.
+    if (const std::size_t ready = s.available(ec); !ec && ready > 0)
+        co_return s.read_some(b, ec);
+    ec = {};
     asio::steady_timer timer(s.get_executor());
     timer.expires_at(deadline);
     auto r = co_await (s.async_read_some(b, asio::as_tuple(asio::use_awaitable)) ||

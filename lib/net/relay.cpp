@@ -26,7 +26,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t buffer_bytes = 16 * 1024;
+constexpr std::size_t buffer_bytes = 64 * 1024;
 constexpr std::size_t pool_keep = 32;
 
 /// The free list of copy buffers of this thread (the proxy's loop runs on one thread at a

@@ -573,6 +573,7 @@ BOOST_AUTO_TEST_CASE(origin_form_and_smuggling_forms_are_400)
         {"GET " + url + " HTTP/1.1\nHost: allowed.test\n\n", "400"},
         {"POST " + url + " HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", "501"},
         {"GET http://%61llowed.test/ HTTP/1.1\r\n\r\n", "400"},
+        {"GET http://evil.test\\@allowed.test/ HTTP/1.1\r\n\r\n", "400"},
         {"GET ftp://allowed.test/ HTTP/1.1\r\n\r\n", "501"},
         {"CONNECT allowed.test HTTP/1.1\r\n\r\n", "400"},
         {"CONNECT allowed.test:0443 HTTP/1.1\r\n\r\n", "400"},
@@ -726,6 +727,63 @@ BOOST_AUTO_TEST_CASE(stop_closes_every_connection_with_stopped)
     for (const auto& r : f.records)
         if (r.event == net_event::closed)
             BOOST_TEST(r.reason == "stopped");
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_proxy_mid_tunnel_is_safe)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string e;
+        BOOST_TEST(starts_with(co_await read_head(c, e), "HTTP/1.1 200 "));
+        f.proxy.reset(); // the destructor stops it; the connection's coroutine still holds the state
+        BOOST_TEST(co_await read_all(c) == "");
+        BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
+        f.proxy = std::make_unique<egress_proxy>(f.gate); // for the fixture's own stop
+        o.close();
+    });
+    BOOST_REQUIRE_EQUAL(f.count(net_event::closed), 1u);
+    BOOST_TEST(f.records.back().reason == "stopped");
+}
+
+BOOST_AUTO_TEST_CASE(first_byte_5_is_socks5_on_the_same_port)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, std::string("\x05\x01\x00", 3));
+        BOOST_TEST(co_await read_n(c, 2) == std::string("\x05\x00", 2));
+        std::string req("\x05\x01\x00\x01\x7f\x00\x00\x01", 8);
+        req += static_cast<char>(o.port() >> 8);
+        req += static_cast<char>(o.port() & 0xff);
+        co_await send(c, req);
+        const std::string rep = co_await read_n(c, 10);
+        BOOST_TEST(rep.size() == 10u);
+        BOOST_TEST(rep[1] == '\x00');
+        co_await send(c, "via socks");
+        BOOST_TEST(co_await read_n(c, 9) == "via socks");
+        o.close();
+    });
+    BOOST_REQUIRE_GE(f.records.size(), 1u);
+    BOOST_TEST(f.records[0].protocol == net_protocol::socks5);
+    BOOST_TEST(f.records[0].verdict == net_verdict::allowed);
+}
+
+BOOST_AUTO_TEST_CASE(userinfo_is_judged_as_the_host_after_the_at)
+{
+    proxy_fixture f;
+    f.run([&]() -> asio::awaitable<void> {
+        const std::string r = co_await exchange(f.port, "GET http://allowed.test@denied.test/ HTTP/1.1\r\n\r\n");
+        BOOST_TEST(starts_with(r, "HTTP/1.1 403 "));
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 1u);
+    BOOST_TEST(f.records[0].host == "denied.test");
+    BOOST_TEST(f.dns->calls() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
