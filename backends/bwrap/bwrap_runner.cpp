@@ -554,7 +554,6 @@ enforcement_report bwrap_runner::enforcement() const
     e = backend::supervised_enforcement();
     e.net_modes = {net_mode::deny_all, net_mode::allow_list, net_mode::proxy};
     e.socks5 = true; // the egress proxy's port speaks SOCKS5 too
-    e.unix_socket_policy = true;
     e.filesystem_bounds = true;
     e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
