@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -559,6 +560,97 @@ BOOST_FIXTURE_TEST_CASE(unix_sockets_per_call, net_fixture)
     auto n = sh("echo ran", not_socket);
     BOOST_TEST((n.ec == errc::validation));
     BOOST_TEST(n.result.diag.limit == "net.unix_sockets[0]");
+}
+
+namespace {
+
+// `sandbox-supervisor --init 3 --net-bridge 5 -- /bin/true` with the status pipe's write end
+// as fd 3 and `bridge` as fd 5; its exit status and what it wrote on the status pipe.
+std::pair<int, std::string> run_init(int bridge)
+{
+    int status_pipe[2];
+    BOOST_REQUIRE(::pipe2(status_pipe, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, status_pipe[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, bridge, 5);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0); // its refusal message
+    std::vector<std::string> args{SBX_SUPERVISOR, "--init", "3", "--net-bridge", "5", "--",
+                                  "/bin/true"};
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(status_pipe[1]);
+    BOOST_REQUIRE(rc == 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::string said;
+    char buf[256];
+    for (ssize_t n; (n = ::read(status_pipe[0], buf, sizeof buf)) > 0;)
+        said.append(buf, static_cast<std::size_t>(n));
+    ::close(status_pipe[0]);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, said};
+}
+
+} // namespace
+
+// The init's side alone (outside a sandbox): the listeners and the port in one message,
+// then "started"; a hand-off that cannot be sent (the host's end is gone) is exit 125
+// without "started".
+BOOST_AUTO_TEST_CASE(the_init_hands_over_its_listeners_before_it_starts)
+{
+    int sv[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    const auto [code, said] = run_init(sv[1]);
+    ::close(sv[1]);
+    BOOST_TEST(code == 0);
+    BOOST_TEST(said == "started\nstatus 0\n");
+    char body[64];
+    iovec iov{body, sizeof body};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)]{};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(sv[0], &m, MSG_CMSG_CLOEXEC);
+    ::close(sv[0]);
+    BOOST_REQUIRE(n > 0);
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        for (std::size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i)
+        {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            fds.push_back(fd);
+        }
+    BOOST_REQUIRE(!fds.empty());
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    BOOST_TEST(::getsockname(fds[0], reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    int listening = 0;
+    len = sizeof listening;
+    ::getsockopt(fds[0], SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
+    BOOST_TEST(listening == 1);
+    BOOST_TEST(a.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+    BOOST_TEST(std::string(body, static_cast<std::size_t>(n)) ==
+               "listen " + std::to_string(ntohs(a.sin_port)) + "\n");
+    for (int fd : fds)
+        ::close(fd);
+    BOOST_TEST(fds.size() <= 2u);
+
+    int gone[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gone) == 0);
+    ::close(gone[0]);
+    const auto [refused, nothing] = run_init(gone[1]);
+    ::close(gone[1]);
+    BOOST_TEST(refused == 125);
+    BOOST_TEST(nothing.empty());
 }
 
 // A bad rule is refused before anything runs.
