@@ -30,6 +30,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -132,6 +133,7 @@ public:
         BOOST_REQUIRE(pid_ >= 0);
         if (pid_ == 0)
         {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL); // not left behind by a crashed test
             ::dup2(out[1], 1);
             const int null = ::open("/dev/null", O_WRONLY);
             ::dup2(null, 2);
