@@ -418,7 +418,10 @@ BOOST_FIXTURE_TEST_CASE(environment_direct_connects_and_time_zero, net_fixture)
                     "head -c 12 <&3; echo; env | grep -i _proxy= | sort; "
                     "grep -c ':' /proc/net/dev; "
                     "(exec 4<>/dev/tcp/127.0.0.1/" + echo.port_text() + ") 2>/dev/null && "
-                    "echo direct-connected || echo direct-refused", o);
+                    "echo direct-connected || echo direct-refused; "
+                    "if [ -s /proc/net/if_inet6 ]; then (exec 5<>/dev/tcp/::1/${HTTP_PROXY##*:})"
+                    " 2>/dev/null && echo v6-listening || echo v6-refused; "
+                    "else echo v6-listening; fi", o); // [::1] too, where the namespace has IPv6
     BOOST_TEST(!first.ec, first.result.diag);
     const std::string& out = first.result.out.data;
     const auto nl = out.find('\n');
@@ -433,7 +436,7 @@ BOOST_FIXTURE_TEST_CASE(environment_direct_connects_and_time_zero, net_fixture)
                              "\nHTTP_PROXY=" + url + "\nNO_PROXY=localhost,127.0.0.1,::1\n"
                              "all_proxy=" + url + "\ngrpc_proxy=" + url + "\nhttp_proxy=" + url +
                              "\nhttps_proxy=" + url + "\nno_proxy=localhost,127.0.0.1,::1\n"
-                             "1\ndirect-refused\n";
+                             "1\ndirect-refused\nv6-listening\n";
     BOOST_TEST(out == want);
 }
 
