@@ -17,7 +17,7 @@
 //                                                          socket = fd 3)
 //          sandbox-supervisor --probe-fork-gate   (installs the fork gate's filter on itself
 //                                                  and exits: 0, or the errno it failed with)
-//          sandbox-supervisor --init FD -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
+//          sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
 //          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (root caller's sandbox; run_as.hpp)
 //          sandbox-supervisor --access-as UID GID [MODE PATH]...   (what its user can reach)
 #include "helper/channel.hpp"

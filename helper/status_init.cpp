@@ -4,6 +4,7 @@
 #include "helper/status_init.hpp"
 
 #include "helper/setid_filter.hpp"
+#include "protocol/net_bridge.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -11,8 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -87,6 +92,140 @@ int exec_on_path(char** argv)
     ::_exit(127);
 }
 
+// A listener on `addr` (127.0.0.1 or ::1, with its port set), or -1 and errno.
+int listen_on(const sockaddr* addr, socklen_t len)
+{
+    const int fd = ::socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    const int one = 1;
+    if (addr->sa_family == AF_INET6)
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (::bind(fd, addr, len) != 0 || ::listen(fd, net_bridge_backlog) != 0)
+    {
+        const int err = errno;
+        ::close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+// The IPv4 listener on 127.0.0.1:0 (its port in `port`), or -1 and errno.
+int listen_v4(std::uint16_t& port)
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int fd = listen_on(reinterpret_cast<const sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    if (fd >= 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    {
+        ::close(fd);
+        return -1;
+    }
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// The IPv6 listener on [::1]:port; -1 with errno 0 when the namespace has no IPv6.
+int listen_v6(std::uint16_t port)
+{
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    a.sin6_port = htons(port);
+    const int fd = listen_on(reinterpret_cast<const sockaddr*>(&a), sizeof a);
+    if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+        errno = 0;
+    return fd;
+}
+
+// One message: the listeners (SCM_RIGHTS) and the body naming the port. 0 or the errno.
+int send_listeners(int bridge, const int* fds, std::size_t n, std::uint16_t port)
+{
+    const std::string body = net_bridge_body(port);
+    iovec iov{const_cast<char*>(body.data()), body.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * net_bridge_max_fds)]{};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+    ssize_t sent;
+    while ((sent = ::sendmsg(bridge, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    {
+    }
+    if (sent < 0)
+        return errno;
+    return static_cast<std::size_t>(sent) == body.size() ? 0 : EMSGSIZE;
+}
+
+// The command's environment (environ) gets the proxy variables for `port`.
+void set_proxy_environment(std::uint16_t port)
+{
+    static std::vector<std::string> strings;
+    static std::vector<char*> pointers;
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e)
+        env.emplace_back(*e);
+    strings = proxy_environment(std::move(env), port);
+    for (auto& s : strings)
+        pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+    environ = pointers.data();
+}
+
+[[noreturn]] void bridge_failed(const char* what, int err)
+{
+    std::fprintf(stderr, "sandbox-supervisor --init: cannot hand the proxy's listeners over "
+                         "(%s): %s\n", what, std::strerror(err));
+    ::_exit(125);
+}
+
+// --net-bridge: listeners in our network namespace, sent to the host's proxy over
+// `bridge`, which is closed after; then the command's proxy environment.
+void hand_over_listeners(int bridge)
+{
+    std::uint16_t port = 0;
+    int fds[net_bridge_max_fds];
+    std::size_t n = 0;
+    fds[n] = listen_v4(port);
+    if (fds[n] < 0)
+        bridge_failed("listen on 127.0.0.1", errno);
+    ++n;
+    fds[n] = listen_v6(port);
+    if (fds[n] >= 0)
+        ++n;
+    else if (errno != 0)
+        bridge_failed("listen on [::1]", errno);
+    if (const int err = send_listeners(bridge, fds, n, port); err != 0)
+        bridge_failed("send", err);
+    for (std::size_t i = 0; i < n; ++i)
+        ::close(fds[i]);
+    ::close(bridge);
+    set_proxy_environment(port);
+}
+
+// Nothing else of the wrapper's reaches the command: our own program's descriptor (how
+// bwrap ran us) and anything above the status pipe, but for the bridge (closed later).
+void close_inherited(int status_fd, int bridge)
+{
+    if (bridge < 0)
+    {
+        ::syscall(SYS_close_range, status_fd + 1, ~0u, 0u);
+        return;
+    }
+    if (bridge > status_fd + 1)
+        ::syscall(SYS_close_range, status_fd + 1, bridge - 1, 0u);
+    ::syscall(SYS_close_range, bridge + 1, ~0u, 0u);
+}
+
 volatile pid_t g_child = 0;
 
 // A job signal reached us (the worker signals the group, or a terminal its foreground
@@ -109,18 +248,21 @@ void forward(int sig)
 
 void run_status_init(int argc, char** argv)
 {
-    // argv: sandbox-supervisor --init FD -- COMMAND [ARG...]
-    if (argc < 5 || std::strcmp(argv[3], "--") != 0)
+    // argv: sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]
+    const bool bridged = argc > 4 && std::strcmp(argv[3], "--net-bridge") == 0;
+    const int dashes = bridged ? 5 : 3;
+    if (argc < dashes + 2 || std::strcmp(argv[dashes], "--") != 0)
     {
-        std::fprintf(stderr, "sandbox-supervisor --init FD -- COMMAND [ARG...]\n");
+        std::fprintf(stderr,
+                     "sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]\n");
         ::_exit(125);
     }
     const int fd = std::atoi(argv[2]);
-    if (fd < 3 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+    const int bridge = bridged ? std::atoi(argv[4]) : -1;
+    if (fd < 3 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 ||
+        (bridged && (bridge <= fd || ::fcntl(bridge, F_SETFD, FD_CLOEXEC) != 0)))
         ::_exit(125);
-    // Nothing else of the wrapper's reaches the command: our own program's descriptor
-    // (how bwrap ran us) and anything above the status pipe.
-    ::syscall(SYS_close_range, fd + 1, ~0u, 0u);
+    close_inherited(fd, bridge);
     ::prctl(PR_SET_NAME, "sandbox-init");
     ::prctl(PR_SET_DUMPABLE, 0); // the command cannot ptrace us to forge its own report
     ::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the command behind our back
@@ -142,6 +284,8 @@ void run_status_init(int argc, char** argv)
     sigfillset(&on_job.sa_mask);
     for (int s : job_signals)
         ::sigaction(s, &on_job, nullptr);
+    if (bridged)
+        hand_over_listeners(bridge); // readiness: the listeners are the host's before we start
     say(fd, "started", 0, false);
     const pid_t child = ::fork();
     if (child < 0)
@@ -150,7 +294,7 @@ void run_status_init(int argc, char** argv)
         ::_exit(125);
     }
     if (child == 0)
-        exec_command(fd, argv + 4);
+        exec_command(fd, argv + dashes + 1);
     g_child = child;
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     // As the namespace's pid 1 we also reap what the command's tree orphans; when the

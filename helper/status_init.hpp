@@ -3,7 +3,7 @@
 // really ended: bwrap folds a signal death into exit 128+N and its own set-up failures into
 // exit 1, so its exit status cannot tell them apart from the command's.
 //
-//   sandbox-supervisor --init FD -- COMMAND [ARG...]
+//   sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]
 //
 // FD is the write end of the status pipe (the library holds the read end); its lines are
 // described in protocol/init_status.hpp. In short:
@@ -20,6 +20,10 @@
 // Before it says "started", the init puts the set-id filter (setid_filter.hpp) on itself,
 // which the command and everything below it inherit; when it cannot, it exits 125 without
 // "started" (the sandbox could not be set up).
+// With --net-bridge (a sandbox whose network goes through the host's egress proxy), before
+// "started" it creates the proxy's listeners in the sandbox's network namespace, hands them
+// to the host over FD2 and closes FD2 (protocol/net_bridge.hpp), and the command gets the
+// proxy variables; a failure there is exit 125 without "started", too.
 #ifndef SANDBOX_HELPER_STATUS_INIT_HPP
 #define SANDBOX_HELPER_STATUS_INIT_HPP
 

@@ -11,6 +11,7 @@
 #include "sandbox_user.hpp"
 #include "write_deny.hpp"
 #include "launch/work_dir.hpp"
+#include "net/bridge.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -289,7 +290,74 @@ void set_tmpdir(std::vector<std::string>& envp)
     envp.emplace_back("TMPDIR=/tmp");
 }
 
-outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_options& opts,
+// What a command's tree keeps on the host while it may run: the lease on its write-deny
+// stand-ins, and its network (the egress proxy serving the sandbox's listeners).
+struct tree_hold
+{
+    std::shared_ptr<void> lease;
+    std::shared_ptr<net::sandbox_network> network;
+};
+
+// A call's network under allow_list or proxy: the egress (its rules compiled, its upstream
+// parsed: bad input is refused here, before anything runs) serving on `ex`, and the init's
+// end of the hand-off socket. Other modes: nothing.
+struct call_network
+{
+    std::shared_ptr<net::sandbox_network> host;
+    unique_fd init_end;
+};
+
+outcome<call_network> prepare_network(const asio::any_io_executor& ex, exec_request& req,
+                                      const bwrap_runner_options& opts)
+{
+    const net_policy& p = req.options.net;
+    if (p.mode != net_mode::allow_list && p.mode != net_mode::proxy)
+        return call_network{};
+    auto cfg = net::make_egress_config(ex, p, opts.proxy, req.on_net_record);
+    if (!cfg)
+        return cfg.error();
+    auto ends = net::sandbox_network::make_ends();
+    if (!ends)
+        return ends.error();
+    auto gate = std::make_shared<net::egress>(ex, std::move(*cfg));
+    return call_network{
+        std::make_shared<net::sandbox_network>(std::move(gate), std::move(ends->host_end)),
+        std::move(ends->init_end)};
+}
+
+// A call's `net.unix_sockets`, each resolved: an existing socket (`errc::not_found` when
+// missing, `errc::validation` when not a socket), outside the writable directories (there a
+// command could swap it for a link to anything before bwrap binds it).
+outcome<std::vector<std::string>> call_sockets(const std::vector<std::string>& paths,
+                                               const bwrap_runner::state& st)
+{
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < paths.size(); ++i)
+    {
+        const std::string field = "net.unix_sockets[" + std::to_string(i) + "]";
+        const std::string c = canonical_or_empty(paths[i]);
+        struct stat sb{};
+        errc code = errc::validation;
+        const char* why = nullptr;
+        if (c.empty() || ::stat(c.c_str(), &sb) != 0)
+            code = errc::not_found, why = " does not exist";
+        else if (!S_ISSOCK(sb.st_mode))
+            why = " is not a socket";
+        else if (bwrap::inside_any(c, st.dirs))
+            why = " lies in a writable directory (the command could replace it)";
+        if (why)
+        {
+            failure f = make_failure(code, field + ": unix socket " + paths[i] + why, field);
+            f.diag.path = paths[i];
+            return f;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_request& req,
+                                     const bwrap_runner_options& opts,
                                      const bwrap_runner::state& st)
 {
     if (st.setup_error)
@@ -300,11 +368,16 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     const bool sampler_ok = !o.limits.has_sampled_caps() || sampler_usable();
     if (auto r = backend::check_request(req, sampler_ok); !r)
         return r.error();
-    if (o.net.mode != net_mode::inherit && o.net.mode != net_mode::deny_all)
+    if (o.net.mitm && o.net.mitm->enabled)
         return make_failure(errc::not_available,
-                            std::string("the bwrap backend has no network proxy yet (mode ") +
-                                to_string(o.net.mode) + ")",
-                            "net.mode");
+                            "the bwrap backend's egress proxy does not inspect TLS (net.mitm)",
+                            "net.mitm");
+    auto network = prepare_network(ex, req, opts);
+    if (!network)
+        return network.error();
+    auto sockets = call_sockets(o.net.unix_sockets, st);
+    if (!sockets)
+        return sockets.error();
     auto dir = launch::open_work_dir(opts.root, o.work_dir);
     if (!dir)
         return dir.error();
@@ -313,12 +386,13 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     v.writable = st.writable;
     v.read_deny = st.masked;
     v.sockets = st.sockets;
+    v.sockets.insert(v.sockets.end(), sockets->begin(), sockets->end());
     v.extra_flags = opts.extra_flags;
     auto protect = bwrap::resolve_write_deny(st.write_deny, st.dirs);
     if (!protect)
         return protect.error();
     v.protect = std::move(protect->paths);
-    v.isolate_network = o.net.mode == net_mode::deny_all;
+    v.isolate_network = o.net.mode != net_mode::inherit;
     v.tmpfs_bytes = o.limits.memory_bytes; // files there are memory the cap does not see
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
@@ -329,6 +403,9 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     auto init = backend::make_status_init();
     if (!init)
         return init.error();
+    if (network->host)
+        init->argv.insert(init->argv.end() - 1, // before "--"
+                          {"--net-bridge", std::to_string(3 + init->fds.size())});
     v.init = std::move(init->argv);
     backend::spawn_plan plan;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
@@ -337,11 +414,14 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const bwrap_runner_optio
     plan.executable = st.bwrap;
     plan.argv = bwrap::build_args(v, req.command, req.args);
     plan.extra_fds = std::move(init->fds);
+    if (network->host) // the init's end of the hand-off socket: fd 5, after the status pipe
+        plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(network->init_end)));
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
-    plan.tree_resources = std::move(protect->lease);
+    plan.tree_resources = std::make_shared<tree_hold>(
+        tree_hold{std::move(protect->lease), std::move(network->host)});
     if (st.user)
         if (auto r = backend::run_as_user(plan, st.user->uid, st.user->gid); !r)
             return r.error();
@@ -388,7 +468,7 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
         ex_,
         [this](const session_spec& spec) {
             exec_request req = backend::request_of(spec);
-            return backend::with_backend_name(prepare(req, opts_, *st_), "bwrap");
+            return backend::with_backend_name(prepare(ex_, req, opts_, *st_), "bwrap");
         },
         opts_.sessions);
     sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),
@@ -472,7 +552,8 @@ enforcement_report bwrap_runner::enforcement() const
         return e;
     }
     e = backend::supervised_enforcement();
-    e.net_modes = {net_mode::deny_all};
+    e.net_modes = {net_mode::deny_all, net_mode::allow_list, net_mode::proxy};
+    e.socks5 = true; // the egress proxy's port speaks SOCKS5 too
     e.filesystem_bounds = true;
     e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
@@ -483,7 +564,7 @@ enforcement_report bwrap_runner::enforcement() const
 asio::awaitable<exec_result> bwrap_runner::exec(exec_request req)
 {
     co_await ensure_usable();
-    co_return co_await backend::exec_plan(ex_, prepare(req, opts_, *st_), "bwrap");
+    co_return co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st_), "bwrap");
 }
 
 } // namespace sandbox

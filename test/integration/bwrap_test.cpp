@@ -622,7 +622,11 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
     sandbox::exec_options o;
     o.net.mode = sandbox::net_mode::allow_list;
     o.net.allow_hosts = {"example.com"};
-    BOOST_TEST((sh("true", o).ec == errc::not_available));
+    o.net.mitm = sandbox::mitm_policy{};
+    o.net.mitm->enabled = true; // the egress proxy does not inspect TLS
+    auto mitm = sh("true", o);
+    BOOST_TEST((mitm.ec == errc::not_available));
+    BOOST_TEST(mitm.result.diag.limit == "net.mitm");
     sandbox::exec_request missing;
     missing.command = "no-such-command-here";
     // (A PATH directory the sandbox user cannot search, such as one under /root, would make

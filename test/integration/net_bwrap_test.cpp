@@ -1,2 +1,671 @@
-// test/integration/net_bwrap_test.cpp
+// test/integration/net_bwrap_test.cpp: net_mode::allow_list on the real bwrap, with real
+// clients inside (curl, python3, git, a raw SOCKS5 client) and real servers on the host's
+// 127.0.0.1 started by the test: the init's listener hand-off, the proxy environment, the
+// rules through the egress proxy, its records, sessions, the caller's death, and
+// `net.unix_sockets` per call.
 #include <boost/test/unit_test.hpp>
+
+#include "session_support.hpp"
+#include "support.hpp"
+
+#include <sandbox/bwrap_runner.hpp>
+#include <sandbox/error.hpp>
+#include <sandbox/net_proxy.hpp>
+#include <sandbox/process_manager.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using sandbox::errc;
+
+const char* const python = "/usr/bin/python3"; // not the PATH's (a shim under /root)
+
+bool contains(const std::string& s, const std::string& part)
+{
+    return s.find(part) != std::string::npos;
+}
+
+// A directory under /var/tmp (the sandbox has its own /tmp), readable by the sandbox user.
+class shared_dir
+{
+public:
+    shared_dir()
+        : path_(fs::path("/var/tmp") /
+                ("sbx-net-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)))
+    {
+        fs::create_directories(path_);
+        ::chmod(path_.c_str(), 0755);
+    }
+    ~shared_dir()
+    {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    shared_dir(const shared_dir&) = delete;
+    shared_dir& operator=(const shared_dir&) = delete;
+    const fs::path& path() const { return path_; }
+    std::string file(const std::string& name, const std::string& text) const
+    {
+        std::ofstream(path_ / name) << text;
+        return (path_ / name).string();
+    }
+
+private:
+    static inline int count_ = 0;
+    fs::path path_;
+};
+
+// The host's servers, in python: `http DIR`, `https DIR CERT KEY` (a threading HTTP server
+// on DIR), `echo` (each connection echoed until EOF). Each prints its port first.
+const char* const server_py = R"(import functools, http.server, socket, ssl, sys, threading
+mode = sys.argv[1]
+if mode == 'echo':
+    ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(64)
+    print(ls.getsockname()[1], flush=True)
+    def serve(c):
+        with c:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+if mode == 'https':
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+)";
+
+// A raw SOCKS5 client: greeting, CONNECT to a domain, then one line echoed. Prints the
+// reply code ("rep 0") and what came back.
+const char* const socks_py = R"(import os, socket, struct, sys
+port = int(os.environ['ALL_PROXY'].rsplit(':', 1)[1])
+s = socket.create_connection(('127.0.0.1', port))
+s.sendall(b'\x05\x01\x00'); assert s.recv(2) == b'\x05\x00'
+host = sys.argv[1].encode()
+s.sendall(b'\x05\x01\x00\x03' + bytes([len(host)]) + host + struct.pack('>H', int(sys.argv[2])))
+rep = s.recv(10)
+print('rep', rep[1], flush=True)
+if rep[1] == 0:
+    s.sendall(b'ping\n'); print(s.recv(100).decode().strip())
+)";
+
+// A server process on the host, killed and reaped on destruction.
+class host_server
+{
+public:
+    explicit host_server(std::vector<std::string> args)
+    {
+        int out[2];
+        BOOST_REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+        pid_ = ::fork();
+        BOOST_REQUIRE(pid_ >= 0);
+        if (pid_ == 0)
+        {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL); // not left behind by a crashed test
+            ::dup2(out[1], 1);
+            const int null = ::open("/dev/null", O_WRONLY);
+            ::dup2(null, 2);
+            std::vector<char*> argv;
+            for (auto& a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        ::close(out[1]);
+        std::string line;
+        char c;
+        while (::read(out[0], &c, 1) == 1 && c != '\n')
+            line += c;
+        ::close(out[0]);
+        port_ = std::atoi(line.c_str());
+        BOOST_REQUIRE_MESSAGE(port_ > 0, "the host server did not start: " + args[1]);
+    }
+    ~host_server()
+    {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    host_server(const host_server&) = delete;
+    host_server& operator=(const host_server&) = delete;
+    int port() const { return port_; }
+    std::string port_text() const { return std::to_string(port_); }
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+// A listener of the test's own on the host's 127.0.0.1 (accepted from after the run).
+struct tcp_listener
+{
+    int fd = -1;
+    int port = 0;
+    tcp_listener()
+    {
+        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        BOOST_REQUIRE(::listen(fd, 16) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+    }
+    ~tcp_listener() { ::close(fd); }
+    // Waits up to `limit` for `fd` to be readable.
+    static bool readable(int fd, std::chrono::milliseconds limit)
+    {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, static_cast<int>(limit.count())) == 1;
+    }
+    // The next connection (within 20 s), or -1.
+    int accept_one() const
+    {
+        return readable(fd, 20s) ? ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    }
+    // Everything `c` sends until its end of file (within 20 s); nullopt: no end came.
+    static std::optional<std::string> read_to_eof(int c)
+    {
+        std::string all;
+        char buf[4096];
+        while (readable(c, 20s))
+        {
+            const ssize_t n = ::read(c, buf, sizeof buf);
+            if (n <= 0)
+                return all;
+            all.append(buf, static_cast<std::size_t>(n));
+        }
+        return std::nullopt;
+    }
+};
+
+// Names pinned to the host's loopback; "files.test" allowed (any port), and the loopback
+// addresses allowed as destinations (the SSRF guard refuses them otherwise); "other.test"
+// has no rule.
+sandbox::bwrap_runner_options net_runner_options(const std::string& root)
+{
+    sandbox::bwrap_runner_options o;
+    o.root = root;
+    o.proxy.resolve = {{"files.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}};
+    return o;
+}
+
+sandbox::exec_options allow_files()
+{
+    sandbox::exec_options o;
+    o.net.mode = sandbox::net_mode::allow_list;
+    o.net.rules = {{sandbox::net_action::allow, "files.test", 0},
+                   {sandbox::net_action::allow, "127.0.0.1", 0}};
+    o.timeout = 30s;
+    return o;
+}
+
+struct net_fixture
+{
+    asio::io_context ioc;
+    sbx_test::temp_dir root;
+    shared_dir files; // served over http, and the scripts
+    std::vector<sandbox::net_record> records; // outlives the runner (and its proxies)
+    sandbox::bwrap_runner runner;
+
+    net_fixture() : runner(ioc.get_executor(), net_runner_options(root.str()))
+    {
+        ::chmod(root.str().c_str(), 0777); // the sandbox user's work directory
+        files.file("hello.txt", "hello from the host\n");
+    }
+
+    sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = allow_files())
+    {
+        sandbox::exec_request req;
+        req.command = "/bin/bash"; // for /dev/tcp
+        req.args = {"-c", script};
+        req.options = std::move(o);
+        req.options.env.inject["PATH"] = "/usr/bin:/bin";
+        req.options.env.inject["HOME"] = "/tmp";
+        req.on_net_record = [this](const sandbox::net_record& r) { records.push_back(r); };
+        return sbx_test::run(ioc, runner, std::move(req), 40s);
+    }
+
+    const sandbox::net_record* find(sandbox::net_event e, sandbox::net_verdict v,
+                                    const std::string& host) const
+    {
+        for (const auto& r : records)
+            if (r.event == e && r.host == host && (e == sandbox::net_event::closed || r.verdict == v))
+                return &r;
+        return nullptr;
+    }
+};
+
+// The processes below `root` now (parents before children).
+std::vector<pid_t> descendants(pid_t root)
+{
+    std::vector<std::pair<pid_t, pid_t>> parent_of; // (pid, ppid)
+    for (pid_t p : sbx_test::proc_pids())
+    {
+        std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+        std::string line;
+        std::getline(stat, line);
+        const auto close = line.rfind(')');
+        int ppid = 0;
+        char state = 0;
+        if (close != std::string::npos &&
+            std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2)
+            parent_of.emplace_back(p, ppid);
+    }
+    std::vector<pid_t> tree{root};
+    for (bool grew = true; grew;)
+    {
+        grew = false;
+        for (const auto& [p, pp] : parent_of)
+            if (std::find(tree.begin(), tree.end(), pp) != tree.end() &&
+                std::find(tree.begin(), tree.end(), p) == tree.end())
+                tree.push_back(p), grew = true;
+    }
+    tree.erase(tree.begin());
+    return tree;
+}
+
+boost::test_tools::assertion_result net_usable(boost::unit_test::test_unit_id)
+{
+    for (const char* p : {python, "/usr/bin/curl", "/usr/bin/git", "/usr/bin/openssl",
+                          "/usr/bin/bwrap"})
+        if (::access(p, X_OK) != 0)
+        {
+            boost::test_tools::assertion_result r(false);
+            r.message() << p << " is missing: the net_bwrap tests need it";
+            return r;
+        }
+    return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(net_bwrap, *boost::unit_test::precondition(net_usable))
+
+// Plain HTTP through the proxy: allowed where a rule allows, 403 where none does; the
+// records say so, and the allowed connection's close carries its bytes.
+BOOST_FIXTURE_TEST_CASE(curl_http_allowed_and_denied_with_records, net_fixture)
+{
+    host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
+    const std::string url = ":" + web.port_text() + "/hello.txt";
+    auto r = sh("curl -sS http://files.test" + url + "; echo; curl -s -o /dev/null -w "
+                "'%{http_code}' http://other.test" + url);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "hello from the host\n\n403", r.result.err.data);
+    const auto* allowed = find(sandbox::net_event::decision, sandbox::net_verdict::allowed,
+                               "files.test");
+    BOOST_REQUIRE(allowed);
+    BOOST_TEST((allowed->protocol == sandbox::net_protocol::http));
+    BOOST_TEST(allowed->port == web.port());
+    BOOST_TEST(allowed->dialed == "127.0.0.1:" + web.port_text());
+    const auto* closed = find(sandbox::net_event::closed, {}, "files.test");
+    BOOST_REQUIRE(closed);
+    BOOST_TEST(closed->connection == allowed->connection);
+    BOOST_TEST(closed->bytes_down > 20u); // the response, body included
+    const auto* denied = find(sandbox::net_event::decision, sandbox::net_verdict::denied,
+                              "other.test");
+    BOOST_REQUIRE(denied);
+    BOOST_TEST(denied->reason == "no_rule");
+    BOOST_TEST(!find(sandbox::net_event::closed, {}, "other.test"));
+}
+
+// HTTPS through CONNECT to a TLS server on the host (its certificate made here for
+// files.test); a denied CONNECT is curl's own failure (exit 56).
+BOOST_FIXTURE_TEST_CASE(curl_https_through_connect, net_fixture)
+{
+    const std::string cert = (files.path() / "cert.pem").string();
+    const std::string key = (files.path() / "key.pem").string();
+    BOOST_REQUIRE(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+                               "/CN=files.test -addext subjectAltName=DNS:files.test,DNS:other.test"
+                               " -keyout " + key + " -out " + cert + " >/dev/null 2>&1")
+                                  .c_str()) == 0);
+    ::chmod(key.c_str(), 0644);
+    host_server tls({python, files.file("server.py", server_py), "https", files.path().string(),
+                     cert, key});
+    const std::string path = ":" + tls.port_text() + "/hello.txt";
+    auto r = sh("curl -sS --cacert " + cert + " https://files.test" + path +
+                "; curl -s --cacert " + cert + " https://other.test" + path + "; echo exit=$?");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "hello from the host\nexit=56\n", r.result.err.data);
+    const auto* allowed = find(sandbox::net_event::decision, sandbox::net_verdict::allowed,
+                               "files.test");
+    BOOST_REQUIRE(allowed);
+    BOOST_TEST((allowed->protocol == sandbox::net_protocol::connect));
+}
+
+// python3's urllib (HTTP_PROXY) and git over dumb http from a bare repository.
+BOOST_FIXTURE_TEST_CASE(python_urllib_and_git_clone, net_fixture)
+{
+    const fs::path repo = files.path() / "repo.git";
+    const std::string git = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c "
+                            "user.name=t -c user.email=t@t ";
+    BOOST_REQUIRE(std::system(("cd " + files.path().string() + " && " + git +
+                               "init -q work && cd work && echo tracked > file.txt && " + git +
+                               "add file.txt && " + git + "commit -qm one && " + git +
+                               "clone -q --bare . " + repo.string() + " && cd " +
+                               repo.string() + " && " + git + "update-server-info")
+                                  .c_str()) == 0);
+    host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
+    const std::string base = "http://files.test:" + web.port_text();
+    auto r = sh(std::string(python) + " -c \"import urllib.request; print(urllib.request."
+                "urlopen('" + base + "/hello.txt').read().decode().strip())\" && cd /tmp && "
+                "git clone -q " + base + "/repo.git cloned && cat cloned/file.txt");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "hello from the host\ntracked\n", r.result.err.data);
+}
+
+// A raw SOCKS5 client on the proxy's port: CONNECT to an allowed name reaches the echo
+// server; to a name no rule allows, reply 02.
+BOOST_FIXTURE_TEST_CASE(raw_socks5_allowed_and_denied, net_fixture)
+{
+    host_server echo({python, files.file("server.py", server_py), "echo"});
+    const std::string client = std::string(python) + " " + files.file("socks.py", socks_py);
+    auto r = sh(client + " files.test " + echo.port_text() + " && " + client + " other.test " +
+                echo.port_text());
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "rep 0\nping\nrep 2\n", r.result.err.data);
+    const auto* allowed = find(sandbox::net_event::decision, sandbox::net_verdict::allowed,
+                               "files.test");
+    BOOST_REQUIRE(allowed);
+    BOOST_TEST((allowed->protocol == sandbox::net_protocol::socks5));
+}
+
+// The command's environment names the proxy (the caller's HTTP_PROXY replaced, its lower
+// case one dropped); the namespace has only lo; a direct connect to the host's server
+// fails; the command's first connect, at once, reaches the proxy (CONNECT answered 200).
+BOOST_FIXTURE_TEST_CASE(environment_direct_connects_and_time_zero, net_fixture)
+{
+    host_server echo({python, files.file("server.py", server_py), "echo"});
+    auto o = allow_files();
+    o.env.inject["HTTP_PROXY"] = "http://caller.example:1";
+    o.env.inject["no_proxy"] = "*";
+    auto first = sh("exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:} || exit 9; printf "
+                    "'CONNECT files.test:" + echo.port_text() + " HTTP/1.1\\r\\n\\r\\n' >&3; "
+                    "head -c 12 <&3; echo; env | grep -i _proxy= | sort; "
+                    "grep -c ':' /proc/net/dev; "
+                    "(exec 4<>/dev/tcp/127.0.0.1/" + echo.port_text() + ") 2>/dev/null && "
+                    "echo direct-connected || echo direct-refused; "
+                    "if [ -s /proc/net/if_inet6 ]; then (exec 5<>/dev/tcp/::1/${HTTP_PROXY##*:})"
+                    " 2>/dev/null && echo v6-listening || echo v6-refused; "
+                    "else echo v6-listening; fi", o); // [::1] too, where the namespace has IPv6
+    BOOST_TEST(!first.ec, first.result.diag);
+    const std::string& out = first.result.out.data;
+    const auto nl = out.find('\n');
+    BOOST_TEST(out.substr(0, nl) == "HTTP/1.1 200", out + first.result.err.data);
+    std::string proxy_port;
+    if (auto at = out.find("HTTP_PROXY=http://127.0.0.1:"); at != std::string::npos)
+        proxy_port = out.substr(at + 28, out.find('\n', at) - at - 28);
+    BOOST_REQUIRE(!proxy_port.empty());
+    const std::string url = "http://127.0.0.1:" + proxy_port;
+    const std::string want = "HTTP/1.1 200\n"
+                             "ALL_PROXY=" + url + "\nGRPC_PROXY=" + url + "\nHTTPS_PROXY=" + url +
+                             "\nHTTP_PROXY=" + url + "\nNO_PROXY=localhost,127.0.0.1,::1\n"
+                             "all_proxy=" + url + "\ngrpc_proxy=" + url + "\nhttp_proxy=" + url +
+                             "\nhttps_proxy=" + url + "\nno_proxy=localhost,127.0.0.1,::1\n"
+                             "1\ndirect-refused\nv6-listening\n";
+    BOOST_TEST(out == want);
+}
+
+// A session under allow_list has its proxy for its whole life; when it ends, its tunnels
+// close (the host's server sees end of file) with a `closed` record.
+BOOST_FIXTURE_TEST_CASE(a_session_keeps_its_proxy_until_it_ends, net_fixture)
+{
+    tcp_listener target;
+    auto spec = sbx_test::shell(
+        "exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'CONNECT files.test:" +
+        std::to_string(target.port) + " HTTP/1.1\\r\\n\\r\\n' >&3; head -c 12 <&3; echo; "
+        "echo tunnel-data >&3; echo sent; sleep 30");
+    spec.command = "/bin/bash";
+    spec.options = allow_files();
+    spec.options.timeout = 60s;
+    spec.options.env.inject["PATH"] = "/usr/bin:/bin";
+    spec.on_net_record = [this](const sandbox::net_record& r) { records.push_back(r); };
+    std::string seen;
+    sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await runner.sessions()->start(std::move(spec));
+        std::uint64_t from = 0;
+        seen = co_await sbx_test::read_until(*s, from, "sent");
+        co_await s->terminate(2s);
+    });
+    BOOST_TEST(contains(seen, "HTTP/1.1 200"), seen);
+    const int c = target.accept_one();
+    BOOST_REQUIRE(c >= 0);
+    const auto got = tcp_listener::read_to_eof(c);
+    ::close(c);
+    BOOST_REQUIRE(got.has_value()); // the tunnel was closed
+    BOOST_TEST(*got == "tunnel-data\n");
+    ioc.restart();
+    ioc.poll(); // the proxy's last records
+    BOOST_TEST(find(sandbox::net_event::closed, {}, "files.test"));
+}
+
+// The caller killed (SIGKILL) while a tunnel is open: the proxy went with it (the host's
+// server sees end of file) and nothing of the sandbox remains.
+BOOST_AUTO_TEST_CASE(killing_the_caller_closes_its_tunnels)
+{
+    tcp_listener target;
+    sbx_test::temp_dir root;
+    ::chmod(root.str().c_str(), 0777);
+    const pid_t caller = ::fork();
+    BOOST_REQUIRE(caller >= 0);
+    if (caller == 0)
+    {
+        asio::io_context ioc;
+        sandbox::bwrap_runner runner(ioc.get_executor(), net_runner_options(root.str()));
+        sandbox::exec_request req;
+        req.command = "/bin/bash";
+        req.args = {"-c", "exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'CONNECT "
+                          "files.test:" + std::to_string(target.port) + " HTTP/1.1\\r\\n\\r\\n'"
+                          " >&3; head -c 12 <&3 >/dev/null; echo tunnel-data >&3; sleep 60"};
+        req.options = allow_files();
+        req.options.timeout = 90s;
+        req.options.env.inject["PATH"] = "/usr/bin:/bin";
+        asio::co_spawn(ioc, runner.exec(std::move(req)), asio::detached);
+        ioc.run_for(90s);
+        ::_exit(0);
+    }
+    const int c = target.accept_one();
+    std::string first;
+    char buf[64];
+    if (c >= 0 && tcp_listener::readable(c, 20s))
+        if (const ssize_t n = ::read(c, buf, sizeof buf); n > 0)
+            first.assign(buf, static_cast<std::size_t>(n));
+    // The sandbox: everything below the caller now.
+    const std::vector<pid_t> tree = descendants(caller);
+    ::kill(caller, SIGKILL);
+    ::waitpid(caller, nullptr, 0);
+    BOOST_TEST(first == "tunnel-data\n");
+    BOOST_REQUIRE(c >= 0);
+    const auto rest = tcp_listener::read_to_eof(c);
+    ::close(c);
+    BOOST_TEST(rest.has_value()); // end of file: the tunnel is gone
+    BOOST_TEST(!tree.empty());
+    BOOST_TEST(sbx_test::wait_gone(tree, 10s));
+}
+
+// `net.unix_sockets` on a call binds each socket for that call (one under /tmp is hidden
+// by the sandbox's private /tmp otherwise); a missing one is not_found, a file that is not
+// a socket a validation error, each naming its entry.
+BOOST_FIXTURE_TEST_CASE(unix_sockets_per_call, net_fixture)
+{
+    sbx_test::temp_dir dir;
+    ::chmod(dir.str().c_str(), 0755);
+    const std::string sock = (dir.path() / "agent.sock").string();
+    const int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, sock.c_str(), sock.size() + 1);
+    BOOST_REQUIRE(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    BOOST_REQUIRE(::listen(l, 8) == 0);
+    ::chmod(sock.c_str(), 0777); // connecting needs write access to the socket
+    const std::string probe = std::string(python) +
+                              " -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                              "s.connect('" + sock + "'); print('connected')\" 2>/dev/null "
+                              "|| echo refused";
+    sandbox::exec_options deny;
+    deny.net.mode = sandbox::net_mode::deny_all;
+    deny.timeout = 20s;
+    auto unlisted = sh(probe, deny);
+    auto listed_deny = deny;
+    listed_deny.net.unix_sockets = {sock};
+    auto with = sh(probe, listed_deny);
+    auto listed_allow = allow_files();
+    listed_allow.net.unix_sockets = {sock};
+    auto with_proxy = sh(probe, listed_allow);
+    ::close(l);
+    BOOST_TEST(!unlisted.ec, unlisted.result.diag);
+    BOOST_TEST(unlisted.result.out.data == "refused\n");
+    BOOST_TEST(!with.ec, with.result.diag);
+    BOOST_TEST(with.result.out.data == "connected\n", with.result.err.data);
+    BOOST_TEST(!with_proxy.ec, with_proxy.result.diag);
+    BOOST_TEST(with_proxy.result.out.data == "connected\n", with_proxy.result.err.data);
+    // Refusals, naming the entry; nothing runs.
+    auto missing = deny;
+    missing.net.unix_sockets = {sock, "/no/such/socket"};
+    auto m = sh("echo ran", missing);
+    BOOST_TEST((m.ec == errc::not_found));
+    BOOST_TEST(m.result.diag.limit == "net.unix_sockets[1]");
+    BOOST_TEST(m.result.out.data.empty());
+    auto not_socket = deny;
+    not_socket.net.unix_sockets = {"/etc/hostname"};
+    auto n = sh("echo ran", not_socket);
+    BOOST_TEST((n.ec == errc::validation));
+    BOOST_TEST(n.result.diag.limit == "net.unix_sockets[0]");
+}
+
+namespace {
+
+// `sandbox-supervisor --init 3 --net-bridge 5 -- /bin/true` with the status pipe's write end
+// as fd 3 and `bridge` as fd 5; its exit status and what it wrote on the status pipe.
+std::pair<int, std::string> run_init(int bridge)
+{
+    int status_pipe[2];
+    BOOST_REQUIRE(::pipe2(status_pipe, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, status_pipe[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, bridge, 5);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0); // its refusal message
+    std::vector<std::string> args{SBX_SUPERVISOR, "--init", "3", "--net-bridge", "5", "--",
+                                  "/bin/true"};
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(status_pipe[1]);
+    BOOST_REQUIRE(rc == 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::string said;
+    char buf[256];
+    for (ssize_t n; (n = ::read(status_pipe[0], buf, sizeof buf)) > 0;)
+        said.append(buf, static_cast<std::size_t>(n));
+    ::close(status_pipe[0]);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, said};
+}
+
+} // namespace
+
+// The init's side alone (outside a sandbox): the listeners and the port in one message,
+// then "started"; a hand-off that cannot be sent (the host's end is gone) is exit 125
+// without "started".
+BOOST_AUTO_TEST_CASE(the_init_hands_over_its_listeners_before_it_starts)
+{
+    int sv[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    const auto [code, said] = run_init(sv[1]);
+    ::close(sv[1]);
+    BOOST_TEST(code == 0);
+    BOOST_TEST(said == "started\nstatus 0\n");
+    char body[64];
+    iovec iov{body, sizeof body};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)]{};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(sv[0], &m, MSG_CMSG_CLOEXEC);
+    ::close(sv[0]);
+    BOOST_REQUIRE(n > 0);
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        for (std::size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i)
+        {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            fds.push_back(fd);
+        }
+    BOOST_REQUIRE(!fds.empty());
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    BOOST_TEST(::getsockname(fds[0], reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    int listening = 0;
+    len = sizeof listening;
+    ::getsockopt(fds[0], SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
+    BOOST_TEST(listening == 1);
+    BOOST_TEST(a.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+    BOOST_TEST(std::string(body, static_cast<std::size_t>(n)) ==
+               "listen " + std::to_string(ntohs(a.sin_port)) + "\n");
+    for (int fd : fds)
+        ::close(fd);
+    BOOST_TEST(fds.size() <= 2u);
+
+    int gone[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gone) == 0);
+    ::close(gone[0]);
+    const auto [refused, nothing] = run_init(gone[1]);
+    ::close(gone[1]);
+    BOOST_TEST(refused == 125);
+    BOOST_TEST(nothing.empty());
+}
+
+// A bad rule is refused before anything runs.
+BOOST_FIXTURE_TEST_CASE(a_bad_rule_is_a_validation_error, net_fixture)
+{
+    auto o = allow_files();
+    o.net.rules.push_back({sandbox::net_action::allow, "exa mple.com", 0});
+    auto r = sh("echo ran", o);
+    BOOST_TEST((r.ec == errc::validation));
+    BOOST_TEST(r.result.out.data.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

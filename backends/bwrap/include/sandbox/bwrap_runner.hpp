@@ -4,6 +4,7 @@
 
 #include <sandbox/backend/runner_options.hpp>
 #include <sandbox/config.hpp>
+#include <sandbox/net_proxy.hpp>
 #include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
@@ -55,6 +56,9 @@ struct bwrap_runner_options : common_runner_options
     /// user). A caller that is not root runs commands as itself; naming anyone else is
     /// `errc::not_available`.
     std::string sandbox_user{};
+    /// The egress proxy's limits and resolver, for calls under `net_mode::allow_list` and
+    /// `net_mode::proxy` (each call or session gets its own proxy, on the runner's executor).
+    proxy_options proxy{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
 };
@@ -73,8 +77,18 @@ struct bwrap_runner_options : common_runner_options
 /// The first call runs bwrap once to check that it can create its namespaces here (user
 /// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
 /// `errc::not_available` and the reason. `enforcement()` says so (`unavailable`) once the
-/// probe has run (`check()` runs it); before, it reports what bwrap would enforce. `net_mode::allow_list` and `proxy` are
-/// `not_available` (no proxy yet), as is a disk quota.
+/// probe has run (`check()` runs it); before, it reports what bwrap would enforce. A disk
+/// quota and TLS inspection (`net.mitm`) are `not_available`.
+///
+/// Network: `net_mode::deny_all` gives the command its own network namespace with only
+/// loopback. `net_mode::allow_list` and `proxy` do too, and each call (or session, for its
+/// whole life) gets its own egress proxy on the runner's executor: the sandbox's init creates
+/// its listeners on 127.0.0.1 (and [::1]) inside that namespace and hands them over before
+/// the command starts, and the command's environment names it (`HTTP_PROXY`, `HTTPS_PROXY`,
+/// `ALL_PROXY`, `GRPC_PROXY` in both cases, `NO_PROXY`; the caller's are replaced). The proxy
+/// stops when the command's tree is gone, or with the caller. Its records go to
+/// `exec_request::on_net_record`. A call's `net.unix_sockets` are bound for that call (each
+/// must be an existing socket outside the writable directories).
 class SANDBOX_DECL bwrap_runner final : public runner
 {
 public:
