@@ -83,10 +83,20 @@ asio::awaitable<void> back_off()
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+/// Connections over `max_tunnels` are still accepted, to be answered 503 (SOCKS: 01) once
+/// their request is read; beyond this many more, accepting pauses until one ends (the
+/// kernel's backlog holds the rest), so a flood holds at most this many head buffers more.
+constexpr std::size_t over_cap_answered = 64;
+
 asio::awaitable<void> accept_loop(state_ptr st, tcp::acceptor& acceptor)
 {
     while (!st->stopped && acceptor.is_open())
     {
+        if (st->connections.size() >= st->gate->limits().max_tunnels + over_cap_answered)
+        {
+            co_await back_off();
+            continue;
+        }
         auto [ec, client] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
         if (st->stopped || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor)
             co_return;

@@ -16,6 +16,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -656,6 +657,65 @@ BOOST_AUTO_TEST_CASE(the_init_hands_over_its_listeners_before_it_starts)
     ::close(gone[1]);
     BOOST_TEST(refused == 125);
     BOOST_TEST(nothing.empty());
+}
+
+// The command line: --allow-host with --resolve reaches the host server, a name without a
+// rule is the command's own failure (curl's exit), --audit FILE gets one line per decision
+// and per close; the local backend refuses every network flag (125, naming bwrap).
+BOOST_FIXTURE_TEST_CASE(sandbox_run_allow_host_resolve_and_audit, sbx_test::local_fixture)
+{
+    ::chmod(root.str().c_str(), 0777); // the sandbox user's work directory
+    shared_dir files;
+    files.file("hello.txt", "hello from the host\n");
+    host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
+    sbx_test::temp_dir logs; // the audit file, outside everything the command can write
+    const std::string audit = (logs.path() / "audit.jsonl").string();
+    const std::string url = ":" + web.port_text() + "/hello.txt";
+    sandbox::exec_request req;
+    req.command = SBX_SANDBOX_RUN;
+    req.args = {"--backend", "bwrap", "--root", root.str(), "--resolve", "files.test=127.0.0.1",
+                "--resolve", "other.test=127.0.0.1", "--allow-host", "files.test",
+                "--allow-host", "127.0.0.1:" + web.port_text(), "--audit", audit, "--",
+                "/bin/sh", "-c",
+                "curl -sS http://files.test" + url + " && curl -sSf http://other.test" + url};
+    req.options.timeout = 40s;
+    auto r = run(req, 45s);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "hello from the host\n");
+    BOOST_TEST(r.result.exit_code == 22, r.result.err.data); // curl --fail on the 403
+    BOOST_TEST(contains(r.result.err.data, "403"), r.result.err.data);
+
+    std::ifstream in(audit);
+    std::vector<boost::json::object> net;
+    for (std::string line; std::getline(in, line);)
+    {
+        auto o = boost::json::parse(line).as_object();
+        if (o.contains("net"))
+            net.push_back(std::move(o));
+    }
+    auto has = [&net](const char* event, const char* host, const char* verdict) {
+        return std::any_of(net.begin(), net.end(), [&](const boost::json::object& o) {
+            const auto& n = o.at("net").as_object();
+            return o.at("event").as_string() == event && n.at("host").as_string() == host &&
+                   n.at("verdict").as_string() == verdict;
+        });
+    };
+    BOOST_TEST(net.size() == 3u); // two decisions, one close
+    BOOST_TEST(has("connection", "files.test", "allowed"));
+    BOOST_TEST(has("connection_closed", "files.test", "allowed"));
+    BOOST_TEST(has("connection", "other.test", "denied"));
+
+    for (std::vector<std::string> flags :
+         {std::vector<std::string>{"--allow-host", "files.test"},
+          std::vector<std::string>{"--net", "allow-list"},
+          std::vector<std::string>{"--proxy", "http://proxy.test:3128"}})
+    {
+        req.args = flags;
+        req.args.insert(req.args.end(), {"--", "/bin/true"});
+        auto local = run(req);
+        BOOST_TEST(local.result.exit_code == 125);
+        BOOST_TEST(contains(local.result.err.data, "--backend bwrap"), local.result.err.data);
+    }
 }
 
 // A bad rule is refused before anything runs.

@@ -656,6 +656,36 @@ BOOST_AUTO_TEST_CASE(connections_over_the_cap_get_503)
     BOOST_TEST(f.count(net_event::decision) == 2u);
 }
 
+// A flood of connections that never send their request: past the cap plus the 64 that are
+// still answered, accepting pauses (the kernel's backlog holds the rest), so the proxy holds
+// a bounded number of connections; when one ends, the next waiting one is taken.
+BOOST_AUTO_TEST_CASE(a_connection_flood_pauses_accepting_at_the_ceiling)
+{
+    auto limits = proxy_fixture::short_limits();
+    limits.max_tunnels = 1;
+    limits.head_timeout = 20s; // the silent ones stay for the whole test
+    proxy_fixture f(limits);
+    f.run([&]() -> asio::awaitable<void> {
+        std::vector<tcp::socket> silent;
+        for (int i = 0; i < 65; ++i)
+            silent.push_back(co_await dial(f.port));
+        BOOST_TEST(co_await eventually([&] { return f.proxy->connections() == 65u; }));
+        // One more: connected by the kernel, never accepted while the ceiling holds.
+        auto late = co_await dial(f.port);
+        co_await send(late, connect_head(9));
+        asio::steady_timer t(co_await asio::this_coro::executor, 300ms);
+        co_await t.async_wait(asio::use_awaitable);
+        BOOST_TEST(f.proxy->connections() == 65u);
+        BOOST_TEST(f.records.empty()); // nothing was read, so nothing was decided
+        // One silent client goes: the waiting one is accepted and answered (over the cap).
+        silent.front().close();
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(late, extra), "HTTP/1.1 503 "));
+    });
+    BOOST_REQUIRE(!f.records.empty());
+    BOOST_TEST(f.records.front().reason == "tunnel_cap");
+}
+
 BOOST_AUTO_TEST_CASE(idle_tunnel_closes_but_a_streaming_one_does_not)
 {
     auto limits = proxy_fixture::short_limits();

@@ -158,6 +158,7 @@ std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::r
         o.write_deny = cfg.bwrap.write_deny;
         o.unix_sockets = cfg.bwrap.unix_sockets;
         o.sandbox_user = cfg.bwrap.sandbox_user;
+        o.proxy = cfg.net_proxy;
         o.default_max_output_bytes = cfg.runner.default_max_output_bytes;
         return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
     }
