@@ -5,10 +5,10 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -80,13 +80,22 @@ awaitable<upstream_reply> http_connect(asio::ip::tcp::socket& s, const upstream_
     if (wec)
         co_return fail(open_status::upstream_failed, "upstream proxy: " + wec.message());
     std::string in;
-    auto [rec, head_end] = co_await asio::async_read_until(
-        s, asio::dynamic_buffer(in, max_upstream_head), "\r\n\r\n", use_tuple);
-    if (rec == asio::error::not_found)
-        co_return fail(open_status::upstream_failed, "upstream proxy reply head too large");
-    if (rec)
-        co_return fail(open_status::upstream_failed,
-                       "upstream proxy closed before replying (" + rec.message() + ")");
+    std::size_t head_end = 0;
+    while (head_end == 0)
+    {
+        if (in.size() >= max_upstream_head)
+            co_return fail(open_status::upstream_failed, "upstream proxy reply head too large");
+        std::array<char, 4096> chunk{};
+        const std::size_t room = std::min(chunk.size(), max_upstream_head - in.size());
+        auto [rec, n] = co_await s.async_read_some(asio::buffer(chunk.data(), room), use_tuple);
+        if (rec)
+            co_return fail(open_status::upstream_failed,
+                           "upstream proxy closed before replying (" + rec.message() + ")");
+        const std::size_t from = in.size() < 3 ? 0 : in.size() - 3;
+        in.append(chunk.data(), n);
+        if (auto at = in.find("\r\n\r\n", from); at != std::string::npos)
+            head_end = at + 4;
+    }
     co_return judge_head(std::string_view(in).substr(0, head_end), in.substr(head_end));
 }
 

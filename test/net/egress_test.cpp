@@ -487,6 +487,8 @@ struct fake_upstream
 {
     tcp::acceptor acceptor;
     std::function<awaitable<void>(tcp::socket&)> script;
+    /// Waits for the egress side to close after the script (off: the script reads to EOF).
+    bool wait_for_close = true;
     bool served = false;
 
     awaitable<void> serve()
@@ -498,7 +500,8 @@ struct fake_upstream
         served = true;
         co_await script(s);
         char c = 0;
-        co_await s.async_read_some(asio::buffer(&c, 1), asio::as_tuple(use_awaitable));
+        if (wait_for_close)
+            co_await s.async_read_some(asio::buffer(&c, 1), asio::as_tuple(use_awaitable));
     }
 };
 
@@ -636,6 +639,37 @@ BOOST_AUTO_TEST_CASE(http_upstream_other_status_names_the_code)
         BOOST_CHECK(o.status == open_status::upstream_refused);
         BOOST_CHECK(o.message.find("403") != std::string::npos);
     });
+}
+
+BOOST_AUTO_TEST_CASE(http_upstream_silent_or_oversized_reply)
+{
+    {
+        asio::io_context ctx;
+        // Reads the CONNECT and everything after it, and never answers.
+        fake_upstream up{listen_on(ctx, "127.0.0.1"), [](tcp::socket& s) -> awaitable<void> {
+                             std::string all;
+                             co_await asio::async_read(s, asio::dynamic_buffer(all),
+                                                       asio::as_tuple(use_awaitable));
+                         }};
+        up.wait_for_close = false;
+        auto rig =
+            proxy_rig("http://127.0.0.1:" + std::to_string(up.acceptor.local_endpoint().port()));
+        rig.cfg.limits.dial_timeout = std::chrono::milliseconds(300);
+        open_through(rig, ctx, up, "example.test", 443,
+                     [](opened& o) { BOOST_CHECK(o.status == open_status::dial_timeout); });
+        BOOST_CHECK(up.served);
+        check_one_record(rig, net_verdict::failed, "dial_timeout");
+    }
+    asio::io_context ctx;
+    fake_upstream up{
+        listen_on(ctx, "127.0.0.1"), [](tcp::socket& s) -> awaitable<void> {
+            const std::string huge = "HTTP/1.1 200 OK\r\nX: " + std::string(70 * 1024, 'a');
+            co_await asio::async_write(s, asio::buffer(huge), asio::as_tuple(use_awaitable));
+        }};
+    auto rig = proxy_rig("http://127.0.0.1:" + std::to_string(up.acceptor.local_endpoint().port()));
+    open_through(rig, ctx, up, "example.test", 443,
+                 [](opened& o) { BOOST_CHECK(o.status == open_status::upstream_failed); });
+    check_one_record(rig, net_verdict::failed, "upstream_failed");
 }
 
 BOOST_AUTO_TEST_CASE(plain_http_through_http_upstream_needs_no_connect)
