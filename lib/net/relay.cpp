@@ -126,12 +126,14 @@ asio::awaitable<bool> write_chunk(relay_state& st, tcp::socket& to, const char* 
 asio::awaitable<bool> write_first(relay_state& st, tcp::socket& to, std::string first,
                                   std::uint64_t& count)
 {
-    if (first.empty())
-        co_return true;
-    if (!co_await write_chunk(st, to, first.data(), first.size(), count))
-        co_return false;
-    st.last = clock_type::now();
-    co_return true;
+    bool ok = true;
+    if (!first.empty())
+    {
+        // In its own statement: GCC 12 miscompiles this co_await as an if's condition here.
+        ok = co_await write_chunk(st, to, first.data(), first.size(), count);
+        st.last = clock_type::now();
+    }
+    co_return ok;
 }
 
 /// Moves what `from` has now to `to`, with one borrowed buffer, yielding to the loop every
