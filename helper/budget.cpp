@@ -209,9 +209,27 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
             was->second.kernel_reaps)
             orphaned += used;
     }
-    lost_ += std::max(orphaned - unexplained, ns{0});
+    settle_orphans(orphaned, unexplained);
     last_ = std::move(now);
     return lost_;
+}
+
+void cpu_ledger::settle_orphans(std::chrono::nanoseconds orphaned,
+                                std::chrono::nanoseconds unexplained)
+{
+    // A listing is not an instant: the reaper's record may be read before it waits for an
+    // orphan that is already gone from the listing (the growth shows one sample late), or
+    // after it waited for one the listing still showed alive (the growth shows one sample
+    // early). So what is left unmatched on either side is kept for one more sample.
+    using ns = std::chrono::nanoseconds;
+    const ns repaid = std::min(std::exchange(debt_, ns{0}), unexplained);
+    lost_ -= repaid;
+    unexplained -= repaid;
+    orphaned -= std::min(std::exchange(credit_, ns{0}), orphaned);
+    const ns matched = std::min(orphaned, unexplained);
+    debt_ = orphaned - matched;
+    credit_ = unexplained - matched;
+    lost_ += debt_;
 }
 
 std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time_point now)

@@ -212,6 +212,12 @@ private:
     // Ended members whose parent a listing missed: judged once the parent is seen again.
     std::unordered_map<pid_t, member> carried_;
     std::chrono::nanoseconds lost_{0};
+    // Orphaned time counted lost that a reaper's growth may still explain at the next
+    // sample, and a reaper's growth that an orphan seen gone at the next sample may explain.
+    std::chrono::nanoseconds debt_{0};
+    std::chrono::nanoseconds credit_{0};
+
+    void settle_orphans(std::chrono::nanoseconds orphaned, std::chrono::nanoseconds unexplained);
 };
 
 /// \brief Decides each fork of a tree under a process cap, as the fork happens (the worker's

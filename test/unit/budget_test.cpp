@@ -372,6 +372,43 @@ BOOST_AUTO_TEST_CASE(ledger_parent_ignoring_sigchld_that_ended_too_lost_its_chil
     BOOST_TEST(as_ms(waited.update({}, all_ended)) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(ledger_orphan_reaped_across_two_samples_is_not_lost)
+{
+    // 11 outlived 10 (ignoring SIGCHLD) and fell to reaper 20, but the listing read 20's
+    // record before 20 waited for it: the growth shows at the next sample only.
+    const cpu_ledger::member reaper{20, self, 5, 10ms, 0ms, false};
+    auto reaper_with = [&](ms reaped) {
+        auto m = reaper;
+        m.reaped = reaped;
+        return m;
+    };
+    cpu_ledger late;
+    late.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+                all_ended);
+    late.update(members{reaper}, all_ended); // counted lost for now
+    BOOST_TEST(as_ms(late.update(members{reaper_with(370ms)}, all_ended)) == 0);
+    // Growth a sample late pays back only what was counted lost, and only once.
+    BOOST_TEST(as_ms(late.update(members{reaper_with(500ms)}, all_ended)) == 0);
+
+    // The other way: the listing read 10 and 11 alive, then both ended and 20 waited for
+    // them before its own record was read: the growth shows a sample early.
+    cpu_ledger early;
+    early.update(members{reaper, {10, 20, 7, 90ms, 0ms, true}, {11, 10, 8, 260ms, 0ms}},
+                 all_ended);
+    early.update(
+        members{reaper_with(370ms), {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+        all_ended);
+    BOOST_TEST(as_ms(early.update(members{reaper_with(370ms)}, all_ended)) == 0);
+
+    // Time really lost stays lost when no growth comes: the debt lives one sample only.
+    cpu_ledger lost;
+    lost.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+                all_ended);
+    lost.update(members{reaper}, all_ended);
+    lost.update(members{reaper}, all_ended);
+    BOOST_TEST(as_ms(lost.update(members{reaper_with(370ms)}, all_ended)) == 270);
+}
+
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
 {
     cpu_ledger l;
