@@ -28,6 +28,10 @@ struct spawn_args
     std::vector<int> extra_fds{};
     /// Start with the job signals (status_init.hpp) ignored instead of at their defaults.
     bool ignore_job_signals = false;
+    /// A cgroup directory (O_RDONLY | O_DIRECTORY) to start the command in, from its first
+    /// instruction (clone3 with CLONE_INTO_CGROUP, so no fork of it can happen elsewhere);
+    /// -1: the worker's own cgroup.
+    int cgroup_fd = -1;
 };
 
 /// \brief Starts the command with posix_spawn: new process group (a new session on a
@@ -36,7 +40,10 @@ struct spawn_args
 /// but for `extra_fds`),
 /// work directory entered with fchdir on the already-checked directory fd.
 ///
-/// Returns 0 and sets `pid`, or the errno value of the failure.
+/// Returns 0 and sets `pid`, or the errno value of the failure. With `a.cgroup_fd` the
+/// child is made by clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP) on a stack of its own
+/// and sets itself up as posix_spawn's child does (the failure of a step or of the exec is
+/// reported back through a CLOEXEC pipe, as posix_spawn does).
 int spawn_command(const spawn_args& a, pid_t& pid);
 
 } // namespace sandbox::detail
