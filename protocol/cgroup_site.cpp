@@ -20,5 +20,6 @@ cgroup_site find_cgroup_site(std::string_view, std::string_view)
     return s;
 }
 int kill_cgroup_path(const std::string&) { return 38; }
+int remove_cgroup_path(const std::string&, std::chrono::milliseconds) { return 38; }
 
 } // namespace sandbox::detail

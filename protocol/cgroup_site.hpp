@@ -4,6 +4,7 @@
 #ifndef SANDBOX_PROTOCOL_CGROUP_SITE_HPP
 #define SANDBOX_PROTOCOL_CGROUP_SITE_HPP
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,6 +82,11 @@ cgroup_site find_cgroup_site(std::string_view request, std::string_view root_for
 /// process allowed to write it: the library's last resort for a helper it gave up on (its
 /// tree: `<site.parent>/<tree_name(...)>`). 0 or the errno (ENOENT: no such cgroup any more).
 int kill_cgroup_path(const std::string& path);
+
+/// Removes a cgroup and every cgroup below it, deepest first, retrying a cgroup that is
+/// still busy (its killed processes not gone yet) until `wait` has passed. 0, or the errno of
+/// the first cgroup that could not be removed (ENOENT for `path` itself counts as done).
+int remove_cgroup_path(const std::string& path, std::chrono::milliseconds wait);
 
 } // namespace sandbox::detail
 

@@ -45,6 +45,20 @@ struct enforcement_report
     /// without write access there): bound as they are, so the command reads them and its
     /// writes there fail (EACCES). Empty when every one is writable.
     std::vector<std::string> unwritable_paths{};
+    /// Which mechanism holds each cap and the tree kill: "cgroup" (the kernel, through a
+    /// cgroup of its own for each tree: cgroup.kill, cpu.stat, memory.max, pids.max),
+    /// "sampler" (/proc samples), "fork_gate" (the process cap: each fork asks the worker);
+    /// for the tree kill "subreaper" (listing and killing below the worker). Empty when not
+    /// enforced.
+    std::string memory_cap_by{};
+    std::string cpu_cap_by{};
+    std::string process_cap_by{};
+    std::string task_cap_by{};
+    std::string tree_kill_by{};
+    /// The directory the helper's cgroup tree goes under, when the cgroup path is used.
+    std::string cgroup{};
+    /// Why the cgroup path, or one of its controllers, is not used here (empty: all used).
+    std::vector<std::string> cgroup_notes{};
     /// Empty, or why the runner cannot run anything on this host (then every flag is false).
     std::string unavailable{};
 

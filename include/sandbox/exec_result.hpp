@@ -93,6 +93,10 @@ struct exec_result
     /// the supervisor counts once; children reaped by the kernel (a parent ignoring SIGCHLD)
     /// are added from the samples when caps are set.
     std::chrono::nanoseconds cpu_time{0};
+    /// The tree ran in a cgroup of its own: it was killed with cgroup.kill, its cpu time is
+    /// the cgroup's (every process of it, however it was reaped), and the caps the cgroup's
+    /// controllers hold were held by the kernel (`enforcement()` says which).
+    bool in_cgroup = false;
     /// Why it ended, when it did not simply exit (set together with the error code).
     diagnostics diag{};
 };

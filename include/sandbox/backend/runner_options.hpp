@@ -29,6 +29,15 @@ struct common_runner_options
     std::chrono::nanoseconds sample_interval = default_sample_interval;
     /// Retention and count bound of its sessions.
     session_registry_options sessions{};
+    /// Where the kernel holds the trees (docs/architecture.md, "Two ways to hold a tree"):
+    /// "auto" (this process's own cgroup v2, when it is writable: a delegated one, or root's),
+    /// an absolute directory of the cgroup2 mount that this process may write (a delegated
+    /// subtree), or "off" (the /proc sampler, the fork gate and the subreaper's kill only).
+    /// Per execution context: the first runner to start the helper decides where its tree
+    /// goes; a runner on the same context asking for another directory is refused
+    /// (`not_available`). Where the cgroup path cannot be used, "auto" falls back to the
+    /// sampler (`enforcement()` says why); an explicit directory is refused instead.
+    std::string cgroup = "auto";
 };
 
 } // namespace sandbox
