@@ -12,10 +12,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+// A sanitizer's runtime keeps per-thread state (the shadow of the stack, the shadow call
+// stack) that a child sharing our memory on a stack of its own would corrupt: there the child
+// is a copy of us.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SBX_CHILD_SHARES_MEMORY 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SBX_CHILD_SHARES_MEMORY 0
 #endif
 #endif
@@ -146,7 +149,10 @@ int start(int cgroup_fd, child_entry entry, void* arg, pid_t& pid)
     clone_args ca = into_cgroup(cgroup_fd, 0);
     const long r = ::syscall(SYS_clone3, &ca, sizeof ca);
     if (r == 0)
+    {
         entry(arg);
+        ::_exit(127); // (never reached: entry executes a program or ends the child)
+    }
     if (r < 0)
         return errno;
     pid = static_cast<pid_t>(r);

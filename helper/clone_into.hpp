@@ -32,9 +32,10 @@ inline constexpr std::size_t clone_stack_size = 64 * 1024;
 /// EOPNOTSUPP, EACCES from the cgroup). Every signal is blocked in the caller meanwhile, so
 /// the child starts with all of them blocked and no handler of ours runs in it.
 ///
-/// Under AddressSanitizer, which cannot follow code onto a stack of our own, and on
-/// architectures other than x86-64 the child is a copy of us instead (clone3 without
-/// CLONE_VM, on our stack), still made inside the cgroup and still waited for.
+/// Under AddressSanitizer or ThreadSanitizer (whose per-thread state a child sharing our
+/// memory on a stack of its own would corrupt) and on architectures other than x86-64, the
+/// child is a copy of us instead (clone3 without CLONE_VM, on our stack), still made inside
+/// the cgroup and still waited for.
 int clone_into_cgroup(int cgroup_fd, child_entry entry, void* arg, pid_t& pid);
 
 /// \brief In the child: what posix_spawn's attributes and file actions do in spawn_command.
