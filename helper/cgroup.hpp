@@ -93,9 +93,10 @@ public:
 
     /// Makes `<site.parent>/<tree_name(getpid(), own start time)>` with its `supervisor`
     /// leaf, moves the calling process there, and enables in the tree's
-    /// `cgroup.subtree_control` the controllers of `site.controllers` (first enabling them in
-    /// the parent's, where that is needed and allowed). 0 or the errno; on failure nothing is
-    /// left behind and the caller stays where it was.
+    /// `cgroup.subtree_control` the controllers of `site.controllers` (only those the parent
+    /// already enables for its children: the parent's files are never written). A controller
+    /// the tree refuses is left out (`why` says so) and open still succeeds. 0 or the errno;
+    /// on failure nothing is left behind and the caller stays where it was.
     static int open(const cgroup_site& site, cgroup_tree& out, std::string& why);
 
     explicit operator bool() const noexcept { return static_cast<bool>(dir_); }

@@ -63,9 +63,9 @@ struct cgroup_site
     /// Empty when usable; else why the cgroup path is not used ("off", "no cgroup2 mount",
     /// "/sys/fs/cgroup/x: not writable (EACCES)", "kernel 5.10 has no cgroup.kill", ...).
     std::string why_not{};
-    /// Controllers the tree's exec cgroups can get: those the parent offers
-    /// (`cgroup.controllers`) that are enabled for its children or can be (root cgroup, or a
-    /// parent without processes of its own).
+    /// Controllers the tree's exec cgroups can get: those the parent already enables for its
+    /// children (its `cgroup.subtree_control`). The parent's files are never written: it is
+    /// not ours (on a root cgroup that would change the whole machine).
     unsigned controllers = 0;
     /// `cgroup.kill` exists (Linux 5.14): otherwise kill = freeze, signal each, thaw.
     bool has_kill = false;
@@ -82,6 +82,13 @@ cgroup_site find_cgroup_site(std::string_view request, std::string_view root_for
 /// process allowed to write it: the library's last resort for a helper it gave up on (its
 /// tree: `<site.parent>/<tree_name(...)>`). 0 or the errno (ENOENT: no such cgroup any more).
 int kill_cgroup_path(const std::string& path);
+
+/// Reads a small control file `name` below the directory `dir_fd` into `out` (replaced).
+/// 0 or the errno.
+int read_cgroup_file(int dir_fd, const char* name, std::string& out);
+/// Writes `text` to the control file `name` below `dir_fd` in one write(2) (no O_CREAT, no
+/// O_TRUNC: a cgroup file takes each write whole). 0 or the errno.
+int write_cgroup_file(int dir_fd, const char* name, std::string_view text);
 
 /// Removes a cgroup and every cgroup below it, deepest first, retrying a cgroup that is
 /// still busy (its killed processes not gone yet) until `wait` has passed. 0, or the errno of
