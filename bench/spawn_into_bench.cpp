@@ -24,6 +24,7 @@
 
 #include "helper/fork_gate.hpp"
 #include "helper/spawn.hpp"
+#include "protocol/cgroup_site.hpp"
 
 #include <sandbox/unique_fd.hpp>
 
@@ -32,10 +33,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include <fcntl.h>
@@ -51,36 +50,21 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using sandbox::detail::spawn_args;
 
-std::string read_text(const std::string& path)
+std::string read_text(const char* path)
 {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
+    std::string text;
+    sandbox::detail::read_cgroup_file(AT_FDCWD, path, text);
+    return text;
 }
 
 // Our own cgroup's directory under the cgroup2 mount ("" when there is none).
 std::string own_cgroup_dir()
 {
-    std::string mount, own;
-    std::istringstream mi(read_text("/proc/self/mountinfo"));
-    for (std::string line; mount.empty() && std::getline(mi, line);)
-    {
-        const auto dash = line.find(" - ");
-        if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0)
-            continue;
-        std::istringstream fields(line.substr(0, dash));
-        for (int i = 0; i < 5 && fields >> mount; ++i)
-        {
-        }
-    }
-    std::istringstream cg(read_text("/proc/self/cgroup"));
-    for (std::string line; std::getline(cg, line);)
-        if (line.rfind("0::", 0) == 0)
-            own = line.substr(3);
-    if (mount.empty() || own.empty())
+    const auto mount = sandbox::detail::cgroup2_mount_of(read_text("/proc/self/mountinfo"));
+    const auto own = sandbox::detail::unified_path_of(read_text("/proc/self/cgroup"));
+    if (!mount || !own)
         return {};
-    return own == "/" ? mount : mount + own;
+    return *own == "/" ? *mount : *mount + *own;
 }
 
 // The leaf the commands start in, removed at the end.

@@ -4,6 +4,7 @@
 // makes under the cgroup2 mount and removes; skipped where that mount is not writable.
 #include "helper/fork_gate.hpp"
 #include "helper/spawn.hpp"
+#include "protocol/cgroup_site.hpp"
 #include "protocol/init_status.hpp"
 
 #include <sandbox/unique_fd.hpp>
@@ -12,12 +13,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -37,47 +38,23 @@ using sandbox::detail::spawn_args;
 
 std::string read_text(const std::string& path)
 {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
+    std::string text;
+    sandbox::detail::read_cgroup_file(AT_FDCWD, path.c_str(), text);
+    return text;
 }
 
-// The cgroup2 mount point (field 5 of the /proc/self/mountinfo line whose type, after " - ",
-// is cgroup2), or nullopt.
-std::optional<std::string> cgroup2_mount()
-{
-    std::istringstream in(read_text("/proc/self/mountinfo"));
-    for (std::string line; std::getline(in, line);)
-    {
-        const auto dash = line.find(" - ");
-        if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0)
-            continue;
-        std::istringstream fields(line.substr(0, dash));
-        std::string f, mount;
-        for (int i = 0; i < 5 && fields >> f; ++i)
-            mount = f;
-        return mount;
-    }
-    return std::nullopt;
-}
-
-// Our own cgroup v2 path ("/" at the root), from the "0::" line of /proc/self/cgroup.
+// Our own cgroup v2 path ("/" at the root), or "" when there is none.
 std::string own_cgroup()
 {
-    std::istringstream in(read_text("/proc/self/cgroup"));
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("0::", 0) == 0)
-            return line.substr(3);
-    return {};
+    return sandbox::detail::unified_path_of(read_text("/proc/self/cgroup")).value_or("");
 }
 
-// Where the tests make their cgroups: our own cgroup's directory.
+// Where the tests make their cgroups: our own cgroup's directory under the cgroup2 mount.
 std::string test_site()
 {
-    const auto mount = cgroup2_mount();
+    const auto mount = sandbox::detail::cgroup2_mount_of(read_text("/proc/self/mountinfo"));
     const std::string own = own_cgroup();
-    return mount ? *mount + (own == "/" ? "" : own) : std::string{};
+    return mount && !own.empty() ? *mount + (own == "/" ? "" : own) : std::string{};
 }
 
 boost::test_tools::assertion_result cgroup_writable(boost::unit_test::test_unit_id)
@@ -94,7 +71,7 @@ boost::test_tools::assertion_result cgroup_writable(boost::unit_test::test_unit_
 }
 
 // A cgroup made for one test below our own, removed at the end whatever happened: its
-// processes killed (cgroup.kill), their exit awaited (cgroup.events), the directory removed.
+// processes killed, the directory removed once they are gone.
 class temp_cgroup
 {
 public:
@@ -115,17 +92,9 @@ public:
     ~temp_cgroup()
     {
         fd_.reset();
-        if (std::ofstream kill(path_ + "/cgroup.kill"); kill)
-            kill << "1" << std::flush;
-        for (int i = 0; i < 500 && populated(); ++i) // up to 5 s for the killed to go
-        {
-            unique_fd events(::open((path_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
-            pollfd p{events.get(), POLLPRI, 0};
-            if (populated())
-                ::poll(&p, 1, 10);
-        }
-        if (::rmdir(path_.c_str()) != 0)
-            BOOST_ERROR("could not remove " << path_ << ": " << std::strerror(errno));
+        sandbox::detail::kill_cgroup_path(path_);
+        if (int rc = sandbox::detail::remove_cgroup_path(path_, std::chrono::seconds(5)); rc != 0)
+            BOOST_ERROR("could not remove " << path_ << ": " << std::strerror(rc));
     }
 
     int fd() const { return fd_.get(); }
@@ -141,11 +110,6 @@ public:
     }
 
 private:
-    bool populated() const
-    {
-        return read_text(path_ + "/cgroup.events").find("populated 1") != std::string::npos;
-    }
-
     std::string path_, relative_;
     unique_fd fd_;
 };
