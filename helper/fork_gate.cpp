@@ -1,6 +1,7 @@
 // helper/fork_gate.cpp: the fork gate's filter, the start of a gated command and the
 // worker's side of the listener (see fork_gate.hpp).
 #include "helper/fork_gate.hpp"
+#include "helper/clone_into.hpp"
 #include "helper/fork_filter.hpp"
 #include "protocol/protocol.hpp"
 #include "helper/status_init.hpp"
@@ -131,67 +132,12 @@ struct child_plan
     std::vector<sock_filter> filter = fork_filter_program();
 };
 
-// Makes `from` descriptor `to` (without close-on-exec); 0 or errno.
-int move_to(int from, int to)
-{
-    if (from == to)
-        return ::fcntl(to, F_SETFD, 0) == 0 ? 0 : errno;
-    return ::dup2(from, to) == to ? 0 : errno;
-}
-
-// The descriptors, as posix_spawn's file actions do in spawn_command: work directory, the
-// terminal or the three standard descriptors, the extra ones onto 3, 4, ..., the rest closed
-// but for the socket (close-on-exec). 0 or errno.
-int set_up_files(const child_plan& c)
-{
-    const auto& a = c.a;
-    if (a.work_dir_fd >= 0 && ::fchdir(a.work_dir_fd) != 0)
-        return errno;
-    int in = c.stdin_fd, out = a.stdout_fd, err = a.stderr_fd;
-    if (!a.tty_path.empty())
-    {
-        ::close(0);
-        const int t = ::open(a.tty_path.c_str(), O_RDWR); // becomes the controlling terminal
-        if (t != 0)
-            return t < 0 ? errno : EBADF;
-        in = out = err = 0;
-    }
-    int rc = move_to(in, 0);
-    rc = rc ? rc : move_to(out, 1);
-    rc = rc ? rc : move_to(err, 2);
-    for (std::size_t i = 0; i < c.extra.size() && rc == 0; ++i)
-        rc = move_to(c.extra[i], 3 + static_cast<int>(i));
-    if (rc != 0)
-        return rc;
-    const unsigned first = 3 + static_cast<unsigned>(c.extra.size());
-    const unsigned sock = static_cast<unsigned>(c.sock);
-    if (first < sock)
-        ::syscall(SYS_close_range, first, sock - 1, 0u);
-    ::syscall(SYS_close_range, sock + 1, ~0u, 0u);
-    return 0;
-}
-
-// The child: what posix_spawn does for spawn_command (a new process group or session,
-// default dispositions but for the job signals when they stay ignored, an empty mask), then
+// The child: what posix_spawn does for spawn_command (clone_into.hpp: set_up_child), then
 // the filter, the listener to the worker, and the command.
 [[noreturn]] void run_child(const child_plan& c)
 {
-    auto fail = [&](int err) { child_failed(c.sock, err); };
-    if ((c.a.tty_path.empty() ? ::setpgid(0, 0) : ::setsid()) < 0)
-        fail(errno);
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s)
-        if (s != SIGKILL && s != SIGSTOP)
-            ::sigaction(s, &dfl, nullptr); // (fails harmlessly for the C library's own)
-    if (c.a.ignore_job_signals)
-        for (int s : job_signals)
-            ::signal(s, SIG_IGN);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (int rc = set_up_files(c); rc != 0)
-        fail(rc);
+    if (int rc = set_up_child(c.a, c.stdin_fd, c.extra, c.sock); rc != 0)
+        child_failed(c.sock, rc);
     const int listener = install_fork_filter(c.filter);
     if (listener < 0)
         child_failed(c.sock, -listener, proto::stage_fork_gate);
@@ -205,23 +151,17 @@ int set_up_files(const child_plan& c)
 // Copies `fd` above `floor` (close-on-exec), so that no dup2 onto 3, 4, ... overwrites it.
 unique_fd lift(int fd, int floor) { return unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, floor)); }
 
-std::vector<char*> c_strings(const std::vector<std::string>& v)
-{
-    std::vector<char*> out;
-    out.reserve(v.size() + 1);
-    for (const auto& s : v)
-        out.push_back(const_cast<char*>(s.c_str()));
-    out.push_back(nullptr);
-    return out;
-}
-
 // Starts the child as posix_spawn does: sharing our memory, with us suspended until it has
 // executed the command or failed (CLONE_VM | CLONE_VFORK), so neither our address space is
 // copied nor its copy torn down again at the exec (a fork() cost 1.9 ms more per command
 // here). All signals stay blocked meanwhile, so no handler of ours runs in the child. Under
-// AddressSanitizer, which cannot follow code onto a stack of our own, it is a fork().
+// AddressSanitizer, which cannot follow code onto a stack of our own, it is a fork(). With a
+// cgroup, the child is made inside it (clone_into.hpp), the same way.
 int start_child(const child_plan& c, pid_t& pid)
 {
+    auto entry = [](void* plan) { run_child(*static_cast<const child_plan*>(plan)); };
+    if (c.a.cgroup_fd >= 0)
+        return clone_into_cgroup(c.a.cgroup_fd, entry, const_cast<child_plan*>(&c), pid);
 #if defined(__SANITIZE_ADDRESS__)
     pid = ::fork();
     if (pid == 0)
@@ -230,11 +170,11 @@ int start_child(const child_plan& c, pid_t& pid)
     // The worker starts one command at a time, and only its main thread ever does (a PSS
     // read of an earlier execution may still run on a thread of its own: it never spawns).
     alignas(64) static std::array<std::byte, 128 * 1024> stack;
-    auto child_entry = [](void* plan) -> int { run_child(*static_cast<const child_plan*>(plan)); };
+    auto clone_entry = [](void* plan) -> int { run_child(*static_cast<const child_plan*>(plan)); };
     sigset_t all, old;
     sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = ::clone(child_entry, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD,
+    pid = ::clone(clone_entry, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD,
                   const_cast<child_plan*>(&c));
     const int err = errno;
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);

@@ -1,5 +1,7 @@
-// helper/spawn.cpp: posix_spawn of the command (inside the worker).
+// helper/spawn.cpp: the start of the command (inside the worker): posix_spawn, or clone3
+// straight into a cgroup when one is given.
 #include "helper/spawn.hpp"
+#include "helper/clone_into.hpp"
 #include "helper/status_init.hpp"
 
 #include <sandbox/unique_fd.hpp>
@@ -13,6 +15,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace sandbox::detail {
@@ -146,31 +149,13 @@ int dev_null() noexcept
     return fd;
 }
 
-} // namespace
-
-int spawn_command(const spawn_args& a, pid_t& pid)
+// posix_spawn with the attributes and file actions above (no cgroup asked for).
+int spawn_posix(const spawn_args& a, int stdin_src, const std::vector<int>& extra,
+                char* const* argv, char* const* envp, pid_t& pid)
 {
-    int stdin_src = a.stdin_fd;
-    if (stdin_src < 0)
-    {
-        stdin_src = dev_null();
-        if (stdin_src < 0)
-            return errno;
-    }
     int rc = 0;
     const bool tty = !a.tty_path.empty();
     const posix_spawnattr_t* attr = spawn_attributes(tty, a.ignore_job_signals, rc);
-    // Extra descriptors first move above 3 + n, so no dup2 onto 3, 4, ... overwrites a
-    // source still to be copied.
-    std::vector<unique_fd> moved;
-    std::vector<int> extra;
-    for (int fd : a.extra_fds)
-    {
-        moved.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3 + static_cast<int>(a.extra_fds.size())));
-        if (!moved.back())
-            return errno;
-        extra.push_back(moved.back().get());
-    }
     std::optional<fresh_actions> fresh;
     posix_spawn_file_actions_t* fa = nullptr;
     if (rc == 0 && (tty || !extra.empty()))
@@ -183,28 +168,115 @@ int spawn_command(const spawn_args& a, pid_t& pid)
         fa = file_actions(a.work_dir_fd, stdin_src, a.stdout_fd, a.stderr_fd, rc);
     if (rc != 0 || !fa)
         return rc ? rc : EINVAL;
-
-    std::vector<char*> argv, envp;
-    argv.reserve(a.argv.size() + 1);
-    for (const auto& s : a.argv)
-        argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    envp.reserve(a.envp.size() + 1);
-    for (const auto& s : a.envp)
-        envp.push_back(const_cast<char*>(s.c_str()));
-    envp.push_back(nullptr);
     if (!a.ignore_job_signals)
-        return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+        return ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv, envp);
     // Ignored here while the child starts (the worker is single-threaded), so the child
     // starts with them ignored; then back to what they were.
     struct sigaction ign{}, old[std::size(job_signals)]{};
     ign.sa_handler = SIG_IGN;
     for (std::size_t i = 0; i < std::size(job_signals); ++i)
         ::sigaction(job_signals[i], &ign, &old[i]);
-    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv.data(), envp.data());
+    rc = ::posix_spawn(&pid, a.executable.c_str(), fa, attr, argv, envp);
     for (std::size_t i = 0; i < std::size(job_signals); ++i)
         ::sigaction(job_signals[i], &old[i], nullptr);
     return rc;
+}
+
+// ------------------------------------------------------------------ into a cgroup
+
+// What the child started into a cgroup needs, built before it is made.
+struct into_plan
+{
+    const spawn_args& a;
+    int stdin_fd;
+    const std::vector<int>& extra;
+    int report_fd; // the pipe's end, above 2 + extra.size(), close-on-exec
+    char* const* argv;
+    char* const* envp;
+};
+
+// The child: posix_spawn's set-up, then the command; a failure's errno goes to the pipe.
+[[noreturn]] void exec_into(void* plan)
+{
+    const auto& c = *static_cast<const into_plan*>(plan);
+    int err = set_up_child(c.a, c.stdin_fd, c.extra, c.report_fd);
+    if (err == 0)
+    {
+        ::execve(c.a.executable.c_str(), c.argv, c.envp);
+        err = errno;
+    }
+    [[maybe_unused]] const auto n = ::write(c.report_fd, &err, sizeof err);
+    ::_exit(127);
+}
+
+// The errno the child wrote before it ended, or 0 at end of file (it executed the command).
+int child_report(int fd)
+{
+    int err = 0;
+    ssize_t n;
+    while ((n = ::read(fd, &err, sizeof err)) < 0)
+        if (errno != EINTR)
+            return errno;
+    if (n == 0)
+        return 0;
+    return n == static_cast<ssize_t>(sizeof err) && err != 0 ? err : EPROTO;
+}
+
+// clone3 into the cgroup `a.cgroup_fd`, the child set up as posix_spawn's is; a child that
+// failed is reaped before the errno is returned, as posix_spawn does.
+int spawn_into_cgroup(const spawn_args& a, int stdin_src, const std::vector<int>& extra,
+                      char* const* argv, char* const* envp, pid_t& pid)
+{
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0)
+        return errno;
+    unique_fd from_child(p[0]), low(p[1]);
+    unique_fd to_parent(::fcntl(low.get(), F_DUPFD_CLOEXEC, 3 + static_cast<int>(extra.size())));
+    if (!to_parent)
+        return errno;
+    low.reset();
+    into_plan c{a, stdin_src, extra, to_parent.get(), argv, envp};
+    pid_t child = -1;
+    if (int rc = clone_into_cgroup(a.cgroup_fd, exec_into, &c, child); rc != 0)
+        return rc;
+    to_parent.reset(); // the child has executed the command or ended: its copy is closed
+    const int rc = child_report(from_child.get());
+    if (rc != 0)
+    {
+        ::kill(child, SIGKILL); // (it has ended already unless the pipe itself failed)
+        ::waitpid(child, nullptr, 0);
+        return rc;
+    }
+    pid = child;
+    return 0;
+}
+
+} // namespace
+
+int spawn_command(const spawn_args& a, pid_t& pid)
+{
+    int stdin_src = a.stdin_fd;
+    if (stdin_src < 0)
+    {
+        stdin_src = dev_null();
+        if (stdin_src < 0)
+            return errno;
+    }
+    // Extra descriptors first move above 3 + n, so no dup2 onto 3, 4, ... overwrites a
+    // source still to be copied.
+    std::vector<unique_fd> moved;
+    std::vector<int> extra;
+    for (int fd : a.extra_fds)
+    {
+        moved.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3 + static_cast<int>(a.extra_fds.size())));
+        if (!moved.back())
+            return errno;
+        extra.push_back(moved.back().get());
+    }
+    const std::vector<char*> argv = c_strings(a.argv), envp = c_strings(a.envp);
+    if (a.cgroup_fd >= 0)
+        return spawn_into_cgroup(a, stdin_src, extra, argv.data(), envp.data(), pid);
+    return spawn_posix(a, stdin_src, extra, argv.data(), envp.data(), pid);
 }
 
 } // namespace sandbox::detail
