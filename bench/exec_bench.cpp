@@ -10,6 +10,9 @@
 //                          max_processes too (the fork gate): /bin/true, a shell forking 100
 //                          /bin/true far from the cap, and at a cap of 2: median us
 //   conc64_true            /bin/true with 64 in flight on one thread: execs/s
+//   seq_true_cgroup, conc64_true_cgroup   the same two on the cgroup path (each tree in a
+//                          cgroup of its own: clone3 into it, cgroup.kill, cpu.stat), against
+//                          the same raw floor (every other case runs with the cgroup off)
 //   out512_discard         `head -c 512MiB /dev/zero`, max_output_bytes = 1: MB/s
 //   out512_cap1m           the same with a 1 MiB cap: MB/s, and peak RSS of the process
 //   sampler_1tree_10ms     one capped `sleep 6` sampled every 10 ms: our CPU vs fork-ps
@@ -87,7 +90,8 @@ struct config
     bool want(const std::string& name) const { return cases.empty() || cases.count(name) > 0; }
 };
 
-const char* const all_cases[] = {"seq_true",     "conc64_true",        "out512_discard",
+const char* const all_cases[] = {"seq_true",     "conc64_true",        "seq_true_cgroup",
+                                 "conc64_true_cgroup", "out512_discard",
                                  "out512_cap1m", "sampler_1tree_10ms", "sampler_100trees_50ms",
                                  "seq_true_bwrap",
                                  "seq_true_chain", "proc_cap", "sampler_1tree_reaper"};
@@ -202,22 +206,39 @@ void check_exited(const boost::system::error_code& ec, const sandbox::exec_resul
              r.diag.message);
 }
 
-sandbox::local_runner_options runner_options(std::chrono::nanoseconds interval)
+// The sampler path ("off") unless a case asks for the cgroup path ("auto").
+sandbox::local_runner_options runner_options(std::chrono::nanoseconds interval,
+                                             const std::string& cgroup = "off")
 {
     sandbox::local_runner_options o;
     o.root = "/";
     o.sample_interval = interval;
+    o.cgroup = cgroup;
     return o;
+}
+
+// Why the cgroup path is not used here (empty: it is).
+std::string cgroup_path_missing()
+{
+    asio::io_context ioc;
+    sandbox::local_runner r(ioc.get_executor(), runner_options(sandbox::default_sample_interval,
+                                                               "auto"));
+    const auto e = r.enforcement();
+    if (e.tree_kill_by == "cgroup")
+        return {};
+    return e.cgroup_notes.empty() ? "not used" : e.cgroup_notes.front();
 }
 
 // A chain: each completion handler starts the next exec. Per-exec microseconds.
 std::vector<double> sequential_on(asio::io_context& ioc, sandbox::runner& runner,
                                   const sandbox::exec_request& proto, int n);
 
-std::vector<double> ours_sequential(const sandbox::exec_request& proto, int n)
+std::vector<double> ours_sequential(const sandbox::exec_request& proto, int n,
+                                    const std::string& cgroup = "off")
 {
     asio::io_context ioc;
-    sandbox::local_runner runner(ioc.get_executor(), runner_options(sandbox::default_sample_interval));
+    sandbox::local_runner runner(ioc.get_executor(),
+                                 runner_options(sandbox::default_sample_interval, cgroup));
     return sequential_on(ioc, runner, proto, n);
 }
 
@@ -390,10 +411,12 @@ std::vector<double> sequential_on(asio::io_context& ioc, sandbox::runner& runner
 }
 
 // `inflight` chains on one io_context run by this thread. Wall seconds for all `n`.
-double ours_concurrent(const sandbox::exec_request& proto, int n, int inflight)
+double ours_concurrent(const sandbox::exec_request& proto, int n, int inflight,
+                       const std::string& cgroup = "off")
 {
     asio::io_context ioc;
-    sandbox::local_runner runner(ioc.get_executor(), runner_options(sandbox::default_sample_interval));
+    sandbox::local_runner runner(ioc.get_executor(),
+                                 runner_options(sandbox::default_sample_interval, cgroup));
     int launched = 0, done = 0;
     std::function<void()> start = [&] {
         if (launched >= n)
@@ -674,20 +697,22 @@ per_exec_figures per_exec_rounds(const std::string& name, int rounds, F one_roun
     return f;
 }
 
-void case_seq_true(const config& cfg)
+void case_seq_true(const config& cfg, const std::string& cgroup = "off")
 {
+    const std::string name = cgroup == "off" ? "seq_true" : "seq_true_cgroup";
     const command floor_cmd({"/bin/true"});
     const auto req = make_request("/bin/true", {});
     const int warm = std::max(10, cfg.n / 20);
     raw_floor::run_sequential(floor_cmd, warm);
-    ours_sequential(req, warm);
-    auto figs = per_exec_rounds("seq_true", cfg.rounds, [&](int) {
+    ours_sequential(req, warm, cgroup);
+    auto figs = per_exec_rounds(name, cfg.rounds, [&](int) {
         auto f = raw_floor::run_sequential(floor_cmd, cfg.n);
-        return std::pair{f, ours_sequential(req, cfg.n)};
+        return std::pair{f, ours_sequential(req, cfg.n, cgroup)};
     });
-    print_block("seq_true: sequential /bin/true, stdout+stderr captured, N=" +
+    print_block(name + ": sequential /bin/true, stdout+stderr captured, N=" +
                     std::to_string(cfg.n) + " x " + std::to_string(cfg.rounds) +
-                    " rounds (time per exec: lower is better; ratio = ours/floor)",
+                    " rounds (time per exec: lower is better; ratio = ours/floor; cgroup " +
+                    cgroup + ")",
                 "floor", figs.with_target(1.10),
                 {"floor: posix_spawn (own pgroup, pipes on 1 and 2) + pidfd_open + epoll(pipes, "
                  "pidfd) + waitid(P_PIDFD)",
@@ -816,17 +841,18 @@ void case_proc_cap(const config& cfg)
                  "seccomp filter and a user-notification round trip per fork"});
 }
 
-void case_conc64_true(const config& cfg)
+void case_conc64_true(const config& cfg, const std::string& cgroup = "off")
 {
     const int inflight = 64;
     const command floor_cmd({"/bin/true"});
     const auto req = make_request("/bin/true", {});
-    figure f{"conc64_true", "execs per second", "execs/s"};
+    const std::string name = cgroup == "off" ? "conc64_true" : "conc64_true_cgroup";
+    figure f{name, "execs per second", "execs/s"};
     f.better = "higher";
     for (int r = 0; r < cfg.rounds; ++r)
     {
         double fw = raw_floor::run_concurrent(floor_cmd, cfg.n, inflight);
-        double ow = ours_concurrent(req, cfg.n, inflight);
+        double ow = ours_concurrent(req, cfg.n, inflight, cgroup);
         f.rounds.base.push_back(cfg.n / fw);
         f.rounds.ours.push_back(cfg.n / ow);
     }
@@ -834,7 +860,7 @@ void case_conc64_true(const config& cfg)
     f.baseline = median(f.rounds.base);
     f.target = "ratio >= 0.90";
     f.pass = f.ratio() >= 0.9;
-    print_block("conc64_true: " + std::to_string(cfg.n) + " x /bin/true, " +
+    print_block(name + ": " + std::to_string(cfg.n) + " x /bin/true, " +
                     std::to_string(inflight) + " in flight, one thread, " +
                     std::to_string(cfg.rounds) +
                     " rounds (rate: higher is better; ratio = ours/floor)",
@@ -1197,6 +1223,19 @@ int main(int argc, char** argv)
         case_proc_cap(cfg);
     if (cfg.want("conc64_true"))
         case_conc64_true(cfg);
+    if (cfg.want("seq_true_cgroup") || cfg.want("conc64_true_cgroup"))
+    {
+        if (const auto why = cgroup_path_missing(); !why.empty())
+            std::printf("seq_true_cgroup, conc64_true_cgroup: skipped: the cgroup path is not "
+                        "used here (%s)\n", why.c_str());
+        else
+        {
+            if (cfg.want("seq_true_cgroup"))
+                case_seq_true(cfg, "auto");
+            if (cfg.want("conc64_true_cgroup"))
+                case_conc64_true(cfg, "auto");
+        }
+    }
     if (cfg.want("out512_discard") || cfg.want("out512_cap1m"))
         case_out512(cfg, cfg.want("out512_discard"), cfg.want("out512_cap1m"));
     if (cfg.want("sampler_1tree_10ms"))

@@ -267,6 +267,7 @@ private:
     std::string encoded_;
     std::size_t sent_ = 0;
     bool plan_sent_ = false;
+    std::uint32_t cgroup_options_ = 0; // proto::opt_cgroup bits for the runner's setting
     std::optional<std::pair<end_reason, std::chrono::nanoseconds>> pending_kill_;
     // How the worker's part ended, stored once: running until it is set.
     struct running
@@ -321,6 +322,11 @@ void supervision::start()
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected())
         slot.template emplace<cancel_fn>(cancel_fn{weak_from_this()});
+    // Before the helper may be started: the first runner's setting decides where its tree goes.
+    auto cgroup = svc_.cgroup_options(plan_.cgroup);
+    if (!cgroup)
+        return fail(cgroup.error());
+    cgroup_options_ = *cgroup;
     svc_.async_acquire(ex_, [self = shared_from_this()](outcome<unique_fd> channel) {
         self->on_channel(std::move(channel));
     });
@@ -365,10 +371,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     p.fixed.sample_faults = plan_.test_sample_faults;
     if (on_spawned_)
         p.fixed.options |= proto::opt_report_spawn;
-    auto cgroup = svc_.cgroup_options(plan_.cgroup);
-    if (!cgroup)
-        return cgroup.error();
-    p.fixed.options |= *cgroup;
+    p.fixed.options |= cgroup_options_;
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
