@@ -11,6 +11,8 @@
 //                     reported cpu_time vs the bare run of the same job with SIGCHLD default
 //   cpu_reaper_ends   6 parents, one after the other, that ignore SIGCHLD and end the moment
 //                     their burner does: vs the bare run of the same with waiting parents
+//   cpu_*_cgroup      the five cpu cases on the cgroup path (cpu.stat of the tree's own
+//                     cgroup), where it is used here; every other case runs with it off
 //   mem_overshoot     an allocator at full speed after a quiet start, 128 MiB cap: the
 //                     leader's peak RSS (kernel high-water mark) vs the cap, worst of 5;
 //                     _2threads: two threads allocating at once; _populate: MAP_POPULATE
@@ -224,6 +226,9 @@ double bare_cpu_ms(const std::vector<std::string>& argv)
     return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
+// The runners' cgroup setting: the sampler path unless the cgroup cases run.
+std::string g_cgroup = "off";
+
 sandbox::exec_result run(const std::vector<std::string>& argv, sandbox::exec_options o,
                          boost::system::error_code& ec,
                          std::chrono::nanoseconds interval = sandbox::default_sample_interval)
@@ -232,6 +237,7 @@ sandbox::exec_result run(const std::vector<std::string>& argv, sandbox::exec_opt
     sandbox::local_runner_options ro;
     ro.root = "/";
     ro.sample_interval = interval;
+    ro.cgroup = g_cgroup;
     sandbox::local_runner runner(ioc.get_executor(), ro);
     sandbox::exec_request req;
     req.command = argv[0];
@@ -249,7 +255,7 @@ sandbox::exec_result run(const std::vector<std::string>& argv, sandbox::exec_opt
     return res;
 }
 
-void print(const char* name, double value, const char* unit, double baseline)
+void print(const std::string& name, double value, const char* unit, double baseline)
 {
     bench::print_json("caps_bench", name, value, unit, baseline);
 }
@@ -262,7 +268,7 @@ std::vector<std::string> child(std::vector<std::string> args)
 
 // Three rounds, bare and ours in turn; the medians. A job's own cpu time varies from run to
 // run (a compiler's by ±20 % on this VM), so one pair is not a measurement.
-void cpu_case(const char* name, const std::vector<std::string>& job,
+void cpu_case(const std::string& name, const std::vector<std::string>& job,
               const std::vector<std::string>& bare_job)
 {
     const auto cpu = bench::measure_rounds(3, [&] {
@@ -281,7 +287,7 @@ void cpu_case(const char* name, const std::vector<std::string>& job,
 // For a job whose own cpu varies from run to run (a compiler): ours against the truth of the
 // same run, its RUSAGE_CHILDREN read by a wrapper inside the sandbox (the wrapper's own
 // fraction of a millisecond is in ours). Medians of three runs.
-void cpu_case_same_run(const char* name, const std::vector<std::string>& job)
+void cpu_case_same_run(const std::string& name, const std::vector<std::string>& job)
 {
     auto wrapped = job;
     wrapped.insert(wrapped.begin(), "rusage-of");
@@ -297,11 +303,11 @@ void cpu_case_same_run(const char* name, const std::vector<std::string>& job)
     print(name, cpu.ours_median(), "ms", cpu.base_median());
 }
 
-void cpu_cases()
+void cpu_cases(const std::string& suffix = "")
 {
     const std::string me = self_path + " --child cpu-stream 3 120";
     const std::vector<std::string> three{"/bin/sh", "-c", me + " & " + me + "; wait"};
-    cpu_case("cpu_3level", three, three);
+    cpu_case("cpu_3level" + suffix, three, three);
 
     const auto dir = std::filesystem::temp_directory_path() / ("caps_bench." + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
@@ -309,15 +315,33 @@ void cpu_cases()
                                        "int f(const std::map<std::string,int>& m){return (int)m.size();}\n";
     const std::vector<std::string> gxx{"/usr/bin/g++", "-O2", "-c", (dir / "unit.cpp").string(),
                                        "-o", (dir / "unit.o").string()};
-    cpu_case_same_run("cpu_compiler", gxx);
+    cpu_case_same_run("cpu_compiler" + suffix, gxx);
     std::filesystem::remove_all(dir);
 
     const auto threads = child({"threads", "4", "200"});
-    cpu_case("cpu_threads", threads, threads);
-    cpu_case("cpu_kernel_reaped", child({"reaped-stream", "4", "250"}),
+    cpu_case("cpu_threads" + suffix, threads, threads);
+    cpu_case("cpu_kernel_reaped" + suffix, child({"reaped-stream", "4", "250"}),
              child({"cpu-stream", "4", "250"}));
-    cpu_case("cpu_reaper_ends", child({"parent-stream", "6", "150", "ignore"}),
+    cpu_case("cpu_reaper_ends" + suffix, child({"parent-stream", "6", "150", "ignore"}),
              child({"parent-stream", "6", "150", "wait"}));
+}
+
+// The cpu cases again on the cgroup path, where this host offers it.
+void cgroup_cpu_cases()
+{
+    boost::asio::io_context ioc;
+    sandbox::local_runner_options ro;
+    ro.cgroup = "auto";
+    const auto e = sandbox::local_runner(ioc.get_executor(), ro).enforcement();
+    if (e.cpu_cap_by != "cgroup")
+    {
+        std::printf("cpu_*_cgroup: skipped: the cgroup path is not used here (%s)\n",
+                    e.cgroup_notes.empty() ? "?" : e.cgroup_notes.front().c_str());
+        return;
+    }
+    g_cgroup = "auto";
+    cpu_cases("_cgroup");
+    g_cgroup = "off";
 }
 
 void overshoot_cases()
@@ -390,7 +414,10 @@ int main(int argc, char** argv)
         }
     }
     if (cpu)
+    {
         cpu_cases();
+        cgroup_cpu_cases();
+    }
     if (overshoot)
         overshoot_cases();
     std::fprintf(stderr, "caps_bench: %d wrong result(s)\n", wrong);
