@@ -57,6 +57,11 @@ public:
     static int make(int tree_fd, std::string_view name, const cgroup_limits& limits,
                     unsigned controllers, cgroup_leaf& out, std::string& why);
 
+    /// As `make`, for a directory `<tree>/name` that exists already (the unit tests' stand-in,
+    /// whose control files a test made: mkdir cannot make them there). Removes nothing.
+    static int adopt(int tree_fd, std::string_view name, const cgroup_limits& limits,
+                     unsigned controllers, cgroup_leaf& out, std::string& why);
+
     explicit operator bool() const noexcept { return static_cast<bool>(dir_); }
     /// The directory (O_RDONLY | O_DIRECTORY): clone3's `cgroup` for CLONE_INTO_CGROUP.
     int fd() const noexcept { return dir_.get(); }

@@ -13,13 +13,15 @@
 // arriving, but it cannot keep a process that died alive. The helper is not dumpable, so a
 // command of the same user can neither ptrace it nor copy its descriptors.
 //
-//   usage: sandbox-supervisor --protocol N --caller PID   (started by the library, control
-//                                                          socket = fd 3)
+//   usage: sandbox-supervisor --protocol N --caller PID [--cgroup DIR]   (started by the
+//                                library, control socket = fd 3; with DIR, its cgroup tree
+//                                goes there: see cgroup.hpp)
 //          sandbox-supervisor --probe-fork-gate   (installs the fork gate's filter on itself
 //                                                  and exits: 0, or the errno it failed with)
 //          sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]   (inside a sandbox; status_init.hpp)
 //          sandbox-supervisor --as UID GID -- PROGRAM [ARG...]   (root caller's sandbox; run_as.hpp)
 //          sandbox-supervisor --access-as UID GID [MODE PATH]...   (what its user can reach)
+#include "helper/cgroup.hpp"
 #include "helper/channel.hpp"
 #include "helper/fork_gate.hpp"
 #include "protocol/protocol.hpp"
@@ -39,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <unordered_set>
 
@@ -61,9 +64,10 @@ class helper
 {
 public:
     helper(asio::io_context& ctx, int sigfd, int lifeline_r, int lifeline_w, rlimit nofile,
-           int caller)
+           int caller, sandbox::detail::cgroup_tree tree)
         : ctx_(ctx), control_(ctx, control_fd), sigfd_(ctx, sigfd), caller_(ctx, caller),
-          lifeline_r_(lifeline_r), lifeline_w_(lifeline_w), command_nofile_(nofile)
+          lifeline_r_(lifeline_r), lifeline_w_(lifeline_w), command_nofile_(nofile),
+          tree_(std::move(tree))
     {
     }
 
@@ -80,6 +84,8 @@ private:
     awaitable watch_caller();
     void fork_worker(int chan);
     void sweep_orphans();
+    void drop_leaves_of(pid_t worker);
+    void remove_dropped_leaves();
     [[noreturn]] void shut_down();
 
     asio::io_context& ctx_;
@@ -87,6 +93,8 @@ private:
     sandbox::unique_fd lifeline_r_, lifeline_w_;
     rlimit command_nofile_;
     std::unordered_set<pid_t> workers_;
+    sandbox::detail::cgroup_tree tree_;
+    std::vector<std::string> dropped_leaves_; // of dead workers: killed, removed once empty
 };
 
 awaitable helper::read_control()
@@ -102,7 +110,8 @@ void helper::fork_worker(int chan)
 {
     pid_t pid = ::fork();
     if (pid == 0)
-        sandbox::detail::run_worker(chan, lifeline_r_.get(), command_nofile_); // never returns
+        sandbox::detail::run_worker(chan, lifeline_r_.get(), command_nofile_,
+                                    {tree_ ? tree_.fd() : -1, tree_.controllers()}); // no return
     if (pid > 0)
     {
         workers_.insert(pid);
@@ -124,9 +133,12 @@ awaitable helper::watch_caller()
 awaitable helper::reap_loop()
 {
     co_await sandbox::detail::on_each_sigchld(sigfd_, [this] {
-        sandbox::detail::reap_exited(
-            [this](pid_t p, int, const struct rusage&) { workers_.erase(p); });
+        sandbox::detail::reap_exited([this](pid_t p, int, const struct rusage&) {
+            if (workers_.erase(p) != 0)
+                drop_leaves_of(p);
+        });
         sweep_orphans();
+        remove_dropped_leaves();
     });
 }
 
@@ -142,12 +154,67 @@ void helper::sweep_orphans()
     // Their own children fall to us in turn, and their deaths bring us back here.
 }
 
+// A worker that died (killed by its own tree, say) leaves its execution's cgroup: every
+// process in it dies at once, wherever in the process tree it went, and the cgroup goes
+// once they are reaped (they fall to us: sweep_orphans).
+void helper::drop_leaves_of(pid_t worker)
+{
+    if (!tree_)
+        return;
+    const std::string prefix = "x-" + std::to_string(worker) + "-";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(tree_.path(), ec))
+    {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) != 0)
+            continue;
+        sandbox::detail::kill_cgroup_path(e.path().string());
+        dropped_leaves_.push_back(e.path().string());
+    }
+}
+
+void helper::remove_dropped_leaves()
+{
+    std::erase_if(dropped_leaves_, [](const std::string& path) {
+        return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
+    });
+}
+
 void helper::shut_down()
 {
-    // Every worker and every process below them: killed and reaped before we go.
+    // Every worker and every process below them: killed and reaped before we go; then the
+    // cgroup tree goes (each execution's cgroup killed again first: nothing of it survives).
     lifeline_w_.reset();
     sandbox::detail::kill_subtree(nullptr);
+    if (tree_)
+        tree_.tear_down(std::chrono::milliseconds(500));
     ::_exit(0);
+}
+
+// The value after `name`; empty when missing.
+std::string option_text(int argc, char** argv, std::string_view name)
+{
+    for (int i = 1; i + 1 < argc; ++i)
+        if (name == argv[i])
+            return argv[i + 1];
+    return {};
+}
+
+// The helper's cgroup tree under `dir` (the library resolved "auto" already), after the
+// trees of dead helpers there are removed. No tree when it cannot be made: executions that
+// require one fail to spawn, the others run without one.
+sandbox::detail::cgroup_tree open_cgroup_tree(const std::string& dir)
+{
+    sandbox::detail::cgroup_tree tree;
+    if (dir.empty())
+        return tree;
+    const auto site = sandbox::detail::find_cgroup_site(dir);
+    if (!site.why_not.empty())
+        return tree;
+    sandbox::detail::cgroup_tree::sweep_stale(site.parent, std::chrono::milliseconds(500));
+    std::string why;
+    sandbox::detail::cgroup_tree::open(site, tree, why);
+    return tree;
 }
 
 // The value after `name`, as a number; -1 when missing.
@@ -235,8 +302,11 @@ int main(int argc, char** argv)
         return 1;
     ::fcntl(control_fd, F_SETFL, ::fcntl(control_fd, F_GETFL) | O_NONBLOCK);
 
+    // Before any worker is forked: they are born in the tree's supervisor cgroup.
+    auto tree = open_cgroup_tree(option_text(argc, argv, "--cgroup"));
+
     asio::io_context ctx(1);
-    helper h(ctx, sigfd, lifeline[0], lifeline[1], nofile, caller);
+    helper h(ctx, sigfd, lifeline[0], lifeline[1], nofile, caller, std::move(tree));
     h.start();
     ctx.run();
     return 0;

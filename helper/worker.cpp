@@ -11,6 +11,7 @@
 #include "helper/fork_gate.hpp"
 #include "helper/pss_reader.hpp"
 #include "helper/budget.hpp"
+#include "helper/cgroup.hpp"
 #include "helper/channel.hpp"
 #include "protocol/protocol.hpp"
 #include "helper/subtree.hpp"
@@ -28,11 +29,13 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_set>
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -151,18 +154,22 @@ std::uint64_t live_count(const std::vector<subtree_member>& members)
         members.begin(), members.end(), [](const auto& m) { return m.stat.live(); }));
 }
 
-// Closes every descriptor but `a` and `b` (and 0-2, which point at /dev/null).
-void close_other_fds(int a, int b)
+// Closes every descriptor but those in `keep` (-1s ignored) and 0-2 (/dev/null).
+void close_other_fds(std::initializer_list<int> keep)
 {
-    const unsigned lo = static_cast<unsigned>(std::min(a, b));
-    const unsigned hi = static_cast<unsigned>(std::max(a, b));
-    auto close_span = [](unsigned first, unsigned last) {
-        if (first <= last)
-            ::syscall(SYS_close_range, first, last, 0u);
-    };
-    close_span(3, lo - 1);
-    close_span(lo + 1, hi - 1);
-    close_span(hi + 1, ~0u);
+    std::vector<unsigned> k;
+    for (int fd : keep)
+        if (fd > 2)
+            k.push_back(static_cast<unsigned>(fd));
+    std::sort(k.begin(), k.end());
+    unsigned next = 3;
+    for (unsigned fd : k)
+    {
+        if (next < fd)
+            ::syscall(SYS_close_range, next, fd - 1, 0u);
+        next = std::max(next, fd + 1);
+    }
+    ::syscall(SYS_close_range, next, ~0u, 0u);
 }
 
 /// One execution: its phase (worker_phase.hpp), what its report needs, and its watchers.
@@ -208,6 +215,11 @@ struct execution
     // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
     std::optional<asio::posix::stream_descriptor> gate;
     std::optional<process_gate> forks;
+    // The tree's own cgroup (the cgroup path), the caps its controllers hold (0: the
+    // sampler's), and a watch on its event files while the kernel holds one.
+    cgroup_leaf leaf;
+    cgroup_limits kernel_caps{};
+    std::optional<asio::posix::stream_descriptor> leaf_events;
 
     // The run is over: every watcher ends now.
     void stop_watchers()
@@ -219,6 +231,8 @@ struct execution
         boost::system::error_code ignored;
         if (gate)
             gate->close(ignored); // the tree is gone: nothing can ask any more
+        if (leaf_events)
+            leaf_events->close(ignored); // (a copy of the leaf's)
     }
 };
 using execution_ptr = std::shared_ptr<execution>;
@@ -233,12 +247,25 @@ std::string make_exit_report(const execution& x)
     r.budget_which = static_cast<std::uint32_t>(x.decision.which);
     r.observed = x.decision.observed;
     r.configured = x.decision.configured;
-    // Everything is reaped now, so the children's rusage holds the whole tree.
-    r.cpu_ns = std::max(children_cpu() - x.children_base + x.ledger.lost(), x.budget.cpu_used())
-                   .count();
+    // Everything is reaped now, so the children's rusage holds the whole tree; a cgroup's
+    // cpu.stat holds every member's, however it was reaped.
+    nanoseconds cpu =
+        std::max(children_cpu() - x.children_base + x.ledger.lost(), x.budget.cpu_used());
+    std::uint64_t peak = x.budget.peak_footprint_bytes();
+    if (x.leaf)
+    {
+        r.flags |= proto::report_in_cgroup;
+        if (auto got = x.leaf.read())
+        {
+            cpu = std::max<nanoseconds>(cpu, got->cpu);
+            if (x.kernel_caps.memory_bytes > 0)
+                peak = std::max(peak, got->memory_peak);
+        }
+    }
+    r.cpu_ns = cpu.count();
     const auto leader_maxrss = x.ended ? x.ended->ru.ru_maxrss : 0;
-    r.peak_memory_bytes = std::max<std::uint64_t>(x.budget.peak_footprint_bytes(),
-                                                  static_cast<std::uint64_t>(leader_maxrss) * 1024);
+    r.peak_memory_bytes =
+        std::max<std::uint64_t>(peak, static_cast<std::uint64_t>(leader_maxrss) * 1024);
     r.samples = x.samples;
     r.failed_samples = x.failed;
     r.killed_after_exit = x.killed_after;
@@ -272,8 +299,8 @@ using event_kind = worker_event::kind;
 class worker
 {
 public:
-    worker(asio::io_context& ctx, int chan, int lifeline, int sigfd)
-        : ctx_(ctx), chan_(ctx, chan), lifeline_(ctx, lifeline), sigfd_(ctx, sigfd)
+    worker(asio::io_context& ctx, int chan, int lifeline, int sigfd, worker_cgroup cg)
+        : ctx_(ctx), chan_(ctx, chan), lifeline_(ctx, lifeline), sigfd_(ctx, sigfd), cg_(cg)
     {
     }
 
@@ -293,6 +320,7 @@ private:
     awaitable grace_wait(execution_ptr x);
     awaitable sample_loop(execution_ptr x, nanoseconds interval);
     awaitable gate_loop(execution_ptr x);
+    awaitable leaf_loop(execution_ptr x);
     asio::awaitable<bool> count_at_the_cap(execution_ptr x, pid_t asking,
                                            asio::steady_timer& settle);
 
@@ -305,6 +333,7 @@ private:
     void on_message(proto::message& m);
     void on_plan_chunk(proto::message& m);
     void start_exec(const proto::plan& p);
+    int make_leaf(const proto::plan_fixed& f, cgroup_leaf& leaf, cgroup_limits& kernel);
     void watch(const execution_ptr& x, const proto::plan_fixed& f);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
@@ -319,6 +348,7 @@ private:
 
     // Sampling: list the tree, measure its footprint if it needs it, apply the caps.
     sample take_sample(execution& x);
+    sample take_cgroup_sample(execution& x);
     asio::awaitable<void> measure_pss(execution_ptr x, sample& s);
     std::optional<tree_usage> apply_caps(const execution_ptr& x, const sample& s);
     pace_input pace_of(const execution& x, nanoseconds took) const;
@@ -334,6 +364,8 @@ private:
     std::string plan_buf_;
     std::vector<unique_fd> plan_fds_;
     execution_ptr cur_;
+    worker_cgroup cg_;
+    unsigned leaves_made_ = 0;
 };
 
 awaitable worker::read_channel()
@@ -375,6 +407,9 @@ worker_step worker::feed(execution_ptr x, const event& ev, const stop_detail& d)
     }
     if (step.has(act_kill_tree))
     {
+        if (x && x->leaf)
+            x->leaf.kill(); // every member at once; the walk below reaps them (and any
+                            // member that left the cgroup)
         const auto killed = kill_subtree(reaper());
         if (x)
             x->killed_after += killed;
@@ -400,6 +435,10 @@ void worker::report(execution& x)
     x.stop_watchers();
     cur_.reset();
     proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
+    // Every member is reaped, so the cgroup is empty (one still busy, say a process moved
+    // into it from outside, is killed and left to the helper's tear-down).
+    if (x.leaf && x.leaf.remove(cg_.tree_fd) != 0)
+        x.leaf.kill();
 }
 
 void worker::on_message(proto::message& m)
@@ -499,6 +538,11 @@ void worker::start_exec(const proto::plan& p)
     spawn_args a;
     if (!spawn_args_of(p, plan_fds_, a))
         return spawn_failed(EPROTO);
+    cgroup_leaf leaf;
+    cgroup_limits kernel{};
+    if (int err = make_leaf(f, leaf, kernel); err != 0)
+        return spawn_failed(err, proto::stage_cgroup);
+    a.cgroup_fd = leaf ? leaf.fd() : -1;
     pid_t pid = -1;
     unique_fd listener;
     bool gate_failed = false;
@@ -507,9 +551,20 @@ void worker::start_exec(const proto::plan& p)
     // Our copies of the command's pipes go now, or the library never sees EOF.
     plan_fds_.clear();
     if (rc != 0)
+    {
+        if (leaf)
+            leaf.remove(cg_.tree_fd);
         return spawn_failed(rc, gate_failed ? proto::stage_fork_gate : proto::stage_command);
-
-    auto x = std::make_shared<execution>(ctx_, f.caps);
+    }
+    // What the kernel holds is not sampled.
+    cap_limits sampled = f.caps;
+    if (kernel.memory_bytes > 0)
+        sampled.memory_bytes = 0;
+    if (kernel.max_tasks > 0)
+        sampled.max_tasks = 0;
+    auto x = std::make_shared<execution>(ctx_, sampled);
+    x->leaf = std::move(leaf);
+    x->kernel_caps = kernel;
     x->pid = pid;
     x->children_base = children_cpu();
     x->faults_left = f.sample_faults;
@@ -526,9 +581,43 @@ void worker::start_exec(const proto::plan& p)
     watch(x, f);
 }
 
-// Starts the watchers a run needs: the fork gate, the deadline, the sampler.
+// The execution's own cgroup, when the plan asks for one and the helper has a tree: 0 (a
+// leaf, or none when none is needed) or the errno that fails a spawn requiring one. The caps
+// whose controller the tree has go to the kernel (`kernel`).
+int worker::make_leaf(const proto::plan_fixed& f, cgroup_leaf& leaf, cgroup_limits& kernel)
+{
+    if ((f.options & proto::opt_cgroup) == 0)
+        return 0;
+    const bool required = (f.options & proto::opt_cgroup_required) != 0;
+    if (cg_.tree_fd < 0)
+        return required ? ENOENT : 0; // the helper could not make its tree
+    if (cg_.controllers & cgc_memory)
+        kernel.memory_bytes = f.caps.memory_bytes;
+    if (cg_.controllers & cgc_pids)
+        kernel.max_tasks = f.caps.max_tasks;
+    const std::string name =
+        "x-" + std::to_string(::getpid()) + "-" + std::to_string(++leaves_made_);
+    std::string why;
+    int err = cgroup_leaf::make(cg_.tree_fd, name, kernel, cg_.controllers, leaf, why);
+    if (err == 0 || required)
+        return err;
+    kernel = {}; // auto: run without a cgroup; the sampler holds every cap
+    return 0;
+}
+
+// Starts the watchers a run needs: the fork gate, the deadline, the sampler, the cgroup's
+// events while the kernel holds a cap.
 void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
 {
+    if (x->leaf && (x->kernel_caps.memory_bytes > 0 || x->kernel_caps.max_tasks > 0))
+    {
+        const int copy = ::fcntl(x->leaf.events_fd(), F_DUPFD_CLOEXEC, 3);
+        if (copy >= 0)
+        {
+            x->leaf_events.emplace(ctx_, copy);
+            asio::co_spawn(ctx_, leaf_loop(x), asio::detached);
+        }
+    }
     if (x->gate)
     {
         x->forks.emplace(f.caps.max_processes, fork_settle_time);
@@ -541,10 +630,41 @@ void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
         const nanoseconds grace(std::max<std::int64_t>(f.kill_grace_ns, 0));
         asio::co_spawn(ctx_, deadline_wait(x, grace), asio::detached);
     }
-    if (f.caps.any())
+    if (x->budget.limits().any())
     {
         const auto interval = nanoseconds(std::max<std::int64_t>(f.sample_interval_ns, 1'000'000));
         asio::co_spawn(ctx_, sample_loop(x, interval), asio::detached);
+    }
+}
+
+// The cgroup's event files changed: an OOM kill in it is the memory cap's trip, a fork the
+// pids controller refused the task cap's, as the sampler would have judged them.
+awaitable worker::leaf_loop(execution_ptr x)
+{
+    while (samples(x->phase))
+    {
+        boost::system::error_code ec;
+        co_await x->leaf_events->async_wait(asio::posix::stream_descriptor::wait_read,
+                                            asio::redirect_error(asio::use_awaitable, ec));
+        if (ec || !samples(x->phase))
+            co_return;
+        x->leaf.clear_events();
+        const auto got = x->leaf.read();
+        if (!got)
+            continue;
+        stop_detail d;
+        if (got->oom_kills > 0 && x->kernel_caps.memory_bytes > 0)
+            d.decision = {cap_action::kill_budget, budget_kind::memory,
+                          static_cast<std::int64_t>(got->memory_peak),
+                          static_cast<std::int64_t>(x->kernel_caps.memory_bytes)};
+        else if (got->pids_refused > 0 && x->kernel_caps.max_tasks > 0)
+            d.decision = {cap_action::kill_budget, budget_kind::tasks,
+                          static_cast<std::int64_t>(x->kernel_caps.max_tasks + 1),
+                          static_cast<std::int64_t>(x->kernel_caps.max_tasks)};
+        else
+            continue;
+        feed(x, {event_kind::stop, end_reason::budget}, d);
+        co_return;
     }
 }
 
@@ -740,6 +860,8 @@ sample worker::take_sample(execution& x)
         x.last_failure = "injected sampling fault";
         return s;
     }
+    if (x.leaf)
+        return take_cgroup_sample(x);
     if (int err = list_subtree(s.members); err != 0)
     {
         x.last_failure = std::string("reading /proc failed: ") + std::strerror(err);
@@ -766,6 +888,35 @@ sample worker::take_sample(execution& x)
     // cap is the real footprint (PSS) read, which walks page tables.
     const auto cap = x.budget.limits().memory_bytes;
     s.wants_pss = cap > 0 && s.usage.footprint_bytes >= cap;
+    return s;
+}
+
+// A sample of a tree in its own cgroup: the cpu time is the cgroup's (every member's,
+// however it was reaped: no ledger); the tree is listed only for the caps the cgroup does
+// not hold (memory without its controller, processes, tasks).
+sample worker::take_cgroup_sample(execution& x)
+{
+    sample s;
+    const auto cpu = x.leaf.cpu();
+    if (!cpu)
+    {
+        x.last_failure = "reading the cgroup's cpu.stat failed";
+        return s;
+    }
+    const auto& l = x.budget.limits();
+    if (l.memory_bytes > 0 || l.max_processes > 0 || l.max_tasks > 0)
+    {
+        if (int err = list_subtree(s.members); err != 0)
+        {
+            x.last_failure = std::string("reading /proc failed: ") + std::strerror(err);
+            return s;
+        }
+        s.usage = tally(s.members).usage;
+    }
+    s.ok = true;
+    x.last_failure.clear();
+    s.usage.cpu = *cpu;
+    s.wants_pss = l.memory_bytes > 0 && s.usage.footprint_bytes >= l.memory_bytes;
     return s;
 }
 
@@ -815,9 +966,9 @@ std::optional<tree_usage> worker::apply_caps(const execution_ptr& x, const sampl
 
 } // namespace
 
-void run_worker(int chan, int lifeline, const rlimit& command_nofile)
+void run_worker(int chan, int lifeline, const rlimit& command_nofile, worker_cgroup cgroup)
 {
-    close_other_fds(chan, lifeline);
+    close_other_fds({chan, lifeline, cgroup.tree_fd});
     ::setrlimit(RLIMIT_NOFILE, &command_nofile);
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ::prctl(PR_SET_NAME, "sbx-worker");
@@ -830,7 +981,7 @@ void run_worker(int chan, int lifeline, const rlimit& command_nofile)
         ::_exit(1); // the library sees the channel close and reports the supervisor lost
     {
         asio::io_context ctx(1);
-        worker w(ctx, chan, lifeline, sigfd);
+        worker w(ctx, chan, lifeline, sigfd, cgroup);
         w.start();
         ctx.run();
     }

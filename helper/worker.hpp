@@ -12,9 +12,18 @@
 
 namespace sandbox::detail {
 
+/// The helper's cgroup tree as a worker sees it: its directory (-1: none) and the
+/// controllers its executions' cgroups get (cgroup_controller bits).
+struct worker_cgroup
+{
+    int tree_fd = -1;
+    unsigned controllers = 0;
+};
+
 /// Runs a worker on channel `chan` until it is done, then exits the process. Called in the
 /// child right after fork; closes every other inherited descriptor first.
-[[noreturn]] void run_worker(int chan, int lifeline, const rlimit& command_nofile);
+[[noreturn]] void run_worker(int chan, int lifeline, const rlimit& command_nofile,
+                             worker_cgroup cgroup = {});
 
 } // namespace sandbox::detail
 

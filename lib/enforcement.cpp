@@ -30,6 +30,23 @@ std::string to_json(const enforcement_report& e)
         {"filesystem_bounds", e.filesystem_bounds},
         {"tree_kill", e.tree_kill},
     };
+    auto by = [&o](const char* key, const std::string& v) {
+        if (!v.empty())
+            o[key] = v;
+    };
+    by("memory_cap_by", e.memory_cap_by);
+    by("cpu_cap_by", e.cpu_cap_by);
+    by("process_cap_by", e.process_cap_by);
+    by("task_cap_by", e.task_cap_by);
+    by("tree_kill_by", e.tree_kill_by);
+    by("cgroup", e.cgroup);
+    if (!e.cgroup_notes.empty())
+    {
+        boost::json::array notes;
+        for (const auto& n : e.cgroup_notes)
+            notes.emplace_back(n);
+        o["cgroup_notes"] = std::move(notes);
+    }
     if (e.command_uid)
         o["command_uid"] = *e.command_uid;
     if (e.command_gid)

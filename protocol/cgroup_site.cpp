@@ -241,28 +241,15 @@ void inspect_parent(cgroup_site& s, const std::string& mount)
 int remove_at(int parent_fd, const char* name, std::chrono::steady_clock::time_point deadline,
               bool top)
 {
-    int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    unique_fd dir(::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir)
         return errno == ENOENT && top ? 0 : errno;
-    DIR* d = ::fdopendir(fd);
-    if (!d)
-    {
-        int err = errno;
-        ::close(fd);
+    std::vector<std::string> children;
+    if (int err = list_child_cgroups(dir.get(), children))
         return err;
-    }
-    int first = 0;
-    while (dirent* e = ::readdir(d))
-    {
-        if (e->d_type != DT_DIR || !std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, ".."))
-            continue;
-        int err = remove_at(::dirfd(d), e->d_name, deadline, false);
-        if (err && err != ENOENT && !first)
-            first = err;
-    }
-    ::closedir(d);
-    if (first)
-        return first;
+    for (const auto& child : children)
+        if (int err = remove_at(dir.get(), child.c_str(), deadline, false); err && err != ENOENT)
+            return err;
     for (;;)
     {
         if (::unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || (errno == ENOENT && top))
@@ -413,6 +400,31 @@ int write_cgroup_file(int dir_fd, const char* name, std::string_view text)
     if (n < 0)
         return errno;
     return static_cast<std::size_t>(n) == text.size() ? 0 : EIO;
+}
+
+int list_child_cgroups(int dir_fd, std::vector<std::string>& out)
+{
+    out.clear();
+    int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    DIR* d = ::fdopendir(fd);
+    if (!d)
+    {
+        int err = errno;
+        ::close(fd);
+        return err;
+    }
+    errno = 0;
+    while (const dirent* e = ::readdir(d))
+    {
+        std::string_view n = e->d_name;
+        if (e->d_type == DT_DIR && n != "." && n != "..")
+            out.emplace_back(n);
+    }
+    int err = errno;
+    ::closedir(d);
+    return err;
 }
 
 int kill_cgroup_path(const std::string& path)

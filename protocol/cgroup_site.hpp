@@ -90,6 +90,10 @@ int read_cgroup_file(int dir_fd, const char* name, std::string& out);
 /// O_TRUNC: a cgroup file takes each write whole). 0 or the errno.
 int write_cgroup_file(int dir_fd, const char* name, std::string_view text);
 
+/// The names of the directories (child cgroups) below `dir_fd`, "." and ".." left out.
+/// 0 or the errno.
+int list_child_cgroups(int dir_fd, std::vector<std::string>& out);
+
 /// Removes a cgroup and every cgroup below it, deepest first, retrying a cgroup that is
 /// still busy (its killed processes not gone yet) until `wait` has passed. 0, or the errno of
 /// the first cgroup that could not be removed (ENOENT for `path` itself counts as done).

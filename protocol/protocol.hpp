@@ -24,9 +24,10 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 6; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+inline constexpr std::uint32_t version = 7; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
                                              // 5: extra descriptors, ignored job signals;
-                                             // 6: the worker keeps the deadline
+                                             // 6: the worker keeps the deadline;
+                                             // 7: the cgroup path
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -91,6 +92,12 @@ enum plan_option : std::uint32_t
     /// The command starts with the job signals (status_init.hpp) ignored: a wrapper that
     /// does not pass signals on (bwrap) survives them, the command inside gets them.
     opt_ignore_job_signals = 4,
+    /// Run the tree in a cgroup of its own when the helper has a cgroup tree (the runner's
+    /// `cgroup` is not "off"); without a tree the tree runs without one.
+    opt_cgroup = 8,
+    /// With opt_cgroup: a cgroup is required (the runner named a directory): without a tree,
+    /// or when its cgroup cannot be made, the spawn fails (stage_cgroup).
+    opt_cgroup_required = 16,
 };
 
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a
@@ -159,6 +166,13 @@ enum spawn_stage : std::uint32_t
 {
     stage_command = 0,   // starting the command
     stage_fork_gate = 1, // setting up the fork gate a process cap needs (fork_gate.hpp)
+    stage_cgroup = 2,    // making the execution's cgroup (helper/cgroup.hpp)
+};
+
+/// exit_report_msg::flags bits.
+enum report_flag : std::uint32_t
+{
+    report_in_cgroup = 1, // the tree ran in a cgroup of its own
 };
 
 /// Sent once per plan, after every process of the tree has been killed and reaped.
@@ -175,6 +189,8 @@ struct exit_report_msg
     std::uint64_t samples = 0;
     std::uint64_t failed_samples = 0;
     std::uint64_t killed_after_exit = 0; // processes left by the command and killed
+    std::uint32_t flags = 0;             // report_flag bits
+    std::uint32_t pad = 0;
     // followed by the text of the last sampling failure
 };
 

@@ -420,6 +420,7 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     plan.inner_command = req.command;
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
+    plan.cgroup = opts.cgroup;
     plan.tree_resources = std::make_shared<tree_hold>(
         tree_hold{std::move(protect->lease), std::move(network->host)});
     if (st.user)
@@ -551,7 +552,9 @@ enforcement_report bwrap_runner::enforcement() const
         e.unavailable = "bubblewrap (bwrap) was not found";
         return e;
     }
-    e = backend::supervised_enforcement();
+    e = backend::supervised_enforcement(opts_.cgroup);
+    if (!e.unavailable.empty())
+        return e;
     e.net_modes = {net_mode::deny_all, net_mode::allow_list, net_mode::proxy};
     e.socks5 = true; // the egress proxy's port speaks SOCKS5 too
     e.filesystem_bounds = true;

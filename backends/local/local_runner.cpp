@@ -51,6 +51,7 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     plan.argv.insert(plan.argv.end(), req.args.begin(), req.args.end());
     backend::take_pass_through(req, opts.default_max_output_bytes, "local", plan);
     plan.sample_interval = opts.sample_interval;
+    plan.cgroup = opts.cgroup;
     return plan;
 }
 
@@ -75,7 +76,7 @@ local_runner::~local_runner() = default; // the registry kills the sessions stil
 
 enforcement_report local_runner::enforcement() const
 {
-    return backend::supervised_enforcement();
+    return backend::supervised_enforcement(opts_.cgroup);
 }
 
 asio::awaitable<exec_result> local_runner::exec(exec_request req)

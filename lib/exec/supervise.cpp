@@ -25,6 +25,7 @@
 #include "exec/child_control.hpp"
 #include "exec/exit_classification.hpp"
 #include "exec/input_writer.hpp"
+#include "protocol/cgroup_site.hpp"
 #include "protocol/init_status.hpp"
 #include "supervisor/client.hpp"
 #include "protocol/protocol.hpp"
@@ -274,7 +275,7 @@ private:
     struct not_spawned // the worker could not start the command
     {
         int err;
-        bool fork_gate; // the fork gate's (a process cap's) installation failed
+        std::uint32_t stage; // proto::spawn_stage: the command's, the fork gate's, the cgroup's
     };
     struct worker_lost // the worker died (or spoke garbage) before it reported
     {
@@ -364,6 +365,10 @@ outcome<void> supervision::send_first(unique_fd channel)
     p.fixed.sample_faults = plan_.test_sample_faults;
     if (on_spawned_)
         p.fixed.options |= proto::opt_report_spawn;
+    auto cgroup = svc_.cgroup_options(plan_.cgroup);
+    if (!cgroup)
+        return cgroup.error();
+    p.fixed.options |= *cgroup;
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
@@ -486,7 +491,7 @@ void supervision::on_channel_readable()
             proto::spawn_failed_msg f;
             const bool read = proto::from_bytes(m.payload, f);
             ending_ = not_spawned{read && f.error != 0 ? f.error : EPROTO,
-                                  read && f.stage == proto::stage_fork_gate};
+                                  read ? f.stage : proto::stage_command};
             return channel_done();
         }
         if (m.head.type == proto::msg_type::exit_report)
@@ -825,6 +830,17 @@ void supervision::finish()
     complete(ec, std::move(r));
 }
 
+// The worker could not make the execution's cgroup (a cgroup directory was required).
+failure cgroup_unavailable(int err, const std::string& cgroup)
+{
+    failure f = make_failure(errc::not_available,
+                             "cannot run the command in a cgroup of its own under " + cgroup +
+                                 ": " + std::strerror(err),
+                             "cgroup");
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
 // The result the ending stands for. Once the worker has said the tree is gone (a report, or
 // nothing spawned), the backend's resources for it go; after a lost worker they stay until
 // the helper is reaped (the destructor hands them over).
@@ -833,8 +849,9 @@ exec_result supervision::ended_result(boost::system::error_code& ec)
     if (const auto* n = std::get_if<not_spawned>(&ending_))
     {
         plan_.tree_resources.reset();
-        failure f = n->fork_gate ? fork_gate_unavailable(n->err)
-                                 : spawn_failure(n->err, plan_.executable);
+        failure f = n->stage == proto::stage_fork_gate ? fork_gate_unavailable(n->err)
+                    : n->stage == proto::stage_cgroup  ? cgroup_unavailable(n->err, plan_.cgroup)
+                                                       : spawn_failure(n->err, plan_.executable);
         exec_result r;
         r.diag = std::move(f.diag);
         ec = f.code;
@@ -918,6 +935,7 @@ exec_result supervision::result_from_report(boost::system::error_code& ec,
     ec = o.ec;
     o.r.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
     o.r.peak_memory_bytes = rep.peak_memory_bytes;
+    o.r.in_cgroup = (rep.flags & proto::report_in_cgroup) != 0;
     return std::move(o.r);
 }
 
@@ -971,6 +989,50 @@ void take_pass_through(exec_request& req, std::int64_t default_max_output_bytes,
     plan.kill_grace = o.kill_grace;
     plan.caps = caps_of(o);
     plan.backend_name = std::move(backend_name);
+}
+
+enforcement_report supervised_enforcement(const std::string& cgroup)
+{
+    enforcement_report e = supervised_enforcement();
+    e.tree_kill_by = "subreaper";
+    e.cpu_cap_by = e.cpu_cap ? "sampler" : "";
+    e.memory_cap_by = e.memory_cap ? "sampler" : "";
+    e.task_cap_by = e.task_cap ? "sampler" : "";
+    e.process_cap_by = e.process_cap ? "fork_gate" : "";
+    if (cgroup.empty() || cgroup == "off")
+    {
+        e.cgroup_notes.push_back("off: this runner's cgroup setting");
+        return e;
+    }
+    const auto site = detail::find_cgroup_site(cgroup);
+    if (!site.why_not.empty())
+    {
+        e.cgroup_notes.push_back(site.why_not);
+        if (cgroup != "auto") // an explicit directory that cannot be used refuses every exec
+            return enforcement_report{.unavailable = "cgroup " + cgroup + ": " + site.why_not};
+        return e;
+    }
+    // cpu.stat and cgroup.kill need no controller; memory.max and pids.max do.
+    e.cgroup = site.parent;
+    e.tree_kill_by = "cgroup";
+    e.cpu_cap = true;
+    e.cpu_cap_by = "cgroup";
+    if (site.controllers & detail::cgc_memory)
+        e.memory_cap = true, e.memory_cap_by = "cgroup";
+    else
+        e.cgroup_notes.push_back("memory cap: the memory controller is not enabled for the "
+                                 "children of " + site.parent + " (sampled instead)");
+    if (site.controllers & detail::cgc_pids)
+        e.task_cap = true, e.task_cap_by = "cgroup";
+    else
+        e.cgroup_notes.push_back("task cap: the pids controller is not enabled for the "
+                                 "children of " + site.parent + " (sampled instead)");
+    e.cgroup_notes.push_back("process cap: held by the fork gate (the pids controller "
+                             "counts threads too)");
+    if (!site.has_kill)
+        e.cgroup_notes.push_back("no cgroup.kill (Linux 5.14): the tree is frozen, killed "
+                                 "and thawed");
+    return e;
 }
 
 enforcement_report supervised_enforcement()

@@ -58,6 +58,25 @@ failure os_failure(errc code, const std::string& what, int err)
     return f;
 }
 
+// Field 22 of /proc/PID/stat (after the parenthesised name, which may hold anything).
+std::optional<std::uint64_t> start_time_of(pid_t pid)
+{
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    char buf[1024];
+    const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+    if (n <= 0)
+        return std::nullopt;
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');
+    for (int field = 2; p && field < 22; ++field) // p sits before field `field + 1`
+        p = std::strchr(p + 1, ' ');
+    if (!p)
+        return std::nullopt;
+    return std::strtoull(p + 1, nullptr, 10);
+}
+
 // True while the worker behind `fd` is alive and idle: nothing to read, not hung up.
 bool channel_usable(int fd)
 {
@@ -196,9 +215,13 @@ outcome<void> supervisor_service::start_helper_locked()
     // The helper watches this process through a pidfd: when it dies, the helper kills every
     // tree, whoever holds copies of the control socket.
     const std::string caller = std::to_string(::getpid());
+    // Where the helper makes its cgroup tree, when this context uses the cgroup path.
+    const std::string& site = cgroup_site_.parent;
     char* argv[] = {const_cast<char*>(path.c_str()), const_cast<char*>("--protocol"),
                     const_cast<char*>(version.c_str()), const_cast<char*>("--caller"),
-                    const_cast<char*>(caller.c_str()), nullptr};
+                    const_cast<char*>(caller.c_str()),
+                    site.empty() ? nullptr : const_cast<char*>("--cgroup"),
+                    const_cast<char*>(site.c_str()), nullptr};
     char* envp[] = {nullptr};
     pid_t pid = -1;
     int rc = ::posix_spawn(&pid, path.c_str(), &fa, &attr, argv, envp);
@@ -213,7 +236,47 @@ outcome<void> supervisor_service::start_helper_locked()
     helper_pid_ = pid;
     helper_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     control_ = std::move(ours);
+    helper_tree_.clear();
+    if (!site.empty())
+        if (auto start = start_time_of(pid)) // our unreaped child: its pid is its own
+            helper_tree_ = site + "/" + tree_name(pid, *start);
     return {};
+}
+
+// A helper we give up on (SIGKILLed) cannot kill its trees, nor the orphans of a worker it
+// lost: with a cgroup tree, one write kills every process of it, wherever they went.
+void supervisor_service::kill_helper_tree_locked()
+{
+    if (!helper_tree_.empty())
+        kill_cgroup_path(helper_tree_);
+}
+
+outcome<std::uint32_t> supervisor_service::cgroup_options(const std::string& request)
+{
+    if (request.empty() || request == "off")
+        return std::uint32_t{0};
+    std::lock_guard l(mu_);
+    if (!cgroup_request_)
+    {
+        cgroup_request_ = request;
+        cgroup_site_ = find_cgroup_site(request);
+    }
+    if (*cgroup_request_ != request)
+        return make_failure(errc::not_available,
+                            "this execution context's supervisor keeps its trees under cgroup " +
+                                *cgroup_request_ + ", not " + request +
+                                " (one cgroup setting per io_context)",
+                            "cgroup");
+    const bool explicit_dir = request != "auto";
+    if (!cgroup_site_.why_not.empty())
+    {
+        if (explicit_dir)
+            return make_failure(errc::not_available,
+                                "cgroup " + request + " cannot be used: " + cgroup_site_.why_not,
+                                "cgroup");
+        return std::uint32_t{0}; // auto: the sampler holds the caps
+    }
+    return std::uint32_t{proto::opt_cgroup | (explicit_dir ? proto::opt_cgroup_required : 0u)};
 }
 
 void supervisor_service::stop_helper_locked(bool wait)
@@ -223,8 +286,12 @@ void supervisor_service::stop_helper_locked(bool wait)
     if (helper_pid_ > 0 && !reap_helper(helper_pidfd_.get(), helper_pid_, wait ? shutdown_wait_ms : 0))
     {
         ::kill(helper_pid_, SIGKILL); // our unreaped child; its workers see the lifeline close
+        kill_helper_tree_locked();
         reap_helper(helper_pidfd_.get(), helper_pid_, shutdown_wait_ms);
+        if (!helper_tree_.empty()) // (a helper that exited by itself removed its own)
+            remove_cgroup_path(helper_tree_, std::chrono::milliseconds(200));
     }
+    helper_tree_.clear();
     for (const auto& r : retired_) // killed already: each is gone in a moment
         while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR)
         {
@@ -366,11 +433,13 @@ void supervisor_service::retire_helper_locked(const asio::any_io_executor& ex)
     if (helper_pid_ > 0)
     {
         ::kill(helper_pid_, SIGKILL); // our unreaped child: the pid cannot have been reused
-        retired_.push_back({helper_pid_, generation_});
+        kill_helper_tree_locked();
+        retired_.push_back({helper_pid_, generation_, std::move(helper_tree_)});
         reap_later(ex, helper_pid_, std::move(helper_pidfd_));
     }
     helper_pidfd_.reset();
     helper_pid_ = -1;
+    helper_tree_.clear();
     ++generation_;
 }
 
@@ -410,6 +479,10 @@ void supervisor_service::reaped(pid_t pid)
         if (at == retired_.end())
             return;
         released = take_kept_locked(at->generation);
+        // One try, no wait (on the caller's loop): a cgroup still busy is removed by the
+        // next helper's sweep of stale trees.
+        if (!at->tree.empty())
+            remove_cgroup_path(at->tree, std::chrono::milliseconds(0));
         retired_.erase(at);
     }
     // `released` goes here, outside the lock (a lease's destructor touches the filesystem).

@@ -6,6 +6,7 @@
 #ifndef SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 #define SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 
+#include "protocol/cgroup_site.hpp"
 #include "protocol/protocol.hpp"
 
 #include <sandbox/unique_fd.hpp>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +56,12 @@ public:
 
     /// Returns the channel of a worker that finished a plan normally (idle again).
     void release(backend::unique_fd channel);
+    /// \brief The plan options (`proto::opt_cgroup`, `opt_cgroup_required`) for a runner's
+    /// `cgroup` setting ("" or "off", "auto", a directory). The first runner to ask decides
+    /// where this context's helper puts its tree; another directory later is refused, and
+    /// so is a directory where the cgroup path cannot be used (`not_available`). "auto"
+    /// where it cannot be used asks for nothing (the sampler holds the caps).
+    outcome<std::uint32_t> cgroup_options(const std::string& request);
 
     /// \brief Keeps a backend's resources for a tree whose end was not reported (its worker
     /// was lost, or the caller went away mid-run) until the helper that ran it is reaped: the
@@ -80,6 +88,7 @@ private:
     {
         pid_t pid;
         std::uint64_t generation;
+        std::string tree; // its cgroup tree, killed with it; removed once it is reaped
     };
     using kept_list = std::vector<std::pair<std::uint64_t, std::shared_ptr<void>>>;
 
@@ -95,6 +104,12 @@ private:
     void wait_exit(const boost::asio::any_io_executor& ex, pid_t pid);
     void reaped(pid_t pid);
     kept_list take_kept_locked(std::uint64_t generation);
+
+    // The cgroup request of this context (set once) and where its helpers' trees go.
+    std::optional<std::string> cgroup_request_;
+    cgroup_site cgroup_site_;
+    std::string helper_tree_; // the running helper's tree ("" without one)
+    void kill_helper_tree_locked();
 
     mutable std::mutex mu_;
     backend::unique_fd control_;

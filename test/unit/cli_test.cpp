@@ -635,6 +635,15 @@ BOOST_AUTO_TEST_CASE(unknown_backend)
     BOOST_TEST(ok->backend == "local");
 }
 
+BOOST_AUTO_TEST_CASE(cgroup_flag)
+{
+    BOOST_TEST(parse({"cmd"})->runner.cgroup == "auto");
+    for (const char* v : {"auto", "off", "/sys/fs/cgroup/unified/jobs"})
+        BOOST_TEST(parse({"--cgroup", v, "cmd"})->runner.cgroup == v);
+    check_fails({"--cgroup", "jobs", "cmd"}, errc::validation, "--cgroup");
+    check_fails({"--cgroup", "", "cmd"}, errc::validation, "--cgroup");
+}
+
 // ---- exit_status_for -----------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(exit_status_rows)
@@ -811,7 +820,10 @@ BOOST_AUTO_TEST_CASE(json_of_a_success)
     BOOST_TEST(o.at("duration_ms").as_double() == 1.5);
     BOOST_TEST(o.at("cpu_time_ms").as_double() == 0.25);
     BOOST_TEST(o.at("peak_memory_bytes").to_number<std::uint64_t>() == 4096u);
+    BOOST_TEST(o.at("in_cgroup").as_bool() == false);
     BOOST_TEST(!o.contains("error"));
+    r.in_cgroup = true;
+    BOOST_TEST(boost::json::parse(sbx_cli::result_to_json({}, r)).at("in_cgroup").as_bool());
 }
 
 BOOST_AUTO_TEST_CASE(json_of_a_failure)
@@ -861,7 +873,7 @@ BOOST_AUTO_TEST_CASE(json_numbers_are_plain)
         {
             BOOST_TEST(json.find(std::string("\"duration_ms\":") + text + ",") !=
                        std::string::npos);
-            BOOST_TEST(json.find(std::string("\"cpu_time_ms\":") + text + "}") !=
+            BOOST_TEST(json.find(std::string("\"cpu_time_ms\":") + text + ",") !=
                        std::string::npos);
             BOOST_TEST(json.find("\"peak_memory_bytes\":18446744073709551615,") !=
                        std::string::npos);

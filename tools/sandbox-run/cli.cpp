@@ -225,6 +225,7 @@ po::options_description make_options()
         ("json", po::bool_switch(), "")
         ("tty", po::bool_switch(), "")
         ("enforcement", po::bool_switch(), "")
+        ("cgroup", po::value<std::string>(), "")
         ("backend", po::value<std::string>(), "")
         ("net", po::value<std::string>(), "")
         ("allow-host", po::value<std::vector<std::string>>()->composing(), "")
@@ -617,6 +618,16 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     }
     if (has("workdir"))
         o.work_dir = text("workdir");
+    if (has("cgroup"))
+    {
+        cfg.runner.cgroup = text("cgroup");
+        const auto& c = cfg.runner.cgroup;
+        if (c != "auto" && c != "off" && (c.empty() || c.front() != '/'))
+            return make_failure(errc::validation,
+                                "--cgroup: auto, off, or an absolute directory of the cgroup2 "
+                                "mount, not '" + c + "'",
+                                "cgroup");
+    }
 
     struct duration_option
     {
@@ -867,7 +878,8 @@ std::string result_to_json(const boost::system::error_code& ec, const sandbox::e
         o.field("budget", std::string_view(to_string(r.budget)));
     o.millis("duration_ms", r.wall_time)
         .field("peak_memory_bytes", r.peak_memory_bytes)
-        .millis("cpu_time_ms", r.cpu_time);
+        .millis("cpu_time_ms", r.cpu_time)
+        .field("in_cgroup", r.in_cgroup);
     if (ec)
     {
         std::string message = to_string(r.diag);
@@ -925,6 +937,11 @@ std::string usage()
            "                      ours (which must be a terminal): raw mode while it runs,\n"
            "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
            "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
+           "  --cgroup WHERE      auto (default): each command's tree in a cgroup of its own\n"
+           "                      under our cgroup v2 when it is writable (killed at once,\n"
+           "                      cpu counted by the kernel), else the /proc sampler; off:\n"
+           "                      the sampler only; DIR: a delegated cgroup v2 directory\n"
+           "                      (refused when it cannot be used)\n"
            "  --backend NAME      local or bwrap (default: local)\n"
            "  --net MODE          inherit (default); deny: no network but loopback, host\n"
            "                      sockets under /run hidden; allow-list: only the hosts\n"

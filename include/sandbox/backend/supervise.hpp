@@ -65,6 +65,9 @@ struct spawn_plan
     std::chrono::nanoseconds sample_interval = default_sample_interval;
     /// Test seam: the worker fails this many cap samples first (0xffffffff: every one).
     std::uint32_t test_sample_faults = 0;
+    /// The runner's `cgroup` setting (common_runner_options::cgroup): "auto", a directory,
+    /// or "" / "off" for none.
+    std::string cgroup{};
     /// Configured values, echoed in diagnostics.
     std::string backend_name{};
     /// Handed to the spawned program as fds 3, 4, ... (at most 4).
@@ -89,6 +92,9 @@ struct spawn_plan
 /// What every backend on the supervisor enforces: the environment policy, the sampled caps
 /// (memory, cpu, processes, tasks) where /proc can be read, and the whole-tree kill.
 SANDBOX_DECL enforcement_report supervised_enforcement();
+/// The same for a runner's `cgroup` setting: which mechanism holds each cap and the tree
+/// kill ("cgroup" where the setting can be used here), and why the cgroup path is not used.
+SANDBOX_DECL enforcement_report supervised_enforcement(const std::string& cgroup);
 
 /// The helper's status init for a wrapped command (`spawn_plan::inner_status`).
 struct status_init
