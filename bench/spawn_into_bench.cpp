@@ -12,6 +12,7 @@
 //   spawn_into_own_cgroup   spawn_command into the cgroup we are in ourselves (the same
 //                           clone3, no move to another cgroup) against spawn_command
 //   gated_into_cgroup_true  spawn_gated with a cgroup against spawn_gated without one
+//   gated_into_own_cgroup   spawn_gated into our own cgroup against spawn_gated without one
 //   cgroup_mkdir_rmdir      mkdir + rmdir of a leaf cgroup against the bare posix_spawn
 //
 // All of them are measured in every round, in an order that turns each round, so that each
@@ -148,7 +149,7 @@ void mkdir_rmdir(const std::string& path)
 
 struct samples
 {
-    std::vector<double> bare, command, into, own, gated, gated_into, leaf;
+    std::vector<double> bare, command, into, own, gated, gated_into, gated_own, leaf;
 };
 
 // The three ways to start /bin/true the worker has (each with or without a cgroup).
@@ -161,13 +162,14 @@ samples measure(int rounds, const starts& st, const std::string& scratch)
 {
     samples s;
     const spawn_args &plain = st.plain, &into = st.into;
-    const std::array<std::function<void()>, 7> steps = {
+    const std::array<std::function<void()>, 8> steps = {
         [&] { s.bare.push_back(timed(bare_true)); },
         [&] { s.command.push_back(timed([&] { command_true(plain); })); },
         [&] { s.into.push_back(timed([&] { command_true(into); })); },
         [&] { s.own.push_back(timed([&] { command_true(st.own); })); },
         [&] { s.gated.push_back(timed([&] { gated_true(plain); })); },
         [&] { s.gated_into.push_back(timed([&] { gated_true(into); })); },
+        [&] { s.gated_own.push_back(timed([&] { gated_true(st.own); })); },
         [&] { s.leaf.push_back(timed([&] { mkdir_rmdir(scratch); })); },
     };
     for (int r = 0; r < rounds && !failed; ++r)
@@ -185,6 +187,8 @@ void report(const samples& s)
     bench::print_json("spawn_into", "spawn_into_vs_command", median(s.into), "us", command);
     bench::print_json("spawn_into", "spawn_into_own_cgroup", median(s.own), "us", command);
     bench::print_json("spawn_into", "gated_into_cgroup_true", median(s.gated_into), "us",
+                      median(s.gated));
+    bench::print_json("spawn_into", "gated_into_own_cgroup", median(s.gated_own), "us",
                       median(s.gated));
     bench::print_json("spawn_into", "cgroup_mkdir_rmdir", median(s.leaf), "us", bare);
 }

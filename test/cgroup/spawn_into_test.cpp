@@ -240,16 +240,23 @@ struct scratch_dir
     ~scratch_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
 };
 
-// A blocked /bin/cat (its stdin a pipe we hold) to look at from outside.
+// A blocked /bin/cat (its stdin and stdout pipes of ours) to look at from outside, once it
+// has echoed a byte: its exec complete (spawn returns as soon as the new program's memory is
+// in place, before its environment is: /proc/PID/environ may still be empty then).
 struct blocked_cat
 {
-    pipe_pair in;
+    pipe_pair in, out;
     pid_t pid = -1;
     int rc = -1;
+    char echo = 0;
     explicit blocked_cat(spawn_args a)
     {
         a.stdin_fd = in.r.get();
+        a.stdout_fd = out.w.get();
         rc = sandbox::detail::spawn_command(a, pid);
+        out.w.reset();
+        if (rc == 0 && ::write(in.w.get(), "x", 1) == 1)
+            BOOST_TEST(::read(out.r.get(), &echo, 1) == 1);
     }
     // Lets it read end of file; its wait status.
     int finish()
@@ -293,7 +300,6 @@ BOOST_AUTO_TEST_CASE(the_command_is_set_up_as_posix_spawn_would)
     unique_fd dir_fd(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     pipe_pair x, y;
     auto a = command({"/bin/cat"}, cg.fd());
-    a.stdout_fd = x.w.get();
     a.stderr_fd = y.w.get();
     a.work_dir_fd = dir_fd.get();
     a.extra_fds = {y.r.get(), x.r.get()};
@@ -312,13 +318,15 @@ BOOST_AUTO_TEST_CASE(the_command_is_set_up_as_posix_spawn_would)
     ::sigaction(SIGUSR2, &old_usr2, nullptr);
     ::sigaction(SIGPIPE, &old_pipe, nullptr);
     BOOST_TEST_REQUIRE(cat.rc == 0);
+    BOOST_TEST(cat.echo == 'x');
 
     const pid_t pid = cat.pid;
     const std::string proc = "/proc/" + std::to_string(pid);
     BOOST_TEST((cg.procs() == std::vector<pid_t>{pid}));
     BOOST_TEST((open_fds(pid) == std::set<int>{0, 1, 2, 3, 4}));
     BOOST_TEST(link_of(proc + "/fd/0") == link_of("/proc/self/fd/" + std::to_string(cat.in.r.get())));
-    BOOST_TEST(link_of(proc + "/fd/1") == link_of("/proc/self/fd/" + std::to_string(x.w.get())));
+    BOOST_TEST(link_of(proc + "/fd/1") == link_of("/proc/self/fd/" + std::to_string(cat.out.r.get())));
+    BOOST_TEST(link_of(proc + "/fd/2") == link_of("/proc/self/fd/" + std::to_string(y.w.get())));
     BOOST_TEST(link_of(proc + "/fd/3") == link_of("/proc/self/fd/" + std::to_string(y.r.get())));
     BOOST_TEST(link_of(proc + "/fd/4") == link_of("/proc/self/fd/" + std::to_string(x.r.get())));
     BOOST_TEST(stat_field(pid, 5) == pid);      // process group
@@ -336,10 +344,11 @@ BOOST_AUTO_TEST_CASE(job_signals_start_ignored_when_asked)
 {
     temp_cgroup cg;
     auto a = command({"/bin/cat"}, cg.fd());
-    a.stdout_fd = a.stderr_fd = 2;
+    a.stderr_fd = 2;
     a.ignore_job_signals = true;
     blocked_cat cat(a);
     BOOST_TEST_REQUIRE(cat.rc == 0);
+    BOOST_TEST(cat.echo == 'x');
     unsigned long long want = 0;
     for (int s : sandbox::detail::job_signals)
         want |= 1ull << (s - 1);
@@ -457,6 +466,22 @@ BOOST_AUTO_TEST_CASE(a_gated_start_goes_into_the_cgroup)
     BOOST_TEST(reap(pid) == 0);
     BOOST_TEST(forks >= 1);
     BOOST_TEST(text.find(cg.proc_line() + "\n") != std::string::npos, text);
+}
+
+// A gated start whose exec fails: the errno, not the gate's, and the child reaped.
+BOOST_AUTO_TEST_CASE(a_gated_start_that_fails_comes_back_reaped)
+{
+    temp_cgroup cg;
+    auto a = command({"/nonexistent/sbx-spawn-into"}, cg.fd());
+    a.stdout_fd = a.stderr_fd = 2;
+    pid_t pid = -1;
+    unique_fd listener;
+    bool gate_failed = true;
+    BOOST_TEST(sandbox::detail::spawn_gated(a, pid, listener, gate_failed) == ENOENT);
+    BOOST_TEST(!gate_failed);
+    BOOST_TEST(listener.get() == -1);
+    BOOST_TEST(no_children());
+    BOOST_TEST(cg.procs().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
