@@ -25,7 +25,8 @@
 
 namespace sandbox::detail {
 
-/// \brief Starts `a` under the gate (as spawn_command would). Returns 0 with `pid` and the
+/// \brief Starts `a` under the gate (as spawn_command would; with `a.cgroup_fd`, inside
+/// that cgroup from the child's first instruction: clone_into.hpp). Returns 0 with `pid` and the
 /// gate's listener once the command was executed, or the errno of the failure, with
 /// `gate_failed` set when it was the filter's (seccomp unavailable: not the command's fault).
 /// A child that failed is killed and reaped before the return. Call it from one thread at a
