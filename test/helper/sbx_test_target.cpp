@@ -119,6 +119,23 @@
 //   pidfile                   append own pid to $SBX_PIDFILE (which must be set)
 //   kill-self SIG             reset signal SIG to SIG_DFL, unblock it and raise it
 //   close-out                 close fds 1 and 2
+//   print-cgroup              the cgroup v2 path of this process ("0::" of /proc/self/cgroup)
+//                             and a newline, or "none\n" without one
+//   fork-bomb MAX             "bombing\n", then fork as fast as possible, every child too (each
+//                             one loops forking), until MAX processes exist in all (a counter
+//                             shared by all of them); then each one spins forever. Never ends
+//   orphan-helper N MS        SIGSTOP the helper (the parent of this process's parent, which
+//                             must run sandbox-supervisor), start N children that call setsid(),
+//                             point fds 0-2 at /dev/null and sleep MS ms (recorded), SIGKILL
+//                             this process's parent (its worker), then sleep MS ms
+//   nocldwait-burn N CPU_MS   set SA_NOCLDWAIT on SIGCHLD, fork N children that each burn CPU_MS
+//                             ms of their own cpu time at once (together), wait until all are
+//                             gone (wait fails with ECHILD); then "burnt N\n"
+//   hold KIND MB MS           "holding KIND\n"; hold MB MiB outside this process's own pages:
+//                             memfd (written into a memfd), shm (an unlinked /dev/shm file),
+//                             pipes (pipe buffers, 1 MiB pipes where allowed, as many as the
+//                             descriptor limit lets), sysv (a SysV segment, attached, touched,
+//                             marked for removal); "held M\n" (M: the MiB held), sleep MS ms
 //
 // With $SBX_PIDFILE set, the parent appends each child pid of children, fork-procs,
 // setsid-child, setpgid-child, closed-child, leave-group, fork-tree, alloc-children and the
@@ -132,7 +149,10 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sys/ipc.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -156,6 +176,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <new>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -546,6 +567,153 @@ void alloc(std::uint64_t mb, std::uint64_t step_ms)
     out("allocated " + std::to_string(mb) + "\n");
 }
 
+// --- modes of the cgroup tests (test/integration/cgroup_test.cpp) ----------------------------
+
+std::string read_small_file(const char* path)
+{
+    std::string text;
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die_errno(std::string("open ") + path);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;)
+        if (n > 0) text.append(buf, static_cast<std::size_t>(n));
+        else if (errno != EINTR) die_errno(std::string("read ") + path);
+    ::close(fd);
+    return text;
+}
+
+void print_cgroup()
+{
+    const std::string text = "\n" + read_small_file("/proc/self/cgroup");
+    const auto at = text.find("\n0::");
+    if (at == std::string::npos) return out("none\n");
+    const auto end = text.find('\n', at + 4);
+    out(text.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4) + "\n");
+}
+
+[[noreturn]] void fork_bomb(std::uint64_t max)
+{
+    void* shared = ::mmap(nullptr, sizeof(std::atomic<std::uint64_t>), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) die_errno("fork-bomb: mmap");
+    auto* made = new (shared) std::atomic<std::uint64_t>(1); // this process
+    out("bombing\n");
+    for (;;) { // every child goes on in this loop too
+        if (made->fetch_add(1) >= max) {
+            made->fetch_sub(1);
+            spin_ms(0);
+        }
+        if (::fork() < 0) made->fetch_sub(1); // EAGAIN and the like: try again
+    }
+}
+
+void orphan_helper(std::uint64_t n, std::uint64_t ms)
+{
+    const pid_t worker = ::getppid();
+    const pid_t helper = parent_of(worker);
+    const std::string comm = helper > 1 ? read_small_file(("/proc/" + std::to_string(helper) + "/comm").c_str()) : "";
+    if (comm.rfind("sandbox-super", 0) != 0) die("orphan-helper: the grandparent is not the helper");
+    if (::kill(helper, SIGSTOP) != 0) die_errno("orphan-helper: SIGSTOP the helper");
+    for (std::uint64_t i = 0; i < n; ++i) session_child("setsid-child", ms, "detach");
+    if (::kill(worker, SIGKILL) != 0) die_errno("orphan-helper: SIGKILL the worker");
+    sleep_ms(ms);
+}
+
+void nocldwait_burn(std::uint64_t n, std::uint64_t cpu_ms)
+{
+    struct sigaction sa = {};
+    sa.sa_handler = SIG_DFL;
+    sa.sa_flags = SA_NOCLDWAIT; // the kernel reaps the children: nobody waits for their cpu
+    sigemptyset(&sa.sa_mask);
+    if (::sigaction(SIGCHLD, &sa, nullptr) != 0) die_errno("sigaction");
+    for (std::uint64_t i = 0; i < n; ++i)
+        if (fork_or_die() == 0) {
+            spin_cpu_ms(cpu_ms);
+            ::_exit(0);
+        }
+    while (::waitpid(-1, nullptr, 0) >= 0 || errno == EINTR) {} // ECHILD once all are gone
+    if (errno != ECHILD) die_errno("waitpid");
+    out("burnt " + std::to_string(n) + "\n");
+}
+
+// Writes `mb` MiB into `fd` (a memfd or a /dev/shm file); the MiB written.
+std::uint64_t fill_file(int fd, std::uint64_t mb)
+{
+    std::vector<char> block(1 << 20, 'm');
+    std::uint64_t i = 0;
+    for (; i < mb; ++i)
+        if (!write_all(fd, block.data(), block.size())) break;
+    return i;
+}
+
+std::uint64_t hold_in_pipes(std::uint64_t mb)
+{
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        nofile.rlim_cur = nofile.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    const std::vector<char> chunk(64 * 1024, 'p');
+    std::uint64_t held = 0; // bytes
+    while (held < (mb << 20)) {
+        int p[2];
+        if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) break; // EMFILE and the like: keep what we have
+        ::fcntl(p[1], F_SETPIPE_SZ, 1 << 20);                // where allowed (else 64 KiB)
+        for (ssize_t w; held < (mb << 20) && (w = ::write(p[1], chunk.data(), chunk.size())) > 0;)
+            held += static_cast<std::uint64_t>(w);
+        // both ends stay open: the buffer lives as long as they do
+    }
+    return held >> 20;
+}
+
+std::uint64_t hold_in_sysv(std::uint64_t mb)
+{
+    const int id = ::shmget(IPC_PRIVATE, static_cast<std::size_t>(mb) << 20, IPC_CREAT | 0600);
+    if (id < 0) die_errno("shmget");
+    void* at = ::shmat(id, nullptr, 0);
+    ::shmctl(id, IPC_RMID, nullptr); // gone once detached: at this process's end at the latest
+    if (at == reinterpret_cast<void*>(-1)) die_errno("shmat");
+    auto* bytes = static_cast<volatile char*>(at);
+    for (std::uint64_t off = 0; off < (mb << 20); off += 4096) bytes[off] = 's';
+    return mb;
+}
+
+void hold(const std::string& kind, std::uint64_t mb, std::uint64_t ms)
+{
+    out("holding " + kind + "\n");
+    std::uint64_t held = 0;
+    if (kind == "memfd" || kind == "shm") {
+        const std::string shm = "/dev/shm/sbx-hold-" + std::to_string(::getpid());
+        const int fd = kind == "memfd" ? ::memfd_create("sbx-hold", MFD_CLOEXEC)
+                                       : ::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) die_errno("hold: " + kind);
+        if (kind == "shm") ::unlink(shm.c_str()); // held by the descriptor alone: nothing leaks
+        held = fill_file(fd, mb);
+    }
+    else if (kind == "pipes") held = hold_in_pipes(mb);
+    else held = hold_in_sysv(mb);
+    out("held " + std::to_string(held) + "\n");
+    sleep_ms(ms);
+}
+
+// The modes above, or an empty action for any other mode.
+action_t prepare_cgroup_mode(const std::string& mode, const args_t& a)
+{
+    auto count = [&](std::size_t i, std::uint64_t max) { return number(a[i], mode + " count", max); };
+    auto ms = [&](std::size_t i) { return number(a[i], mode + " milliseconds", max_ms); };
+    if (mode == "print-cgroup") return [] { print_cgroup(); };
+    if (mode == "fork-bomb") return [max = count(0, max_procs)] { fork_bomb(max); };
+    if (mode == "orphan-helper") return [n = count(0, 64), t = ms(1)] { orphan_helper(n, t); };
+    if (mode == "nocldwait-burn") return [n = count(0, 256), t = ms(1)] { nocldwait_burn(n, t); };
+    if (mode == "hold") {
+        const std::string kind(a[0]);
+        if (kind != "memfd" && kind != "shm" && kind != "pipes" && kind != "sysv")
+            die("hold: memfd, shm, pipes or sysv, not " + kind);
+        return [kind, mb = number(a[1], "hold MiB", 1 << 20), t = ms(2)] { hold(kind, mb, t); };
+    }
+    return {};
+}
+
 struct mode_spec {
     std::string_view name;
     std::size_t min_args, max_args;
@@ -568,6 +736,8 @@ constexpr mode_spec modes[] = {
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
     {"steal-fds", 1, 1},      {"seccomp-listener-exec", 1, any},      {"ptrace-up", 1, 1},
     {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"share-children", 3, 3}, {"parent-stream", 3, 3}, {"orphan-stream", 2, 2},
+    {"print-cgroup", 0, 0},   {"fork-bomb", 1, 1},   {"orphan-helper", 2, 2}, {"nocldwait-burn", 2, 2},
+    {"hold", 3, 3},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -588,6 +758,7 @@ action_t prepare(std::string_view name, const args_t& a)
         return v;
     };
 
+    if (action_t cg = prepare_cgroup_mode(mode, a)) return cg;
     if (mode == "exit") // nothing to flush: output is never buffered
         return [code = static_cast<int>(number(a[0], "exit status", 255))] { ::_exit(code); };
     if (mode == "print" || mode == "println" || mode == "eprint")

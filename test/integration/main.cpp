@@ -174,11 +174,19 @@ std::vector<pid_t> helper_processes()
     return found;
 }
 
+std::string cgroup_setting()
+{
+    const char* e = std::getenv("SANDBOX_TEST_CGROUP");
+    return e && *e ? std::string(e) : sandbox::local_runner_options{}.cgroup;
+}
+
 local_fixture::local_fixture() : local_fixture(sandbox::local_runner_options{}) {}
 
 local_fixture::local_fixture(sandbox::local_runner_options o)
     : runner(ioc.get_executor(), [&] {
           o.root = root.str();
+          if (o.cgroup == sandbox::local_runner_options{}.cgroup)
+              o.cgroup = cgroup_setting();
           return o;
       }())
 {

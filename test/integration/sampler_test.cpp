@@ -584,6 +584,7 @@ BOOST_AUTO_TEST_CASE(two_threads_share_one_sampler)
     sandbox::local_runner_options ro;
     ro.root = root.str();
     ro.sample_interval = 5ms;
+    ro.cgroup = sbx_test::cgroup_setting(); // as the fixtures: integration_sampled runs "off"
     sandbox::local_runner a(boost::asio::make_strand(ioc), ro), b(boost::asio::make_strand(ioc), ro);
     std::atomic<int> ok{0}, done{0};
     for (int i = 0; i < 16; ++i)

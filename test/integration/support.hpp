@@ -86,7 +86,13 @@ std::vector<pid_t> helper_processes();
 /// Makes `helper_processes` count processes running `path` (a copy of the helper) too.
 void count_as_helper(const std::string& path);
 
-/// An io_context plus a local runner rooted in a fresh temp dir.
+/// The runner `cgroup` setting of the fixtures: $SANDBOX_TEST_CGROUP when set and not empty
+/// (ctest's integration_sampled runs the containment and caps suites with "off"), else the
+/// default ("auto").
+std::string cgroup_setting();
+
+/// An io_context plus a local runner rooted in a fresh temp dir. A runner left at the default
+/// cgroup setting gets `cgroup_setting()`.
 struct local_fixture
 {
     boost::asio::io_context ioc;
