@@ -219,6 +219,7 @@ struct execution
     // sampler's), and a watch on its event files while the kernel holds one.
     cgroup_leaf leaf;
     std::chrono::microseconds leaf_cpu_base{0}; // its cpu.stat before this run (a reused leaf)
+    bool leaf_killed = false; // cgroup.kill was written: never reused (see keep_or_remove)
     cgroup_limits kernel_caps{};
     std::optional<asio::posix::stream_descriptor> leaf_events;
 
@@ -336,7 +337,7 @@ private:
     void start_exec(const proto::plan& p);
     int make_leaf(const proto::plan_fixed& f, cgroup_leaf& leaf, cgroup_limits& kernel,
                   std::chrono::microseconds& cpu_base);
-    void keep_or_remove(cgroup_leaf& leaf);
+    void keep_or_remove(cgroup_leaf& leaf, bool killed = false);
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
     void watch(const execution_ptr& x, const proto::plan_fixed& f);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
@@ -416,9 +417,12 @@ worker_step worker::feed(execution_ptr x, const event& ev, const stop_detail& d)
     }
     if (step.has(act_kill_tree))
     {
-        if (x && x->leaf)
+        if (x && x->leaf && x->leaf.populated().value_or(true))
+        {
             x->leaf.kill(); // every member at once; the walk below reaps them (and any
                             // member that left the cgroup)
+            x->leaf_killed = true;
+        }
         const auto killed = kill_subtree(reaper());
         if (x)
             x->killed_after += killed;
@@ -445,15 +449,21 @@ void worker::report(execution& x)
     cur_.reset();
     proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
     if (x.leaf)
-        keep_or_remove(x.leaf);
+        keep_or_remove(x.leaf, x.leaf_killed);
 }
 
 // Every member is reaped, so the cgroup is empty: kept for the next execution where that is
 // allowed, else removed. One that is not empty (a process moved into it from outside) is
 // killed and left to the helper's tear-down.
-void worker::keep_or_remove(cgroup_leaf& leaf)
+//
+// A cgroup that was killed is not reused: Linux 6.18 kills at once every child later started
+// into it with CLONE_INTO_CGROUP (measured: each such spawn ended by SIGKILL before its
+// exec), so only a tree that left nothing behind (no kill needed: the common case) hands its
+// cgroup on.
+void worker::keep_or_remove(cgroup_leaf& leaf, bool killed)
 {
-    const auto got = leaves_reusable() && !spare_leaf_ ? leaf.read() : std::nullopt;
+    const auto got =
+        leaves_reusable() && !killed && !spare_leaf_ ? leaf.read() : std::nullopt;
     if (got && !got->populated)
     {
         spare_cpu_ = got->cpu;

@@ -90,11 +90,10 @@ fs::path norm(const fs::path& p)
     return n.has_filename() || n == n.root_path() ? n : n.parent_path();
 }
 
-/// The directory of a cgroup v2 path as print-cgroup prints it ("/a/b\n").
+/// The cgroup directory print-cgroup printed (its first line: a later mode may print more).
 fs::path cgroup_dir(std::string printed)
 {
-    while (!printed.empty() && printed.back() == '\n')
-        printed.pop_back();
+    printed = printed.substr(0, printed.find('\n'));
     return norm(cgroup2_mount() + printed);
 }
 
@@ -319,13 +318,12 @@ struct remove_cgroup_at_exit
     }
 };
 
-/// True once the cgroup `dir` holds no process (or is gone), polled for up to `limit` (the
-/// worker reports once the tree is reaped; the cgroup is then removed, or kept empty for the
-/// worker's next execution).
-bool empty_within(const fs::path& dir, std::chrono::milliseconds limit)
+/// True once `dir` does not exist, polled for up to `limit` (the worker removes an exec's
+/// cgroup right after it reports the end).
+bool gone_within(const fs::path& dir, std::chrono::milliseconds limit)
 {
     const auto end = clock_type::now() + limit;
-    while (fs::exists(dir) && !procs_below(dir).empty())
+    while (fs::exists(dir))
     {
         if (clock_type::now() >= end)
             return false;
@@ -387,31 +385,59 @@ BOOST_AUTO_TEST_SUITE(cgroup)
 
 // --- (a) each execution in a cgroup of its own ------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(an_exec_runs_in_a_cgroup_of_its_own_left_empty_after_it,
+BOOST_AUTO_TEST_CASE(an_exec_runs_in_a_cgroup_of_its_own_removed_after_it,
                      *boost::unit_test::precondition(cgroup_path_used))
 {
+    fs::path leaf;
+    {
+        context c("auto");
+        const auto e = c.runner.enforcement();
+        auto [ec, r] = c.run(sbx_test::helper({"print-cgroup"}));
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(r.exit_code == 0);
+        leaf = cgroup_dir(r.out.data);
+        BOOST_TEST_INFO("cgroup of the command: " << leaf << " (printed: " << r.out.data << ")");
+        BOOST_TEST(leaf.parent_path().parent_path() == norm(e.cgroup));
+        BOOST_TEST(leaf.filename().string().rfind("x-", 0) == 0u);
+        BOOST_TEST(leaf.parent_path().filename().string().rfind("sbx-", 0) == 0u);
+        BOOST_TEST(r.in_cgroup);
+        // Empty once the exec completed (its worker may keep it for the next exec).
+        BOOST_TEST(procs_below(leaf).empty(), "processes left in " << leaf);
+        BOOST_TEST(fs::is_directory(leaf.parent_path()), "the helper's tree is gone while it runs");
+    }
+    BOOST_TEST(gone_within(leaf, 1000ms), "the exec's cgroup " << leaf << " is still there");
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_hands_an_empty_cgroup_on_but_never_a_killed_one,
+                     *boost::unit_test::precondition(cgroup_path_used))
+{
+    // A tree that left nothing behind leaves its cgroup empty and unkilled: the next exec of
+    // the same worker starts in it, and the cpu time it reports is its own only. A tree whose
+    // leftovers were killed gets a new cgroup next time: on Linux 6.18 a child started into a
+    // cgroup that was once killed (CLONE_INTO_CGROUP) is killed at once.
     context c("auto");
-    const auto e = c.runner.enforcement();
-    // Twice on one context: the second one may run on the same worker (and in the same
-    // cgroup, kept empty for it).
+    auto o = sandbox::exec_options{};
+    o.timeout = 20s;
+    auto [ec1, burn] = c.run(sbx_test::helper({"print-cgroup", "--then", "nocldwait-burn", "1", "300"}, o));
+    BOOST_TEST_REQUIRE(!ec1, ec1.message());
+    auto [ec2, quiet] = c.run(sbx_test::helper({"print-cgroup"}, o));
+    BOOST_TEST_REQUIRE(!ec2, ec2.message());
+    BOOST_TEST(cgroup_dir(quiet.out.data) == cgroup_dir(burn.out.data),
+               burn.out.data << "then " << quiet.out.data);
+    BOOST_TEST(burn.cpu_time >= std::chrono::nanoseconds(290ms)); // a child burning 300 ms
+    BOOST_TEST(quiet.cpu_time < std::chrono::nanoseconds(100ms),
+               "the reused cgroup's earlier cpu counted: " << seconds(quiet.cpu_time) << " s");
+    // Leftovers killed after the command's exit: the next exec runs, in another cgroup.
+    auto [ec3, left] = c.run(sbx_test::helper({"print-cgroup", "--then", "double-fork", "60000"}, o));
+    BOOST_TEST(!ec3, ec3.message());
+    BOOST_TEST(cgroup_dir(left.out.data) == cgroup_dir(burn.out.data));
     for (int round = 0; round < 2; ++round)
-        BOOST_TEST_CONTEXT("exec " << round)
-        {
-            auto [ec, r] = c.run(sbx_test::helper({"print-cgroup"}));
-            BOOST_TEST(!ec, ec.message());
-            BOOST_TEST(r.status == sandbox::exec_status::exited, r.status << " signal " << r.signal);
-            BOOST_TEST(r.exit_code == 0);
-            if (r.exit_code != 0)
-                continue;
-            const fs::path leaf = cgroup_dir(r.out.data);
-            BOOST_TEST_INFO("cgroup of the command: " << leaf << " (printed: " << r.out.data << ")");
-            BOOST_TEST(leaf.parent_path().parent_path() == norm(e.cgroup));
-            BOOST_TEST(leaf.filename().string().rfind("x-", 0) == 0u);
-            BOOST_TEST(is_helper_tree(leaf.parent_path()));
-            BOOST_TEST(r.in_cgroup);
-            BOOST_TEST(empty_within(leaf, 1000ms), "processes left in " << leaf);
-            BOOST_TEST(fs::is_directory(leaf.parent_path()), "the helper's tree is gone while it runs");
-        }
+    {
+        auto [ec4, after] = c.run(sbx_test::helper({"print-cgroup"}, o));
+        BOOST_TEST(!ec4, ec4.message() << " " << sandbox::to_string(after.diag));
+        BOOST_TEST(after.status == sandbox::exec_status::exited);
+        BOOST_TEST(cgroup_dir(after.out.data) != cgroup_dir(left.out.data));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(with_cgroup_off_an_exec_stays_in_our_cgroup)
@@ -423,7 +449,7 @@ BOOST_AUTO_TEST_CASE(with_cgroup_off_an_exec_stays_in_our_cgroup)
     BOOST_TEST(!r.in_cgroup);
 }
 
-BOOST_AUTO_TEST_CASE(a_session_runs_in_a_cgroup_of_its_own_left_empty_by_close,
+BOOST_AUTO_TEST_CASE(a_session_runs_in_a_cgroup_of_its_own_and_close_leaves_none,
                      *boost::unit_test::precondition(cgroup_path_used))
 {
     context c("auto");
@@ -446,7 +472,8 @@ BOOST_AUTO_TEST_CASE(a_session_runs_in_a_cgroup_of_its_own_left_empty_by_close,
         const auto r = co_await s->wait();
         BOOST_TEST(r.in_cgroup);
     });
-    BOOST_TEST(empty_within(leaf, 1000ms), "processes left in the session's cgroup " << leaf);
+    // The session was killed (close): its cgroup is never reused, it goes at once.
+    BOOST_TEST(gone_within(leaf, 1000ms), "the session's cgroup " << leaf << " is still there");
 }
 
 // --- (b) a fork bomb at full speed: zero survivors ----------------------------------------------
