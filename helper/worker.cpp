@@ -11,6 +11,7 @@
 #include "helper/fork_gate.hpp"
 #include "helper/cap_enforcer.hpp"
 #include "helper/sampled_caps.hpp"
+#include "helper/cgroup_caps.hpp"
 #include "helper/cgroup.hpp"
 #include "helper/channel.hpp"
 #include "protocol/protocol.hpp"
@@ -33,7 +34,6 @@
 #include <optional>
 #include <string>
 
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -92,10 +92,8 @@ struct execution
     nanoseconds children_base{0};
     std::uint64_t killed_after = 0;
     asio::steady_timer grace_timer, deadline_timer;
-    // The tree's own cgroup (the cgroup path), if any, and a watch on its event files while
-    // the kernel holds a cap.
+    // The tree's own cgroup (the cgroup path), if any.
     std::shared_ptr<exec_cgroup> cgroup;
-    std::optional<asio::posix::stream_descriptor> leaf_events;
     std::vector<std::shared_ptr<cap_enforcer>> enforcers;
 
     void set_phase(worker_phase p)
@@ -112,9 +110,6 @@ struct execution
             t->cancel();
         for (auto& e : enforcers)
             e->stop();
-        boost::system::error_code ignored;
-        if (leaf_events)
-            leaf_events->close(ignored); // (a copy of the leaf's)
     }
 };
 using execution_ptr = std::shared_ptr<execution>;
@@ -132,24 +127,15 @@ std::string make_exit_report(const execution& x)
     cap_report caps;
     for (const auto& e : x.enforcers)
         e->add_to(caps);
-    // Everything is reaped now, so the children's rusage holds the whole tree; a cgroup's
-    // cpu.stat holds every member's, however it was reaped.
-    nanoseconds cpu = std::max(children_cpu() - x.children_base + caps.lost_cpu, caps.cpu);
-    std::uint64_t peak = caps.peak_memory_bytes;
+    // Everything is reaped now, so the children's rusage holds the whole tree but for what
+    // the kernel reaped; a cgroup's cpu.stat holds every member's, however it was reaped.
+    const nanoseconds cpu = std::max(children_cpu() - x.children_base + caps.lost_cpu, caps.cpu);
     if (x.cgroup)
-    {
         r.flags |= proto::report_in_cgroup;
-        if (auto got = x.cgroup->leaf.read())
-        {
-            cpu = std::max<nanoseconds>(cpu, got->cpu - x.cgroup->cpu_base);
-            if (x.cgroup->kernel.memory_bytes > 0)
-                peak = std::max(peak, got->memory_peak);
-        }
-    }
     r.cpu_ns = cpu.count();
     const auto leader_maxrss = x.ended ? x.ended->ru.ru_maxrss : 0;
-    r.peak_memory_bytes =
-        std::max<std::uint64_t>(peak, static_cast<std::uint64_t>(leader_maxrss) * 1024);
+    r.peak_memory_bytes = std::max<std::uint64_t>(
+        caps.peak_memory_bytes, static_cast<std::uint64_t>(leader_maxrss) * 1024);
     r.samples = caps.samples;
     r.failed_samples = caps.failed_samples;
     r.killed_after_exit = x.killed_after;
@@ -183,7 +169,6 @@ private:
     awaitable reap_loop();
     awaitable deadline_wait(execution_ptr x, nanoseconds grace);
     awaitable grace_wait(execution_ptr x);
-    awaitable leaf_loop(execution_ptr x);
 
     // The one place events go in and actions come out.
     worker_step feed(execution_ptr x, const event& ev, const stop_detail& d = {});
@@ -197,7 +182,7 @@ private:
     int make_leaf(const proto::plan_fixed& f, exec_cgroup& cg);
     void keep_or_remove(cgroup_leaf& leaf);
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
-    void add_sampler(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate);
+    void add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate);
     trip_fn trip_of(const execution_ptr& x);
     void watch(const execution_ptr& x, const proto::plan_fixed& f);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
@@ -434,7 +419,7 @@ void worker::start_exec(const proto::plan& p)
         x->cgroup = std::make_shared<exec_cgroup>(std::move(cg));
     x->pid = pid;
     x->children_base = children_cpu();
-    add_sampler(x, f, std::move(listener));
+    add_enforcers(x, f, std::move(listener));
     cur_ = x;
     feed(x, {event_kind::spawned});
     if (f.options & proto::opt_report_spawn)
@@ -476,9 +461,12 @@ int worker::make_leaf(const proto::plan_fixed& f, exec_cgroup& cg)
     return 0;
 }
 
-// The sampler, for the caps the kernel does not hold (and the fork gate's listener).
-void worker::add_sampler(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate)
+// The enforcers of the plan's caps: the cgroup's, for those its controllers hold (and the
+// report's cpu time), the sampler for the rest (and the fork gate's listener).
+void worker::add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate)
 {
+    if (x->cgroup)
+        x->enforcers.push_back(make_cgroup_caps(ctx_, x->cgroup, trip_of(x)));
     sampled_setup s;
     s.limits = f.caps;
     if (x->cgroup && x->cgroup->kernel.memory_bytes > 0)
@@ -505,20 +493,9 @@ trip_fn worker::trip_of(const execution_ptr& x)
     };
 }
 
-// Starts the watchers a run needs: the cgroup's events while the kernel holds a cap, the
-// enforcers, the deadline.
+// Starts the watchers a run needs: the enforcers, the deadline.
 void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
 {
-    const auto& cg = x->cgroup;
-    if (cg && (cg->kernel.memory_bytes > 0 || cg->kernel.max_tasks > 0))
-    {
-        const int copy = ::fcntl(cg->leaf.events_fd(), F_DUPFD_CLOEXEC, 3);
-        if (copy >= 0)
-        {
-            x->leaf_events.emplace(ctx_, copy);
-            asio::co_spawn(ctx_, leaf_loop(x), asio::detached);
-        }
-    }
     for (auto& e : x->enforcers)
         e->start();
     if (f.timeout_ns > 0)
@@ -526,38 +503,6 @@ void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
         x->deadline_timer.expires_after(nanoseconds(f.timeout_ns));
         const nanoseconds grace(std::max<std::int64_t>(f.kill_grace_ns, 0));
         asio::co_spawn(ctx_, deadline_wait(x, grace), asio::detached);
-    }
-}
-
-// The cgroup's event files changed: an OOM kill in it is the memory cap's trip, a fork the
-// pids controller refused the task cap's, as the sampler would have judged them.
-awaitable worker::leaf_loop(execution_ptr x)
-{
-    const auto& kernel = x->cgroup->kernel;
-    while (samples(x->phase))
-    {
-        boost::system::error_code ec;
-        co_await x->leaf_events->async_wait(asio::posix::stream_descriptor::wait_read,
-                                            asio::redirect_error(asio::use_awaitable, ec));
-        if (ec || !samples(x->phase))
-            co_return;
-        x->cgroup->leaf.clear_events();
-        const auto got = x->cgroup->leaf.read();
-        if (!got)
-            continue;
-        stop_detail d;
-        if (got->oom_kills > 0 && kernel.memory_bytes > 0)
-            d.decision = {cap_action::kill_budget, budget_kind::memory,
-                          static_cast<std::int64_t>(got->memory_peak),
-                          static_cast<std::int64_t>(kernel.memory_bytes)};
-        else if (got->pids_refused > 0 && kernel.max_tasks > 0)
-            d.decision = {cap_action::kill_budget, budget_kind::tasks,
-                          static_cast<std::int64_t>(kernel.max_tasks + 1),
-                          static_cast<std::int64_t>(kernel.max_tasks)};
-        else
-            continue;
-        feed(x, {event_kind::stop, end_reason::budget}, d);
-        co_return;
     }
 }
 
