@@ -288,6 +288,17 @@ std::optional<cgroup_reading> cgroup_leaf::read() const
     return r;
 }
 
+std::optional<bool> cgroup_leaf::populated() const
+{
+    std::string events;
+    if (!dir_ || read_cgroup_file(dir_.get(), "cgroup.events", events) != 0)
+        return std::nullopt;
+    const auto v = flat_keyed_value(events, "populated");
+    if (!v)
+        return std::nullopt;
+    return *v != 0;
+}
+
 std::optional<std::chrono::microseconds> cgroup_leaf::cpu() const
 {
     std::string text;

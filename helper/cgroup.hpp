@@ -73,6 +73,8 @@ public:
     int kill();
     /// Reads the files above; nullopt when `cgroup.events` cannot be read.
     std::optional<cgroup_reading> read() const;
+    /// `cgroup.events populated` alone; nullopt when it cannot be read.
+    std::optional<bool> populated() const;
     /// `cpu.stat usage_usec` alone (the cheap read of a cpu budget's sample).
     std::optional<std::chrono::microseconds> cpu() const;
     /// A descriptor that becomes readable (inotify) when `cgroup.events`, `memory.events` or

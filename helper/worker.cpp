@@ -92,8 +92,10 @@ struct execution
     nanoseconds children_base{0};
     std::uint64_t killed_after = 0;
     asio::steady_timer grace_timer, deadline_timer;
-    // The tree's own cgroup (the cgroup path), if any.
+    // The tree's own cgroup (the cgroup path), if any, and whether cgroup.kill was written
+    // (then it is never reused: see keep_or_remove).
     std::shared_ptr<exec_cgroup> cgroup;
+    bool leaf_killed = false;
     std::vector<std::shared_ptr<cap_enforcer>> enforcers;
 
     void set_phase(worker_phase p)
@@ -180,7 +182,7 @@ private:
     void on_plan_chunk(proto::message& m);
     void start_exec(const proto::plan& p);
     int make_leaf(const proto::plan_fixed& f, exec_cgroup& cg);
-    void keep_or_remove(cgroup_leaf& leaf);
+    void keep_or_remove(cgroup_leaf& leaf, bool killed = false);
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
     void add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate);
     trip_fn trip_of(const execution_ptr& x);
@@ -253,8 +255,11 @@ worker_step worker::feed(execution_ptr x, const event& ev, const stop_detail& d)
     {
         // Every member at once; the walk below reaps them (and any member that left the
         // cgroup).
-        if (x && x->cgroup)
+        if (x && x->cgroup && x->cgroup->leaf.populated().value_or(true))
+        {
             x->cgroup->leaf.kill();
+            x->leaf_killed = true;
+        }
         const auto killed = kill_subtree(reaper());
         if (x)
             x->killed_after += killed;
@@ -281,15 +286,21 @@ void worker::report(execution& x)
     cur_.reset();
     proto::send_message(chan_.native_handle(), proto::msg_type::exit_report, 0, payload);
     if (x.cgroup)
-        keep_or_remove(x.cgroup->leaf);
+        keep_or_remove(x.cgroup->leaf, x.leaf_killed);
 }
 
 // Every member is reaped, so the cgroup is empty: kept for the next execution where that is
 // allowed, else removed. One that is not empty (a process moved into it from outside) is
 // killed and left to the helper's tear-down.
-void worker::keep_or_remove(cgroup_leaf& leaf)
+//
+// A cgroup that was killed is not reused: Linux 6.18 kills at once every child later started
+// into it with CLONE_INTO_CGROUP (measured: each such spawn ended by SIGKILL before its
+// exec), so only a tree that left nothing behind (no kill needed: the common case) hands its
+// cgroup on.
+void worker::keep_or_remove(cgroup_leaf& leaf, bool killed)
 {
-    const auto got = leaves_reusable() && !spare_leaf_ ? leaf.read() : std::nullopt;
+    const auto got =
+        leaves_reusable() && !killed && !spare_leaf_ ? leaf.read() : std::nullopt;
     if (got && !got->populated)
     {
         spare_cpu_ = got->cpu;

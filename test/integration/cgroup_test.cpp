@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -89,11 +90,10 @@ fs::path norm(const fs::path& p)
     return n.has_filename() || n == n.root_path() ? n : n.parent_path();
 }
 
-/// The directory of a cgroup v2 path as print-cgroup prints it ("/a/b\n").
+/// The cgroup directory print-cgroup printed (its first line: a later mode may print more).
 fs::path cgroup_dir(std::string printed)
 {
-    while (!printed.empty() && printed.back() == '\n')
-        printed.pop_back();
+    printed = printed.substr(0, printed.find('\n'));
     return norm(cgroup2_mount() + printed);
 }
 
@@ -343,6 +343,24 @@ std::vector<std::string> trees_of(const fs::path& site, const std::string& helpe
     return v;
 }
 
+/// The helper processes (sandbox-supervisor) that are children of this process.
+std::vector<pid_t> helper_children()
+{
+    const std::string helper = fs::canonical(SBX_SUPERVISOR).string();
+    std::vector<pid_t> v;
+    for (pid_t pid : sbx_test::proc_pids())
+    {
+        const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+        const auto close = stat.rfind(')');
+        pid_t ppid = 0;
+        if (close != std::string::npos &&
+            std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) == 1 && ppid == ::getpid() &&
+            sbx_test::exe_of(pid) == helper)
+            v.push_back(pid);
+    }
+    return v;
+}
+
 /// Field 22 (start time) of /proc/PID/stat.
 std::string start_time_of(pid_t pid)
 {
@@ -370,19 +388,56 @@ BOOST_AUTO_TEST_SUITE(cgroup)
 BOOST_AUTO_TEST_CASE(an_exec_runs_in_a_cgroup_of_its_own_removed_after_it,
                      *boost::unit_test::precondition(cgroup_path_used))
 {
-    context c("auto");
-    const auto e = c.runner.enforcement();
-    auto [ec, r] = c.run(sbx_test::helper({"print-cgroup"}));
-    BOOST_TEST(!ec, ec.message());
-    BOOST_TEST(r.exit_code == 0);
-    const fs::path leaf = cgroup_dir(r.out.data);
-    BOOST_TEST_INFO("cgroup of the command: " << leaf << " (printed: " << r.out.data << ")");
-    BOOST_TEST(leaf.parent_path().parent_path() == norm(e.cgroup));
-    BOOST_TEST(leaf.filename().string().rfind("x-", 0) == 0u);
-    BOOST_TEST(leaf.parent_path().filename().string().rfind("sbx-", 0) == 0u);
-    BOOST_TEST(r.in_cgroup);
+    fs::path leaf;
+    {
+        context c("auto");
+        const auto e = c.runner.enforcement();
+        auto [ec, r] = c.run(sbx_test::helper({"print-cgroup"}));
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(r.exit_code == 0);
+        leaf = cgroup_dir(r.out.data);
+        BOOST_TEST_INFO("cgroup of the command: " << leaf << " (printed: " << r.out.data << ")");
+        BOOST_TEST(leaf.parent_path().parent_path() == norm(e.cgroup));
+        BOOST_TEST(leaf.filename().string().rfind("x-", 0) == 0u);
+        BOOST_TEST(leaf.parent_path().filename().string().rfind("sbx-", 0) == 0u);
+        BOOST_TEST(r.in_cgroup);
+        // Empty once the exec completed (its worker may keep it for the next exec).
+        BOOST_TEST(procs_below(leaf).empty(), "processes left in " << leaf);
+        BOOST_TEST(fs::is_directory(leaf.parent_path()), "the helper's tree is gone while it runs");
+    }
     BOOST_TEST(gone_within(leaf, 1000ms), "the exec's cgroup " << leaf << " is still there");
-    BOOST_TEST(fs::is_directory(leaf.parent_path()), "the helper's tree is gone while it runs");
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_hands_an_empty_cgroup_on_but_never_a_killed_one,
+                     *boost::unit_test::precondition(cgroup_path_used))
+{
+    // A tree that left nothing behind leaves its cgroup empty and unkilled: the next exec of
+    // the same worker starts in it, and the cpu time it reports is its own only. A tree whose
+    // leftovers were killed gets a new cgroup next time: on Linux 6.18 a child started into a
+    // cgroup that was once killed (CLONE_INTO_CGROUP) is killed at once.
+    context c("auto");
+    auto o = sandbox::exec_options{};
+    o.timeout = 20s;
+    auto [ec1, burn] = c.run(sbx_test::helper({"print-cgroup", "--then", "nocldwait-burn", "1", "300"}, o));
+    BOOST_TEST_REQUIRE(!ec1, ec1.message());
+    auto [ec2, quiet] = c.run(sbx_test::helper({"print-cgroup"}, o));
+    BOOST_TEST_REQUIRE(!ec2, ec2.message());
+    BOOST_TEST(cgroup_dir(quiet.out.data) == cgroup_dir(burn.out.data),
+               burn.out.data << "then " << quiet.out.data);
+    BOOST_TEST(burn.cpu_time >= std::chrono::nanoseconds(290ms)); // a child burning 300 ms
+    BOOST_TEST(quiet.cpu_time < std::chrono::nanoseconds(100ms),
+               "the reused cgroup's earlier cpu counted: " << seconds(quiet.cpu_time) << " s");
+    // Leftovers killed after the command's exit: the next exec runs, in another cgroup.
+    auto [ec3, left] = c.run(sbx_test::helper({"print-cgroup", "--then", "double-fork", "60000"}, o));
+    BOOST_TEST(!ec3, ec3.message());
+    BOOST_TEST(cgroup_dir(left.out.data) == cgroup_dir(burn.out.data));
+    for (int round = 0; round < 2; ++round)
+    {
+        auto [ec4, after] = c.run(sbx_test::helper({"print-cgroup"}, o));
+        BOOST_TEST(!ec4, ec4.message() << " " << sandbox::to_string(after.diag));
+        BOOST_TEST(after.status == sandbox::exec_status::exited);
+        BOOST_TEST(cgroup_dir(after.out.data) != cgroup_dir(left.out.data));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(with_cgroup_off_an_exec_stays_in_our_cgroup)
@@ -417,6 +472,7 @@ BOOST_AUTO_TEST_CASE(a_session_runs_in_a_cgroup_of_its_own_and_close_leaves_none
         const auto r = co_await s->wait();
         BOOST_TEST(r.in_cgroup);
     });
+    // The session was killed (close): its cgroup is never reused, it goes at once.
     BOOST_TEST(gone_within(leaf, 1000ms), "the session's cgroup " << leaf << " is still there");
 }
 
@@ -449,19 +505,27 @@ BOOST_AUTO_TEST_CASE(a_stopped_helper_that_lost_its_worker_leaves_no_survivor,
     sbx_test::temp_dir scratch; // outlives the context
     remove_cgroup_at_exit tree_cleanup;
     std::optional<context> c(std::in_place, "auto");
-    const fs::path tree = c->exec_cgroup().parent_path();
-    BOOST_REQUIRE_MESSAGE(is_helper_tree(tree), "not a helper's tree: " << tree);
-    tree_cleanup.dir = tree;
-    const std::string helper = helper_of(tree);
+    const fs::path site = c->runner.enforcement().cgroup;
 
     auto o = marked(mark);
     o.env.inject["SBX_PIDFILE"] = (scratch.path() / "pids").string();
     o.timeout = 20s;
     auto [ec, r] = c->run(sbx_test::helper({"orphan-helper", "2", "60000"}, o));
-    BOOST_TEST(ec == sandbox::errc::internal,
-               ec.message() << " " << sandbox::to_string(r.diag) << " stderr: " << r.err.data);
+    BOOST_TEST(ec == sandbox::errc::internal, ec.message() << " " << r.status << " signal "
+                                                             << r.signal << " "
+                                                             << sandbox::to_string(r.diag)
+                                                             << " stderr: " << r.err.data);
     const auto sleepers = sbx_test::read_pids(scratch.path() / "pids");
     BOOST_TEST(sleepers.size() == 2u, "the command did not start its sleepers");
+    // The helper (stopped, our child) and its tree.
+    const auto helpers = helper_children();
+    BOOST_REQUIRE_MESSAGE(helpers.size() == 1u, "helpers: " << fmt(helpers));
+    const std::string helper = std::to_string(helpers.front());
+    const auto trees = trees_of(site, helper);
+    BOOST_REQUIRE_MESSAGE(trees.size() == 1u, "trees of helper " << helper << ": " << trees.size());
+    const fs::path tree = site / trees.front();
+    BOOST_REQUIRE_MESSAGE(is_helper_tree(tree), "not a helper's tree: " << tree);
+    tree_cleanup.dir = tree;
 
     c.reset(); // gives up on the helper: SIGKILL after the shutdown's wait, then cgroup.kill
     const auto left = marked_after(mark, 3000ms);
