@@ -250,7 +250,8 @@ public:
     cli_process(const std::vector<std::string>& args, const fs::path& dir, const std::string& tag)
         : out_(dir / (tag + ".out")), err_(dir / (tag + ".err"))
     {
-        std::vector<std::string> all{sandbox_run};
+        // The fixtures' cgroup setting (integration_sampled runs these with it off).
+        std::vector<std::string> all{sandbox_run, "--cgroup", sbx_test::cgroup_setting()};
         all.insert(all.end(), args.begin(), args.end());
         std::vector<char*> argv;
         for (auto& a : all)
