@@ -84,6 +84,10 @@ struct execution
         struct rusage ru{};
     };
     std::optional<leader_end> ended;
+    // Our own peak RSS when the command was started (KiB): the leader's ru_maxrss is at least
+    // this, since an exec takes over the peak of the address space it replaces (ours: the
+    // command starts from a child sharing it, as posix_spawn's does).
+    long spawner_maxrss_kib = 0;
     // The first cause (claimed once, by the transition), the cap decision behind it, and
     // what broke an enforcer when that was the cause (sent after the report).
     end_reason reason = end_reason::none;
@@ -135,9 +139,15 @@ std::string make_exit_report(const execution& x)
     if (x.cgroup)
         r.flags |= proto::report_in_cgroup;
     r.cpu_ns = cpu.count();
-    const auto leader_maxrss = x.ended ? x.ended->ru.ru_maxrss : 0;
-    r.peak_memory_bytes = std::max<std::uint64_t>(
-        caps.peak_memory_bytes, static_cast<std::uint64_t>(leader_maxrss) * 1024);
+    // Where a footprint was sampled, the leader's peak counts only above ours at its start
+    // (below that it may be ours); without samples it is all there is (and includes ours:
+    // a few MiB, more under a sanitizer).
+    const long leader_maxrss = x.ended ? x.ended->ru.ru_maxrss : 0;
+    const bool sampled = caps.peak_memory_bytes > 0;
+    const long own_peak =
+        !sampled || leader_maxrss > x.spawner_maxrss_kib ? leader_maxrss : 0;
+    r.peak_memory_bytes = std::max<std::uint64_t>(caps.peak_memory_bytes,
+                                                  static_cast<std::uint64_t>(own_peak) * 1024);
     r.samples = caps.samples;
     r.failed_samples = caps.failed_samples;
     r.killed_after_exit = x.killed_after;
@@ -415,6 +425,8 @@ void worker::start_exec(const proto::plan& p)
     pid_t pid = -1;
     unique_fd listener;
     bool gate_failed = false;
+    struct rusage self{};
+    ::getrusage(RUSAGE_SELF, &self);
     int rc = f.caps.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
                                       : spawn_command(a, pid);
     // Our copies of the command's pipes go now, or the library never sees EOF.
@@ -429,6 +441,7 @@ void worker::start_exec(const proto::plan& p)
     if (cg.leaf)
         x->cgroup = std::make_shared<exec_cgroup>(std::move(cg));
     x->pid = pid;
+    x->spawner_maxrss_kib = self.ru_maxrss;
     x->children_base = children_cpu();
     add_enforcers(x, f, std::move(listener));
     cur_ = x;

@@ -87,7 +87,9 @@ struct exec_result
     /// Largest memory footprint seen: when a memory cap was set and sampled, the footprint
     /// the cap judged (the summed RSS of the tree while under the cap, the summed PSS once
     /// that sum reached it, so shared pages count once); and at least the leader's own peak
-    /// RSS as the kernel reports it.
+    /// RSS as the kernel reports it (its ru_maxrss, which includes the supervisor worker's
+    /// own RSS at the exec: a few MiB; where a footprint was sampled, it counts only when
+    /// above the worker's own peak).
     std::uint64_t peak_memory_bytes = 0;
     /// CPU time (user + system) of the whole tree: every process reaped by its parent or by
     /// the supervisor counts once; children reaped by the kernel (a parent ignoring SIGCHLD)
