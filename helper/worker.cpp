@@ -84,9 +84,9 @@ struct execution
         struct rusage ru{};
     };
     std::optional<leader_end> ended;
-    // Our own peak RSS when the command was started (KiB): the leader's ru_maxrss is at least
-    // this, since an exec takes over the peak of the address space it replaces (ours: the
-    // command starts from a child sharing it, as posix_spawn's does).
+    // Our own peak RSS once the command was started (KiB): its exec took over the peak of the
+    // address space it replaced (ours: the command starts from a child sharing it, as
+    // posix_spawn's does), so the leader's ru_maxrss is at least that.
     long spawner_maxrss_kib = 0;
     // The first cause (claimed once, by the transition), the cap decision behind it, and
     // what broke an enforcer when that was the cause (sent after the report).
@@ -425,10 +425,12 @@ void worker::start_exec(const proto::plan& p)
     pid_t pid = -1;
     unique_fd listener;
     bool gate_failed = false;
-    struct rusage self{};
-    ::getrusage(RUSAGE_SELF, &self);
     int rc = f.caps.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
                                       : spawn_command(a, pid);
+    // Taken after the spawn: our peak then covers the address space the command's exec
+    // replaced (the child's stack included), whose peak its ru_maxrss takes over.
+    struct rusage self{};
+    ::getrusage(RUSAGE_SELF, &self);
     // Our copies of the command's pipes go now, or the library never sees EOF.
     plan_fds_.clear();
     if (rc != 0)
