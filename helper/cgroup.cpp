@@ -1,6 +1,5 @@
 // helper/cgroup.cpp: see cgroup.hpp.
 #include "helper/cgroup.hpp"
-
 #include "helper/proc.hpp"
 
 #include <algorithm>
@@ -58,27 +57,17 @@ std::uint64_t read_keyed(int dir_fd, const char* name, std::string_view key)
 
 int own_starttime(std::uint64_t& out)
 {
-    std::string text;
-    if (int err = read_cgroup_file(AT_FDCWD, "/proc/self/stat", text))
-        return err;
-    auto st = parse_proc_stat(text);
-    if (!st)
-        return EINVAL;
-    out = st->starttime;
-    return 0;
+    return process_start_time(::getpid(), out);
 }
 
 // The helper that made a tree is still there: its pid runs with the same start time. Only a
 // missing /proc entry says it is gone; any other doubt keeps the tree.
 bool owner_alive(const tree_owner& owner)
 {
-    std::string text;
-    int err =
-        read_cgroup_file(AT_FDCWD, ("/proc/" + std::to_string(owner.pid) + "/stat").c_str(), text);
-    if (err)
+    std::uint64_t start = 0;
+    if (int err = process_start_time(owner.pid, start))
         return err != ENOENT && err != ESRCH;
-    auto st = parse_proc_stat(text);
-    return !st || st->starttime == owner.starttime;
+    return start == owner.starttime;
 }
 
 // The limits of `limits` whose controller is in `controllers`, written in order.

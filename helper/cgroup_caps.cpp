@@ -53,11 +53,11 @@ public:
     // memory.peak is the tree's when the kernel held the memory cap.
     void add_to(cap_report& r) const override
     {
-        const auto got = cgroup_->leaf.read();
-        if (!got)
+        if (const auto cpu = cgroup_->run_cpu())
+            r.cpu = std::max(r.cpu, *cpu);
+        if (cgroup_->kernel.memory_bytes == 0)
             return;
-        r.cpu = std::max<std::chrono::nanoseconds>(r.cpu, got->cpu - cgroup_->cpu_base);
-        if (cgroup_->kernel.memory_bytes > 0)
+        if (const auto got = cgroup_->leaf.read())
             r.peak_memory_bytes = std::max(r.peak_memory_bytes, got->memory_peak);
     }
 

@@ -41,8 +41,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
+#include <string>
 #include <string_view>
+#include <vector>
 #include <unordered_set>
 
 #include <fcntl.h>
@@ -162,14 +163,15 @@ void helper::drop_leaves_of(pid_t worker)
     if (!tree_)
         return;
     const std::string prefix = "x-" + std::to_string(worker) + "-";
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(tree_.path(), ec))
+    std::vector<std::string> children;
+    sandbox::detail::list_child_cgroups(tree_.fd(), children);
+    for (const auto& name : children)
     {
-        const std::string name = e.path().filename().string();
         if (name.rfind(prefix, 0) != 0)
             continue;
-        sandbox::detail::kill_cgroup_path(e.path().string());
-        dropped_leaves_.push_back(e.path().string());
+        const std::string path = tree_.path() + "/" + name;
+        sandbox::detail::kill_cgroup_path(path);
+        dropped_leaves_.push_back(path);
     }
 }
 
@@ -220,10 +222,8 @@ sandbox::detail::cgroup_tree open_cgroup_tree(const std::string& dir)
 // The value after `name`, as a number; -1 when missing.
 long option_value(int argc, char** argv, std::string_view name)
 {
-    for (int i = 1; i + 1 < argc; ++i)
-        if (name == argv[i])
-            return std::strtol(argv[i + 1], nullptr, 10);
-    return -1;
+    const std::string text = option_text(argc, argv, name);
+    return text.empty() ? -1 : std::strtol(text.c_str(), nullptr, 10);
 }
 
 // A pidfd of the library's process, which started us: -1 when it is gone already (we were

@@ -309,13 +309,14 @@ void worker::report(execution& x)
 // cgroup on.
 void worker::keep_or_remove(cgroup_leaf& leaf, bool killed)
 {
-    const auto got =
-        leaves_reusable() && !killed && !spare_leaf_ ? leaf.read() : std::nullopt;
-    if (got && !got->populated)
+    if (leaves_reusable() && !killed && !spare_leaf_ && leaf.populated() == false)
     {
-        spare_cpu_ = got->cpu;
-        spare_leaf_ = std::move(leaf);
-        return;
+        if (const auto cpu = leaf.cpu())
+        {
+            spare_cpu_ = *cpu;
+            spare_leaf_ = std::move(leaf);
+            return;
+        }
     }
     if (leaf.remove(cg_.tree_fd) != 0)
         leaf.kill();

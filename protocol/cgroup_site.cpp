@@ -125,6 +125,17 @@ int read_path(const char* path, std::string& out)
     return read_cgroup_file(AT_FDCWD, path, out);
 }
 
+// Reads `path`, or says in `why_not` why it could not.
+bool read_or_say(const char* path, std::string& out, std::string& why_not)
+{
+    if (int err = read_path(path, out))
+    {
+        why_not = std::string(path) + ": " + errno_name(err);
+        return false;
+    }
+    return true;
+}
+
 // Collapses repeated and trailing slashes; nullopt for a relative path or one with a "." or
 // ".." component.
 std::optional<std::string> normalised_absolute(std::string_view p)
@@ -171,11 +182,8 @@ std::optional<std::string> site_mount(std::string_view root_for_tests, std::stri
     if (!root_for_tests.empty())
         return normalised_absolute(root_for_tests);
     std::string text;
-    if (int err = read_path("/proc/self/mountinfo", text))
-    {
-        why_not = "/proc/self/mountinfo: " + errno_name(err);
+    if (!read_or_say("/proc/self/mountinfo", text, why_not))
         return std::nullopt;
-    }
     auto mount = cgroup2_mount_of(text);
     if (!mount)
         why_not = "no cgroup2 mount";
@@ -196,11 +204,8 @@ std::optional<std::string> site_parent(std::string_view request, const std::stri
         return why_not.empty() ? p : std::nullopt;
     }
     std::string text;
-    if (int err = read_path("/proc/self/cgroup", text))
-    {
-        why_not = "/proc/self/cgroup: " + errno_name(err);
+    if (!read_or_say("/proc/self/cgroup", text, why_not))
         return std::nullopt;
-    }
     auto own = unified_path_of(text);
     if (!own)
     {
@@ -321,6 +326,34 @@ std::optional<std::uint64_t> flat_keyed_value(std::string_view text, std::string
 std::string tree_name(pid_t helper, std::uint64_t starttime)
 {
     return "sbx-" + std::to_string(helper) + "-" + std::to_string(starttime);
+}
+
+int process_start_time(pid_t pid, std::uint64_t& out)
+{
+    std::string text;
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    if (int err = read_cgroup_file(AT_FDCWD, path.c_str(), text))
+        return err;
+    // After the parenthesised name (which may hold anything), field 3 on: 22 is the 20th.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos)
+        return EINVAL;
+    std::string_view rest = std::string_view(text).substr(close + 1);
+    std::string_view field;
+    for (int i = 3; i <= 22; ++i)
+    {
+        const auto from = rest.find_first_not_of(' ');
+        if (from == std::string_view::npos)
+            return EINVAL;
+        rest.remove_prefix(from);
+        field = rest.substr(0, rest.find(' '));
+        rest.remove_prefix(field.size());
+    }
+    const auto v = parse_decimal<std::uint64_t>(field);
+    if (!v)
+        return EINVAL;
+    out = *v;
+    return 0;
 }
 
 std::optional<tree_owner> parse_tree_name(std::string_view name)

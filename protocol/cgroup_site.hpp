@@ -53,6 +53,9 @@ struct tree_owner
     std::uint64_t starttime = 0;
 };
 std::optional<tree_owner> parse_tree_name(std::string_view name);
+/// The start time of process `pid` (/proc/PID/stat field 22), the second half of a tree's
+/// name: 0 and `out`, or the errno (ENOENT: no such process; EINVAL: unreadable text).
+int process_start_time(pid_t pid, std::uint64_t& out);
 
 /// \brief Where a helper's tree would go for a request, and what the cgroup path offers there.
 struct cgroup_site

@@ -58,25 +58,6 @@ failure os_failure(errc code, const std::string& what, int err)
     return f;
 }
 
-// Field 22 of /proc/PID/stat (after the parenthesised name, which may hold anything).
-std::optional<std::uint64_t> start_time_of(pid_t pid)
-{
-    char path[32];
-    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-    char buf[1024];
-    const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-    if (n <= 0)
-        return std::nullopt;
-    buf[n] = '\0';
-    const char* p = std::strrchr(buf, ')');
-    for (int field = 2; p && field < 22; ++field) // p sits before field `field + 1`
-        p = std::strchr(p + 1, ' ');
-    if (!p)
-        return std::nullopt;
-    return std::strtoull(p + 1, nullptr, 10);
-}
-
 // True while the worker behind `fd` is alive and idle: nothing to read, not hung up.
 bool channel_usable(int fd)
 {
@@ -238,8 +219,8 @@ outcome<void> supervisor_service::start_helper_locked()
     control_ = std::move(ours);
     helper_tree_.clear();
     if (!site.empty())
-        if (auto start = start_time_of(pid)) // our unreaped child: its pid is its own
-            helper_tree_ = site + "/" + tree_name(pid, *start);
+        if (std::uint64_t start = 0; process_start_time(pid, start) == 0) // (our unreaped
+            helper_tree_ = site + "/" + tree_name(pid, start);            // child: its pid)
     return {};
 }
 

@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -706,6 +707,45 @@ BOOST_AUTO_TEST_CASE(sweep_removes_only_trees_of_gone_owners)
     BOOST_TEST(exists(root / "other/x"));
     BOOST_TEST(exists(root / "sbx-bad"));
     BOOST_TEST(sd::cgroup_tree::sweep_stale(root / "missing", 0ms) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(process_start_time_reads_past_any_name)
+{
+    // A tree's name carries its helper's start time, which the library and the helper read
+    // each for itself: the field is found past a name holding spaces and parentheses, and
+    // agrees with the helper's /proc parser. A process that is gone is ENOENT.
+    int gate[2], ready[2];
+    BOOST_REQUIRE(::pipe(gate) == 0);
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0)
+    {
+        ::prctl(PR_SET_NAME, ") 1 2 (x");
+        char c = 'r';
+        ::close(gate[1]);
+        (void)::write(ready[1], &c, 1);
+        (void)::read(gate[0], &c, 1); // until the parent closes its end
+        ::_exit(0);
+    }
+    ::close(gate[0]);
+    ::close(ready[1]);
+    char c;
+    BOOST_REQUIRE(::read(ready[0], &c, 1) == 1); // named by now
+    ::close(ready[0]);
+    std::uint64_t start = 0;
+    BOOST_TEST(sd::process_start_time(child, start) == 0);
+    std::string text;
+    BOOST_REQUIRE(sd::read_cgroup_file(AT_FDCWD, ("/proc/" + std::to_string(child) + "/stat").c_str(),
+                                       text) == 0);
+    BOOST_TEST(text.find(") 1 2 (x") != std::string::npos, text);
+    const auto st = sd::parse_proc_stat(text);
+    BOOST_REQUIRE(st.has_value());
+    BOOST_TEST(start == st->starttime);
+    ::close(gate[1]);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_TEST(sd::process_start_time(child, start) == ENOENT);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
