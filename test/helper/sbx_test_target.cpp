@@ -264,6 +264,17 @@ pid_t ancestor(std::uint64_t up)
     die_errno("exec " + args[0]);
 }
 
+// Sets no_new_privs, installs the seccomp filter `prog` (N instructions) and executes a[0].
+template <std::size_t N>
+[[noreturn]] void exec_under_filter(sock_filter (&prog)[N], const args_t& a)
+{
+    sock_fprog fprog{static_cast<unsigned short>(N), prog};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
+        die_errno("seccomp");
+    exec_args(a);
+}
+
 void sleep_ms(std::uint64_t ms)
 {
     timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000L};
@@ -963,11 +974,7 @@ action_t prepare(std::string_view name, const args_t& a)
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
             };
-            sock_fprog fprog{static_cast<unsigned short>(std::size(prog)), prog};
-            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-                ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
-                die_errno("seccomp");
-            exec_args(a);
+            exec_under_filter(prog, a);
         };
     if (mode == "fork-burst")
         return [n = procs(0)] {
@@ -1007,11 +1014,7 @@ action_t prepare(std::string_view name, const args_t& a)
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
             };
-            sock_fprog fprog{static_cast<unsigned short>(std::size(prog)), prog};
-            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-                ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
-                die_errno("seccomp");
-            exec_args(a);
+            exec_under_filter(prog, a);
         };
     if (mode == "seccomp-listener-exec")
         return [a] {
