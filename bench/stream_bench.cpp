@@ -138,7 +138,8 @@ int main(int argc, char** argv)
                  lines);
     const auto base = read_child({"/bin/sh", "-c", printer_script(lines)});
     const auto lib = read_library(lines);
-    const auto cli = read_child({SBX_SANDBOX_RUN, "--", "/bin/sh", "-c", printer_script(lines)});
+    const auto cli = read_child({SBX_SANDBOX_RUN, "--backend", "local", "--", "/bin/sh", "-c",
+                                 printer_script(lines)});
     bool ok = true;
     for (const auto* c : {&base, &lib, &cli})
         ok = ok && static_cast<int>(c->latency_ms.size()) == lines;

@@ -99,6 +99,11 @@
 //   seccomp-denied-exec PROGRAM [ARG...]  set no_new_privs, install a seccomp filter under
 //                             which seccomp() itself fails with EPERM (as in a container whose
 //                             runtime forbids it), then exec PROGRAM with ARGs
+//   seccomp-no-namespaces-exec PROGRAM [ARG...]  set no_new_privs, install a seccomp filter
+//                             under which unshare() and a clone() that asks for a new
+//                             namespace fail with EPERM (as Docker's default profile does for
+//                             a process without CAP_SYS_ADMIN: bubblewrap cannot start), then
+//                             exec PROGRAM with ARGs
 //   fork-burst N              fork N children that each wait on one pipe; once all exist the
 //                             pipe is closed and each forks a child of its own at that moment
 //                             (which exits at once) and waits for it; then "burst N\n"
@@ -257,6 +262,17 @@ pid_t ancestor(std::uint64_t up)
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     die_errno("exec " + args[0]);
+}
+
+// Sets no_new_privs, installs the seccomp filter `prog` (N instructions) and executes a[0].
+template <std::size_t N>
+[[noreturn]] void exec_under_filter(sock_filter (&prog)[N], const args_t& a)
+{
+    sock_fprog fprog{static_cast<unsigned short>(N), prog};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
+        die_errno("seccomp");
+    exec_args(a);
 }
 
 void sleep_ms(std::uint64_t ms)
@@ -734,6 +750,7 @@ constexpr mode_spec modes[] = {
     {"alloc-children", 3, 3}, {"spin-threads", 2, 2}, {"trap-term-late", 2, 2},
     {"sleep-threads", 2, 2},  {"tty-info", 0, 0},    {"clone3", 0, 0},      {"nnp", 0, 0},
     {"seccomp-listener", 0, 0}, {"fork-burst", 1, 1}, {"seccomp-denied-exec", 1, any},
+    {"seccomp-no-namespaces-exec", 1, any},
     {"steal-fds", 1, 1},      {"seccomp-listener-exec", 1, any},      {"ptrace-up", 1, 1},
     {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"share-children", 3, 3}, {"parent-stream", 3, 3}, {"orphan-stream", 2, 2},
     {"print-cgroup", 0, 0},   {"fork-bomb", 1, 1},   {"orphan-helper", 2, 2}, {"nocldwait-burn", 2, 2},
@@ -957,11 +974,7 @@ action_t prepare(std::string_view name, const args_t& a)
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
             };
-            sock_fprog fprog{static_cast<unsigned short>(std::size(prog)), prog};
-            if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-                ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0)
-                die_errno("seccomp");
-            exec_args(a);
+            exec_under_filter(prog, a);
         };
     if (mode == "fork-burst")
         return [n = procs(0)] {
@@ -985,6 +998,23 @@ action_t prepare(std::string_view name, const args_t& a)
             ::close(gate[0]);
             for (pid_t k : kids) wait_child(k);
             out("burst " + std::to_string(n) + "\n");
+        };
+    if (mode == "seccomp-no-namespaces-exec")
+        return [a] {
+            constexpr std::uint32_t new_namespace = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
+                                                    CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                                    CLONE_NEWNET;
+            sock_filter prog[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 3, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3),
+                // clone's flags: the low half of its first argument (x86-64, little-endian)
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, new_namespace, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            exec_under_filter(prog, a);
         };
     if (mode == "seccomp-listener-exec")
         return [a] {

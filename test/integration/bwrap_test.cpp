@@ -682,7 +682,8 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_bwrap_view_flags_and_enforcement, sbx_test::
     BOOST_TEST(r.result.exit_code == 0);
     BOOST_TEST(r.result.out.data == "hidden\nkept\n1\n");
     // The local backend cannot enforce a filesystem view: refused, nothing runs.
-    req.args = {"--root", root.str(), "--write-deny", "Makefile", "--", "/bin/true"};
+    req.args = {"--backend", "local", "--root", root.str(), "--write-deny", "Makefile", "--",
+                "/bin/true"};
     auto local = run(req);
     BOOST_TEST(local.result.exit_code == 125);
     BOOST_TEST(contains(local.result.err.data, "--backend bwrap"));

@@ -250,8 +250,10 @@ public:
     cli_process(const std::vector<std::string>& args, const fs::path& dir, const std::string& tag)
         : out_(dir / (tag + ".out")), err_(dir / (tag + ".err"))
     {
-        // The fixtures' cgroup setting (integration_sampled runs these with it off).
-        std::vector<std::string> all{sandbox_run, "--cgroup", sbx_test::cgroup_setting()};
+        // The fixtures' cgroup setting (integration_sampled runs these with it off); the
+        // local backend's containment.
+        std::vector<std::string> all{sandbox_run, "--backend", "local", "--cgroup",
+                                     sbx_test::cgroup_setting()};
         all.insert(all.end(), args.begin(), args.end());
         std::vector<char*> argv;
         for (auto& a : all)
@@ -1223,7 +1225,8 @@ BOOST_AUTO_TEST_CASE(an_unprivileged_command_can_neither_trace_nor_rob_the_helpe
     sandbox::exec_request req;
     req.command = "/usr/bin/setpriv";
     req.args = {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
-                "--max-processes", "0", "--", target_copy.string(), "ptrace-up", "2",
+                "--backend", "local", "--max-processes", "0", "--", target_copy.string(),
+                "ptrace-up", "2",
                 "--then", "steal-fds", "2"};
     req.options.timeout = 20s;
     req.options.env.inject = {{"SANDBOX_SUPERVISOR", sup_copy.string()}};

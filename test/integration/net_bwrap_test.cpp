@@ -710,7 +710,8 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_allow_host_resolve_and_audit, sbx_test::loca
           std::vector<std::string>{"--net", "allow-list"},
           std::vector<std::string>{"--proxy", "http://proxy.test:3128"}})
     {
-        req.args = flags;
+        req.args = {"--backend", "local"};
+        req.args.insert(req.args.end(), flags.begin(), flags.end());
         req.args.insert(req.args.end(), {"--", "/bin/true"});
         auto local = run(req);
         BOOST_TEST(local.result.exit_code == 125);

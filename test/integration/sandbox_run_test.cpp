@@ -39,9 +39,20 @@ std::string sandbox_run_path() { return SBX_SANDBOX_RUN; }
 struct cli_fixture : sbx_test::local_fixture
 {
     // Runs `sandbox-run ARGS...` in the root, with `env` injected into its environment, and
-    // requires that it ran and exited by itself.
+    // requires that it ran and exited by itself. On the local backend unless ARGS name one:
+    // these tests are about the command line, its output and statuses; the default backend
+    // (auto) has its own tests (`run_default`).
     sandbox::exec_result run_cli(std::vector<std::string> args,
                                  std::map<std::string, std::string> env = {})
+    {
+        if (std::find(args.begin(), args.end(), "--backend") == args.end())
+            args.insert(args.begin(), {"--backend", "local"});
+        return run_default(std::move(args), std::move(env));
+    }
+
+    // The same, with ARGS as they are (the default backend unless they name one).
+    sandbox::exec_result run_default(std::vector<std::string> args,
+                                     std::map<std::string, std::string> env = {})
     {
         sandbox::exec_request req;
         req.command = sandbox_run;
@@ -465,7 +476,7 @@ BOOST_FIXTURE_TEST_CASE(a_fifo_is_read_once_a_writer_comes, cli_fixture)
     BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     sandbox::exec_request cli;
     cli.command = SBX_SANDBOX_RUN;
-    cli.args = {"--timeout", "20s", "--stdin-file", fifo.string(), sbx_test::target, "cat"};
+    cli.args = {"--backend", "local", "--timeout", "20s", "--stdin-file", fifo.string(), sbx_test::target, "cat"};
     cli.options.timeout = 25s;
     sandbox::exec_request writer;
     writer.command = "/bin/sh";
@@ -512,7 +523,7 @@ BOOST_FIXTURE_TEST_CASE(plain_runs_stream_their_output, cli_fixture)
     const auto marker = root.path() / "seen-first";
     sandbox::exec_request req;
     req.command = SBX_SANDBOX_RUN;
-    req.args = {sbx_test::target, "println",   "first",  "--then",  "wait-file",
+    req.args = {"--backend", "local", sbx_test::target, "println",   "first",  "--then",  "wait-file",
                 marker.string(),  "--then",    "println", "second", "--then",
                 "eprint",         "on stderr"};
     req.options.timeout = 25s;
@@ -530,7 +541,7 @@ BOOST_FIXTURE_TEST_CASE(a_reader_that_goes_away_ends_the_run, cli_fixture)
     // `yes` never stops by itself; once `head` has its 4 KiB and exits, sandbox-run's next
     // write fails with EPIPE: it kills the tree and exits 141, well before its 10-minute
     // default timeout (the outer timeout here is 25 s).
-    const std::string script = "'" + std::string(SBX_SANDBOX_RUN) + "' -- yes | head -c 4096 | wc -c; "
+    const std::string script = "'" + std::string(SBX_SANDBOX_RUN) + "' --backend local -- yes | head -c 4096 | wc -c; "
                                "echo \"${PIPESTATUS[0]}\"";
     auto r = run_cli_via("/bin/bash", {"-c", script});
     BOOST_TEST(r.out.data == "4096\n141\n", r.err.data);
@@ -542,7 +553,7 @@ BOOST_FIXTURE_TEST_CASE(a_stalled_reader_cannot_outlast_the_timeout_or_a_signal,
 {
     // The reader (`sleep`) never reads. Before, sandbox-run blocked in write() and saw neither
     // its timeout nor SIGTERM until the reader exited (then EPIPE: 141).
-    const std::string cli = "'" + std::string(SBX_SANDBOX_RUN) + "'";
+    const std::string cli = "'" + std::string(SBX_SANDBOX_RUN) + "' --backend local";
     auto timed = run_cli_via("/bin/bash",
                              {"-c", "{ " + cli + " --timeout 1s -- yes; echo \"rc=$?\" >&2; } "
                                     "| sleep 6"});
@@ -571,7 +582,7 @@ BOOST_FIXTURE_TEST_CASE(output_written_during_the_kill_grace_is_streamed, cli_fi
 
     const auto file = root.path() / "out.txt";
     auto to_file = run_cli_via(
-        "/bin/sh", {"-c", "\"$0\" --timeout 1s --kill-grace 2s -- /bin/sh -c \"$1\" > \"$2\"",
+        "/bin/sh", {"-c", "\"$0\" --backend local --timeout 1s --kill-grace 2s -- /bin/sh -c \"$1\" > \"$2\"",
                     sandbox_run_path(), script, file.string()});
     BOOST_TEST(to_file.exit_code == 124);
     std::ifstream in(file);
@@ -584,7 +595,7 @@ BOOST_FIXTURE_TEST_CASE(a_stalled_reader_ends_the_run_at_the_end_of_the_grace, c
 {
     // Nobody reads the pipe and `yes` fills it: sandbox-run waits for the reader until the
     // timeout and the grace have passed (2 s), then kills the tree and blames the reader.
-    const std::string script = "{ s=$(date +%s%N); \"$0\" --timeout 1s --kill-grace 1s -- yes; "
+    const std::string script = "{ s=$(date +%s%N); \"$0\" --backend local --timeout 1s --kill-grace 1s -- yes; "
                                "rc=$?; e=$(date +%s%N); echo \"rc=$rc ms=$(( (e - s) / 1000000 ))\" >&2; } "
                                "| sleep 5";
     auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
@@ -623,7 +634,7 @@ BOOST_FIXTURE_TEST_CASE(a_reader_slower_than_the_command_loses_no_bytes, cli_fix
     // while a chunk was still with sandbox-run, 58 KB were lost and the exit status was 0.
     const auto file = root.path() / "got.txt";
     const std::string script =
-        "\"$0\" -- seq 1 500000 | { dd bs=65536 count=47 iflag=fullblock status=none > \"$1\"; "
+        "\"$0\" --backend local -- seq 1 500000 | { dd bs=65536 count=47 iflag=fullblock status=none > \"$1\"; "
         "p=-1; while :; do dd bs=8192 count=1 status=none >> \"$1\"; s=$(stat -c %s \"$1\"); "
         "[ \"$s\" = \"$p\" ] && break; p=$s; sleep 0.05; done; }; "
         "echo \"rc=${PIPESTATUS[0]}\" >&2";
@@ -642,7 +653,7 @@ sandbox::exec_result stalled_yes(cli_fixture& f, const std::string& args, const 
 {
     const auto pidfile = f.root.path() / "yes.pid";
     const std::string script =
-        "{ s=$(date +%s%N); \"$0\" " + args +
+        "{ s=$(date +%s%N); \"$0\" --backend local " + args +
         " -- /bin/sh -c 'echo $$ > \"$0\"; exec yes' \"$1\" & p=$!; " + then +
         " wait $p; rc=$?; e=$(date +%s%N); "
         "kill -0 $(cat \"$1\") 2>/dev/null && t=alive || t=gone; "
@@ -678,7 +689,7 @@ BOOST_FIXTURE_TEST_CASE(an_unread_stdout_does_not_hold_stderr, cli_fixture)
     // it does. Before, the write blocked sandbox-run's loop: the line was read only after
     // the deadline had stopped the streaming, and dropped.
     const std::string script =
-        "{ \"$0\" --timeout 2s -- /bin/sh -c 'yes & sleep 0.5; echo marker >&2; wait'; "
+        "{ \"$0\" --backend local --timeout 2s -- /bin/sh -c 'yes & sleep 0.5; echo marker >&2; wait'; "
         "echo \"rc=$?\" >&2; } | sleep 4";
     auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
     BOOST_TEST(r.err.data.find("marker\n") != std::string::npos, r.err.data);
@@ -794,7 +805,7 @@ BOOST_FIXTURE_TEST_CASE(ask_without_a_terminal_denies_and_piped_input_cannot_ans
     // setsid: no controlling terminal, whatever the test runs under. "y" waits on stdin.
     sandbox::exec_request req;
     req.command = "setsid";
-    req.args = {"-w", sandbox_run_path(), "--json", "--ask", "touch", "--", "touch", "made"};
+    req.args = {"-w", sandbox_run_path(), "--backend", "local", "--json", "--ask", "touch", "--", "touch", "made"};
     req.options.input = "y\nyes\n";
     req.options.timeout = 25s;
     auto out = run(std::move(req), 30s);
@@ -819,9 +830,9 @@ BOOST_FIXTURE_TEST_CASE(audit_lines_from_concurrent_runs_stay_whole, cli_fixture
     std::ofstream(audit) << "{\"earlier\":true}\n";
     const std::string long_arg(5000, 'a');
     const std::string script =
-        "i=0; while [ $i -lt 24 ]; do \"$0\" --audit \"$1\" --allow-command /bin/sh -- "
+        "i=0; while [ $i -lt 24 ]; do \"$0\" --backend local --audit \"$1\" --allow-command /bin/sh -- "
         "/bin/sh -c 'exit 0' \"$2\" & i=$((i+1)); done; "
-        "\"$0\" --audit \"$1\" --allow-command /bin/sh -- /bin/false; wait";
+        "\"$0\" --backend local --audit \"$1\" --allow-command /bin/sh -- /bin/false; wait";
     auto r = run_cli_via("/bin/sh", {"-c", script, sandbox_run_path(), audit.string(), long_arg});
     BOOST_TEST(r.exit_code == 0);
     std::ifstream in(audit);
@@ -884,7 +895,7 @@ BOOST_FIXTURE_TEST_CASE(an_audit_fifo_without_a_reader_is_refused_at_once, cli_f
     const auto made = root.path() / "made";
     sandbox::exec_request req;
     req.command = sandbox_run_path();
-    req.args = {"--audit", fifo.string(), "--", "touch", made.string()};
+    req.args = {"--backend", "local", "--audit", fifo.string(), "--", "touch", made.string()};
     req.options.timeout = 5s;
     const auto start = std::chrono::steady_clock::now();
     auto out = run(std::move(req), 10s);
@@ -942,7 +953,7 @@ BOOST_AUTO_TEST_CASE(process_cap_for_an_unprivileged_caller)
     sandbox::exec_request req;
     req.command = "/usr/bin/setpriv";
     req.args = {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
-                "--max-processes", "4", "--", "/bin/sh", "-c",
+                "--backend", "local", "--max-processes", "4", "--", "/bin/sh", "-c",
                 "grep NoNewPrivs /proc/self/status; "
                 "ls /proc/$PPID/fd >/dev/null 2>&1 && echo worker-readable || echo worker-private; "
                 "for i in 1 2 3 4 5; do sleep 5 & done; wait; echo survived"};
@@ -965,12 +976,14 @@ BOOST_AUTO_TEST_CASE(process_cap_refused_where_seccomp_is_forbidden)
     // runs.
     cli_fixture f;
     auto plain = f.run_cli_via(sbx_test::target,
-                               {"seccomp-denied-exec", sandbox_run_path(), "--max-processes", "0",
+                               {"seccomp-denied-exec", sandbox_run_path(), "--backend", "local",
+                                "--max-processes", "0",
                                 "--", sbx_test::target, "println", "ran"});
     BOOST_TEST(plain.exit_code == 0, plain.err.data);
     BOOST_TEST(plain.out.data == "ran\n");
     auto capped = f.run_cli_via(sbx_test::target,
-                                {"seccomp-denied-exec", sandbox_run_path(), "--json", "--max-processes",
+                                {"seccomp-denied-exec", sandbox_run_path(), "--backend", "local",
+                                 "--json", "--max-processes",
                                  "5", "--", sbx_test::target, "println", "ran"});
     BOOST_TEST(capped.exit_code == 125, capped.err.data);
     const auto j = parse_json(capped.out.data);
@@ -978,6 +991,133 @@ BOOST_AUTO_TEST_CASE(process_cap_refused_where_seccomp_is_forbidden)
     BOOST_TEST(std::string(j.at("error").at("message").as_string()).find("seccomp fork gate") !=
                std::string::npos);
     BOOST_TEST(j.at("stdout").as_string() == "");
+}
+
+// ---- the default backend (auto) ------------------------------------------------------------
+
+namespace fs = std::filesystem;
+
+// The pid namespace we run in (the local backend's commands share it; bwrap's have their own).
+std::string our_pid_namespace()
+{
+    return fs::read_symlink("/proc/self/ns/pid").string();
+}
+
+const std::vector<std::string> print_pid_namespace{"--json", "--", "readlink",
+                                                   "/proc/self/ns/pid"};
+
+std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail)
+{
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+}
+
+// bwrap works on this host (the integration suite runs as root, where it can create its
+// namespaces): the default backend runs the command inside it, in a pid namespace of its own,
+// with nothing extra on stderr and no warning.
+BOOST_FIXTURE_TEST_CASE(the_default_backend_is_bwrap_where_bubblewrap_works, cli_fixture)
+{
+    auto r = run_default(print_pid_namespace);
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err.data);
+    auto j = parse_json(r.out.data);
+    BOOST_TEST(j.at("backend").as_string() == "bwrap");
+    BOOST_TEST(j.at("stdout").as_string() != our_pid_namespace() + "\n");
+    BOOST_TEST(std::string(j.at("stdout").as_string()).find("pid:[") == 0u, r.out.data);
+    BOOST_TEST(r.err.data.find("warning") == std::string::npos, r.err.data);
+    auto e = run_default({"--enforcement"});
+    auto report = parse_json(e.out.data);
+    BOOST_TEST(report.at("backend").as_string() == "bwrap");
+    BOOST_TEST(report.at("filesystem_bounds").as_bool());
+    BOOST_TEST(report.contains("backend_reason"));
+}
+
+// --backend local stays the local backend: the command shares our pid namespace.
+BOOST_FIXTURE_TEST_CASE(backend_local_runs_on_the_host, cli_fixture)
+{
+    auto r = run_default(with({"--backend", "local"}, print_pid_namespace));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err.data);
+    auto j = parse_json(r.out.data);
+    BOOST_TEST(j.at("backend").as_string() == "local");
+    BOOST_TEST(j.at("stdout").as_string() == our_pid_namespace() + "\n");
+    BOOST_TEST(r.err.data == "");
+}
+
+// Where bubblewrap cannot create its namespaces (here: a seccomp filter that refuses new
+// namespaces, as a container's default profile does), the default backend runs the command
+// on the local backend with one warning that says why; a flag only bwrap enforces is
+// refused instead, and --backend bwrap stays bwrap (refused, no fallback).
+BOOST_FIXTURE_TEST_CASE(the_default_backend_falls_back_where_bubblewrap_cannot_start,
+                        cli_fixture)
+{
+    const std::vector<std::string> no_namespaces{"seccomp-no-namespaces-exec",
+                                                 sandbox_run_path()};
+    auto r = run_cli_via(sbx_test::target, with(no_namespaces, print_pid_namespace));
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.err.data);
+    auto j = parse_json(r.out.data);
+    BOOST_TEST(j.at("backend").as_string() == "local");
+    BOOST_TEST(j.at("stdout").as_string() == our_pid_namespace() + "\n");
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: warning: bubblewrap is not usable here "
+                                       "(bwrap cannot create its namespaces"),
+               r.err.data);
+    BOOST_TEST(r.err.data.find("); running on the local backend, which confines nothing\n") !=
+                   std::string::npos,
+               r.err.data);
+    BOOST_TEST(std::count(r.err.data.begin(), r.err.data.end(), '\n') == 1, r.err.data);
+
+    auto e = run_cli_via(sbx_test::target, with(no_namespaces, {"--enforcement"}));
+    auto report = parse_json(e.out.data);
+    BOOST_TEST(report.at("backend").as_string() == "local");
+    BOOST_TEST(std::string(report.at("backend_reason").as_string())
+                       .find("bubblewrap is not usable here") == 0u,
+               e.out.data);
+    BOOST_TEST(!report.at("filesystem_bounds").as_bool());
+
+    auto deny = run_cli_via(sbx_test::target,
+                            with(no_namespaces, {"--json", "--net", "deny", "--", "/bin/true"}));
+    BOOST_TEST(deny.exit_code == 125, deny.err.data);
+    auto dj = parse_json(deny.out.data);
+    BOOST_TEST(dj.at("error").at("code").as_string() == "not_available");
+    BOOST_TEST(std::string(dj.at("error").at("message").as_string())
+                       .find("--net deny needs the bwrap backend, which is not usable here") ==
+                   0u,
+               deny.out.data);
+    BOOST_TEST(dj.at("backend").as_string() == "bwrap");
+
+    auto explicit_bwrap = run_cli_via(
+        sbx_test::target, with(no_namespaces, {"--json", "--backend", "bwrap", "--", "/bin/true"}));
+    BOOST_TEST(explicit_bwrap.exit_code == 125, explicit_bwrap.err.data);
+    BOOST_TEST(parse_json(explicit_bwrap.out.data).at("error").at("code").as_string() ==
+               "not_available");
+}
+
+// A root caller whose root the sandbox user cannot reach is refused (125, with the reason),
+// never run on the local backend as root instead; so is a root bwrap cannot make writable.
+BOOST_FIXTURE_TEST_CASE(the_default_backend_refuses_what_bubblewrap_refuses, cli_fixture)
+{
+    if (::geteuid() != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root (a root caller's sandbox user)");
+        return;
+    }
+    sbx_test::temp_dir closed;
+    fs::permissions(closed.path(), fs::perms::owner_all); // 0700: nobody cannot search it
+    const auto made = closed.path() / "made";
+    auto r = run_default({"--root", closed.str(), "--", "touch", made.string()});
+    BOOST_TEST(r.exit_code == 125);
+    BOOST_TEST(starts_with(r.err.data, "sandbox-run: validation: the root " + closed.str() +
+                                           " cannot be reached by the sandbox user"),
+               r.err.data);
+    BOOST_TEST(!fs::exists(made));
+    auto slash = run_default({"--json", "--root", "/", "--", "/bin/true"});
+    BOOST_TEST(slash.exit_code == 125);
+    BOOST_TEST(parse_json(slash.out.data).at("error").at("code").as_string() == "validation");
+    auto e = run_default({"--root", closed.str(), "--enforcement"});
+    auto report = parse_json(e.out.data);
+    BOOST_TEST(std::string(report.at("backend_reason").as_string()).find("refused: ") == 0u,
+               e.out.data);
+    BOOST_TEST(std::string(report.at("unavailable").as_string()).find("cannot be reached") !=
+                   std::string::npos,
+               e.out.data);
 }
 
 BOOST_AUTO_TEST_CASE(enforcement_reports_no_process_cap_where_the_fork_gate_cannot_install)

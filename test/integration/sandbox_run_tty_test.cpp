@@ -78,10 +78,11 @@ public:
     void give_to(uid_t uid) { BOOST_REQUIRE(::fchown(slave_, uid, static_cast<gid_t>(-1)) == 0); }
     const std::string& slave_name() const { return slave_name_; }
 
-    // sandbox-run ARGS in a session of its own with this terminal as controlling terminal
-    // (and as stdin, unless `stdin_path` names another file).
-    void start(const std::vector<std::string>& args, const std::string& stdin_path = {})
+    // sandbox-run ARGS on the local backend in a session of its own with this terminal as
+    // controlling terminal (and as stdin, unless `stdin_path` names another file).
+    void start(std::vector<std::string> args, const std::string& stdin_path = {})
     {
+        args.insert(args.begin(), {"--backend", "local"});
         spawn(sandbox_run, args, stdin_path, environ, {});
     }
 
@@ -319,7 +320,8 @@ print "done\n";
         env.push_back(e.data());
     env.push_back(nullptr);
     t.spawn("/usr/bin/setpriv",
-            {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(), "--",
+            {"--reuid=65534", "--regid=65534", "--clear-groups", run_copy.string(),
+             "--backend", "local", "--",
              "/usr/bin/perl", "-e", probe, t.slave_name()},
             {}, env.data(), dir.str());
     const std::string screen = t.read_until("done");

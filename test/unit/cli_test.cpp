@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -300,7 +301,7 @@ BOOST_AUTO_TEST_CASE(defaults_applied)
     BOOST_TEST(!r->json);
     BOOST_TEST(!r->enforcement);
     BOOST_TEST(!r->help);
-    BOOST_TEST(r->backend == "local");
+    BOOST_TEST(r->backend == "auto");
 }
 
 BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
@@ -356,14 +357,16 @@ BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
     auto u = parse({"--backend", "bwrap", "--sandbox-user", "builder:staff", "make"});
     BOOST_TEST_REQUIRE(u.has_value());
     BOOST_TEST(u->bwrap.sandbox_user == "builder:staff");
-    check_fails({"--sandbox-user", "1000", "ls"}, errc::validation, "--backend bwrap");
+    check_fails({"--backend", "local", "--sandbox-user", "1000", "ls"}, errc::validation,
+                "--backend bwrap");
     check_fails({"--backend", "bwrap", "--sandbox-user", "", "ls"}, errc::validation,
                 "USER or USER:GROUP");
     BOOST_TEST((parse({"--net", "inherit", "ls"})->request.options.net.mode ==
                 sandbox::net_mode::inherit));
     BOOST_TEST(parse({"ls"})->bwrap.empty());
     // The local backend cannot enforce a filesystem view; an unknown mode is a usage error.
-    check_fails({"--writable", "/srv", "ls"}, errc::validation, "--backend bwrap");
+    check_fails({"--backend", "local", "--writable", "/srv", "ls"}, errc::validation,
+                "--backend bwrap");
     check_fails({"--backend", "local", "--read-deny", "/srv", "ls"}, errc::validation,
                 "cannot enforce");
     check_fails({"--net", "allow", "ls"}, errc::validation, "allow-list, proxy, deny or inherit");
@@ -405,10 +408,12 @@ BOOST_AUTO_TEST_CASE(network_allow_list_flags)
     BOOST_TEST((d->request.options.net.mode == sandbox::net_mode::allow_list));
 
     // The local backend cannot confine the network: not_available, naming bwrap.
-    check_fails({"--allow-host", "github.com", "git"}, errc::not_available, "--backend bwrap");
-    check_fails({"--net", "proxy", "--proxy", "http://p.test:1", "git"}, errc::not_available,
-                "--backend bwrap");
-    check_fails({"--resolve", "a.test=1.2.3.4", "git"}, errc::not_available, "--backend bwrap");
+    check_fails({"--backend", "local", "--allow-host", "github.com", "git"},
+                errc::not_available, "--backend bwrap");
+    check_fails({"--backend", "local", "--net", "proxy", "--proxy", "http://p.test:1", "git"},
+                errc::not_available, "--backend bwrap");
+    check_fails({"--backend", "local", "--resolve", "a.test=1.2.3.4", "git"},
+                errc::not_available, "--backend bwrap");
     // Rules that the mode would drop, bad ports and pins are usage errors.
     check_fails({"--backend", "bwrap", "--deny-host", "evil.test", "curl"}, errc::validation,
                 "need --net allow-list or proxy");
@@ -630,9 +635,139 @@ BOOST_AUTO_TEST_CASE(unknown_backend)
     check_fails({"--backend", "", "cmd"}, errc::not_available, "unknown backend");
     check_fails({"--enforcement", "--backend", "nspawn"}, errc::not_available, "nspawn");
     BOOST_TEST(parse({"--backend", "bwrap", "cmd"})->backend == "bwrap");
+    BOOST_TEST(parse({"--backend", "auto", "cmd"})->backend == "auto");
     auto ok = parse({"--backend", "local", "cmd"});
     BOOST_REQUIRE(ok.has_value());
     BOOST_TEST(ok->backend == "local");
+}
+
+// ---- --backend auto ------------------------------------------------------------------------
+
+// Under auto the flags only bwrap enforces are taken (choose_backend decides), and named.
+BOOST_AUTO_TEST_CASE(auto_takes_the_flags_only_bwrap_enforces)
+{
+    BOOST_TEST(sbx_cli::bwrap_only_flags(*parse({"ls"})).empty());
+    BOOST_TEST(sbx_cli::bwrap_only_flags(*parse({"--net", "inherit", "--memory", "1M", "ls"}))
+                   .empty());
+    auto v = parse({"--writable", "/srv", "--sandbox-user", "1000", "--net", "deny", "ls"});
+    BOOST_TEST_REQUIRE(v.has_value());
+    BOOST_TEST(v->backend == "auto");
+    BOOST_TEST(sbx_cli::bwrap_only_flags(*v) ==
+                   (std::vector<std::string>{"--writable", "--sandbox-user", "--net deny"}),
+               boost::test_tools::per_element());
+    auto n = parse({"--allow-host", "a.test", "--resolve", "a.test=1.2.3.4", "--read-deny",
+                    "/srv/s", "--write-deny", "M", "--unix-socket", "/run/s", "curl"});
+    BOOST_TEST_REQUIRE(n.has_value());
+    BOOST_TEST(sbx_cli::bwrap_only_flags(*n) ==
+                   (std::vector<std::string>{"--read-deny", "--write-deny", "--unix-socket",
+                                             "--net allow-list (--allow-host)", "--resolve"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(sbx_cli::bwrap_only_flags(*parse({"--proxy", "http://p.test:1", "pip"})) ==
+                   std::vector<std::string>{"--net proxy (--proxy)"},
+               boost::test_tools::per_element());
+}
+
+sandbox::failure bwrap_says(errc code, const std::string& message, const char* limit)
+{
+    return sandbox::make_failure(code, message, limit);
+}
+
+BOOST_AUTO_TEST_CASE(auto_picks_bwrap_when_it_can_run_the_command_line)
+{
+    auto c = sbx_cli::choose_backend(std::nullopt, {});
+    BOOST_TEST(c.backend == "bwrap");
+    BOOST_TEST(!c.refusal);
+    BOOST_TEST(c.warning.empty());
+    BOOST_TEST(c.reason.find("namespaces") != std::string::npos, c.reason);
+    // Flags only bwrap enforces change nothing when it is usable.
+    auto f = sbx_cli::choose_backend(std::nullopt, {"--writable"});
+    BOOST_TEST(f.backend == "bwrap");
+    BOOST_TEST(!f.refusal);
+}
+
+BOOST_AUTO_TEST_CASE(auto_falls_back_to_local_with_one_warning_when_bwrap_is_not_usable)
+{
+    const std::string why = "bwrap cannot create its namespaces on this host (user namespaces "
+                            "may be disabled): setting up uid map: Permission denied";
+    auto c = sbx_cli::choose_backend(bwrap_says(errc::not_available, why, "backend"), {});
+    BOOST_TEST(c.backend == "local");
+    BOOST_TEST(!c.refusal);
+    BOOST_TEST(c.warning == "warning: bubblewrap is not usable here (" + why +
+                                "); running on the local backend, which confines nothing");
+    BOOST_TEST(c.reason == "bubblewrap is not usable here: " + why);
+    // A missing bwrap, or credentials that cannot be masked: the same.
+    auto m = sbx_cli::choose_backend(
+        bwrap_says(errc::not_available, "bubblewrap (bwrap) was not found", "backend"), {});
+    BOOST_TEST(m.backend == "local");
+    BOOST_TEST(m.warning.find("(bubblewrap (bwrap) was not found)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(auto_refuses_flags_only_bwrap_enforces_where_it_is_not_usable)
+{
+    const std::string why = "bubblewrap (bwrap) was not found";
+    auto c = sbx_cli::choose_backend(bwrap_says(errc::not_available, why, "backend"),
+                                     {"--writable", "--net deny"});
+    BOOST_TEST(c.backend == "bwrap");
+    BOOST_TEST(c.warning.empty());
+    BOOST_TEST_REQUIRE(c.refusal.has_value());
+    BOOST_TEST(c.refusal->code == errc::not_available);
+    BOOST_TEST(c.refusal->diag.message ==
+               "--writable, --net deny need the bwrap backend, which is not usable here: " + why);
+    BOOST_TEST(c.refusal->diag.limit == "backend");
+    BOOST_TEST(c.refusal->diag.backend == "bwrap");
+    BOOST_TEST(c.reason == "refused: " + c.refusal->diag.message);
+    auto one = sbx_cli::choose_backend(bwrap_says(errc::not_available, why, "backend"),
+                                       {"--read-deny"});
+    BOOST_TEST_REQUIRE(one.refusal.has_value());
+    BOOST_TEST(one.refusal->diag.message.find("--read-deny needs the bwrap") == 0u);
+}
+
+// What bwrap refuses on the command line is refused, never run unconfined: a root caller's
+// root the sandbox user cannot reach (the rule of scripts/sandbox-run.sh), a root bwrap
+// cannot make writable (a home directory: on the local backend it would be writable).
+BOOST_AUTO_TEST_CASE(auto_refuses_a_command_line_bwrap_refuses)
+{
+    for (const std::string why :
+         {"the root /root/p cannot be reached by the sandbox user nobody (Permission denied): "
+          "a root caller's commands run as that user",
+          "root /home/u cannot be writable: it is the home directory"})
+    {
+        auto f = bwrap_says(errc::validation, why, "root");
+        f.diag.path = "/root/p";
+        auto c = sbx_cli::choose_backend(f, {});
+        BOOST_TEST(c.backend == "bwrap");
+        BOOST_TEST(c.warning.empty());
+        BOOST_TEST_REQUIRE(c.refusal.has_value());
+        BOOST_TEST(c.refusal->code == errc::validation);
+        BOOST_TEST(c.refusal->diag.message.find(why) == 0u, c.refusal->diag.message);
+        BOOST_TEST(c.refusal->diag.message.find("--backend local") != std::string::npos);
+        BOOST_TEST(c.refusal->diag.limit == "root");
+        BOOST_TEST(c.refusal->diag.path == "/root/p");
+        BOOST_TEST(c.reason == "refused: bubblewrap refuses this command line: " + why);
+        // With flags only bwrap enforces: the same refusal.
+        auto w = sbx_cli::choose_backend(f, {"--writable"});
+        BOOST_TEST_REQUIRE(w.refusal.has_value());
+        BOOST_TEST(w.refusal->code == errc::validation);
+    }
+    // Only not_available falls back: any other verdict is a refusal.
+    auto other = sbx_cli::choose_backend(bwrap_says(errc::internal, "odd", "backend"), {});
+    BOOST_TEST(other.refusal.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(enforcement_json_names_the_backend_and_why)
+{
+    sandbox::enforcement_report e;
+    e.filesystem_bounds = true;
+    auto v = boost::json::parse(sbx_cli::enforcement_to_json(e, "bwrap", "because"));
+    const auto& o = v.as_object();
+    BOOST_TEST(o.begin()->key() == "backend"); // first, before the report's keys
+    BOOST_TEST(o.at("backend").as_string() == "bwrap");
+    BOOST_TEST(o.at("backend_reason").as_string() == "because");
+    BOOST_TEST(o.at("filesystem_bounds").as_bool());
+    BOOST_TEST(o.size() == boost::json::parse(sandbox::to_json(e)).as_object().size() + 2);
+    auto plain = boost::json::parse(sbx_cli::enforcement_to_json({}, "local", "")).as_object();
+    BOOST_TEST(plain.at("backend").as_string() == "local");
+    BOOST_TEST(!plain.contains("backend_reason"));
 }
 
 BOOST_AUTO_TEST_CASE(cgroup_flag)
@@ -822,8 +957,11 @@ BOOST_AUTO_TEST_CASE(json_of_a_success)
     BOOST_TEST(o.at("peak_memory_bytes").to_number<std::uint64_t>() == 4096u);
     BOOST_TEST(o.at("in_cgroup").as_bool() == false);
     BOOST_TEST(!o.contains("error"));
+    BOOST_TEST(!o.contains("backend"));
     r.in_cgroup = true;
     BOOST_TEST(boost::json::parse(sbx_cli::result_to_json({}, r)).at("in_cgroup").as_bool());
+    BOOST_TEST(boost::json::parse(sbx_cli::result_to_json({}, r, "bwrap")).at("backend") ==
+               "bwrap");
 }
 
 BOOST_AUTO_TEST_CASE(json_of_a_failure)

@@ -6,8 +6,11 @@
 
 #include <boost/asio/error.hpp>
 #include <utility>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
+#include <boost/json/value.hpp>
 #include <boost/program_options/errors.hpp>
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/parsers.hpp>
@@ -467,12 +470,12 @@ outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
         return r;
     const bool proxied =
         net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
-    if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend != "bwrap")
+    if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend == "local")
     {
         auto f = make_failure(errc::not_available,
                               "--net allow-list and proxy, --allow-host, --deny-host, --proxy "
-                              "and --resolve need --backend bwrap (its egress proxy); the "
-                              "local backend cannot confine a command's network",
+                              "and --resolve need --backend bwrap or auto (its egress proxy); "
+                              "the local backend cannot confine a command's network",
                               "net.mode");
         f.diag.backend = cfg.backend;
         return f;
@@ -578,10 +581,11 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
 
     if (has("backend"))
         cfg.backend = text("backend");
-    if (cfg.backend != "local" && cfg.backend != "bwrap")
+    if (cfg.backend != "auto" && cfg.backend != "local" && cfg.backend != "bwrap")
     {
         auto f = make_failure(errc::not_available,
-                              "unknown backend " + in_quotes(cfg.backend) + " (\"local\" or \"bwrap\")",
+                              "unknown backend " + in_quotes(cfg.backend) +
+                                  " (\"auto\", \"local\" or \"bwrap\")",
                               "backend");
         f.diag.backend = cfg.backend;
         return f;
@@ -598,11 +602,11 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     if (has("sandbox-user") && (cfg.bwrap.sandbox_user = text("sandbox-user")).empty())
         return make_failure(errc::validation, "--sandbox-user: expected USER or USER:GROUP",
                             "sandbox_user");
-    if (!cfg.bwrap.empty() && cfg.backend != "bwrap")
+    if (!cfg.bwrap.empty() && cfg.backend == "local")
         return make_failure(errc::validation,
                             "--writable, --read-deny, --write-deny, --unix-socket and "
-                            "--sandbox-user need --backend bwrap (the local backend cannot "
-                            "enforce them)",
+                            "--sandbox-user need --backend bwrap or auto (the local backend "
+                            "cannot enforce them)",
                             "backend");
 
     if (auto chain = parse_chain_flags(vm); !chain)
@@ -718,6 +722,97 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     else if (!cfg.enforcement)
         return make_failure(errc::validation, "missing COMMAND", "command");
     return cfg;
+}
+
+// ---------------------------------------------------------------------------------------
+// The backend
+// ---------------------------------------------------------------------------------------
+
+std::vector<std::string> bwrap_only_flags(const run_config& cfg)
+{
+    std::vector<std::string> out;
+    for (auto [flag, given] : {std::pair{"--writable", !cfg.bwrap.writable.empty()},
+                               std::pair{"--read-deny", !cfg.bwrap.read_deny.empty()},
+                               std::pair{"--write-deny", !cfg.bwrap.write_deny.empty()},
+                               std::pair{"--unix-socket", !cfg.bwrap.unix_sockets.empty()},
+                               std::pair{"--sandbox-user", !cfg.bwrap.sandbox_user.empty()}})
+        if (given)
+            out.emplace_back(flag);
+    switch (cfg.request.options.net.mode)
+    {
+    case sandbox::net_mode::deny_all: out.emplace_back("--net deny"); break;
+    case sandbox::net_mode::allow_list: out.emplace_back("--net allow-list (--allow-host)"); break;
+    case sandbox::net_mode::proxy: out.emplace_back("--net proxy (--proxy)"); break;
+    case sandbox::net_mode::inherit: break;
+    }
+    if (!cfg.net_proxy.resolve.empty())
+        out.emplace_back("--resolve");
+    return out;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+} // namespace
+
+backend_choice choose_backend(const std::optional<failure>& bwrap_check,
+                              const std::vector<std::string>& bwrap_only)
+{
+    backend_choice c;
+    c.backend = "bwrap";
+    if (!bwrap_check)
+    {
+        c.reason = "bubblewrap can create its namespaces here for this command line";
+        return c;
+    }
+    const std::string& why = bwrap_check->diag.message;
+    failure refusal = *bwrap_check;
+    refusal.diag.backend = "bwrap";
+    if (bwrap_check->code != errc::not_available)
+    {
+        // bwrap refuses this command line: the local backend would run it unconfined.
+        refusal.diag.message += " (the default backend, auto, runs commands inside "
+                                "bubblewrap and never falls back to the local backend for "
+                                "a command line bubblewrap refuses; --backend local runs it "
+                                "unconfined)";
+        c.reason = "refused: bubblewrap refuses this command line: " + why;
+        c.refusal = std::move(refusal);
+        return c;
+    }
+    if (!bwrap_only.empty())
+    {
+        refusal.diag.message = joined(bwrap_only) + " need" + (bwrap_only.size() == 1 ? "s" : "") +
+                               " the bwrap backend, which is not usable here: " + why;
+        c.reason = "refused: " + refusal.diag.message;
+        c.refusal = std::move(refusal);
+        return c;
+    }
+    c.backend = "local";
+    c.reason = "bubblewrap is not usable here: " + why;
+    c.warning = "warning: bubblewrap is not usable here (" + why +
+                "); running on the local backend, which confines nothing";
+    return c;
+}
+
+std::string enforcement_to_json(const sandbox::enforcement_report& e, std::string_view backend,
+                                std::string_view reason)
+{
+    boost::json::object out;
+    out["backend"] = boost::json::string_view(backend.data(), backend.size());
+    if (!reason.empty())
+        out["backend_reason"] =
+            sanitize_utf8(std::string(reason)); // bwrap's stderr may be in it
+    const boost::json::value report = boost::json::parse(to_json(e));
+    for (const auto& kv : report.as_object())
+        out[kv.key()] = kv.value();
+    return boost::json::serialize(out);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -862,7 +957,8 @@ std::string printable_text(std::string_view text)
     return out;
 }
 
-std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r)
+std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r,
+                           std::string_view backend)
 {
     json_writer o;
     o.field("exit_code", r.exit_code)
@@ -880,6 +976,8 @@ std::string result_to_json(const boost::system::error_code& ec, const sandbox::e
         .field("peak_memory_bytes", r.peak_memory_bytes)
         .millis("cpu_time_ms", r.cpu_time)
         .field("in_cgroup", r.in_cgroup);
+    if (!backend.empty())
+        o.field("backend", backend);
     if (ec)
     {
         std::string message = to_string(r.diag);
@@ -899,22 +997,29 @@ std::string usage()
         env_list += (env_list.empty() ? "" : " ") + n;
     return "Usage: sandbox-run [options] [--] COMMAND [ARG...]\n"
            "\n"
-           "Runs COMMAND on the local backend (host processes in their own process group, no\n"
-           "isolation; or, with --backend bwrap, inside bubblewrap: host / read-only, the root\n"
-           "writable, private /tmp and pid namespace, credentials hidden, no capabilities)\n"
-           "under the policy below, and exits with its exit status. Options end at\n"
-           "\"--\" or at the first argument that is not an option or an option's value; all\n"
-           "arguments from there on belong to COMMAND, even those that look like options.\n"
+           "Runs COMMAND under the policy below, inside bubblewrap (host / read-only, the\n"
+           "root writable, private /tmp and pid namespace, credentials hidden, no\n"
+           "capabilities; run by root: as the sandbox user) when bwrap can create its\n"
+           "namespaces here, else on the local backend (host processes in their own process\n"
+           "group, no isolation) with a warning (see --backend), and exits with its exit\n"
+           "status. Options end at \"--\" or at the first argument that is not an option or\n"
+           "an option's value; all arguments from there on belong to COMMAND, even those\n"
+           "that look like options.\n"
            "\n"
            "Options:\n"
-           "  --root DIR          directory that work directories are confined to\n"
+           "  --root DIR          directory that work directories are confined to; with\n"
+           "                      bwrap, also the directory the command can write\n"
            "                      (default: the current directory)\n"
            "  --workdir DIR       work directory: relative to the root, or absolute inside it\n"
            "                      (default: the root)\n"
            "  --timeout DUR       wall-clock limit; the whole tree is killed when it elapses;\n"
            "                      0 disables it\n"
            "  --kill-grace DUR    time between SIGTERM and SIGKILL when the tree is stopped\n"
-           "  --memory SIZE       cap on the tree's summed resident memory; 0 disables it\n"
+           "                      (default 0: SIGKILL at once)\n"
+           "  --memory SIZE       cap on the tree's memory: its summed PSS (proportional set\n"
+           "                      size: a page shared by N processes counts 1/N), judged\n"
+           "                      once its summed RSS reaches the cap; in a cgroup with the\n"
+           "                      memory controller, the kernel's memory.max; 0 disables it\n"
            "  --cpu MILLICORES    cpu-time budget as a share of the timeout (1000 = one core\n"
            "                      for the whole timeout); needs a timeout; 0 disables it\n"
            "  --max-processes N   cap on live processes in the tree (threads not counted);\n"
@@ -936,13 +1041,20 @@ std::string usage()
            "  --tty               run COMMAND on a pseudo-terminal of its own, connected to\n"
            "                      ours (which must be a terminal): raw mode while it runs,\n"
            "                      window size changes passed on, Ctrl-C goes to COMMAND\n"
-           "  --enforcement       print what the backend enforces on this host (JSON), exit\n"
+           "  --enforcement       print what the backend enforces on this host (JSON) and,\n"
+           "                      with --backend auto, which backend it chose and why; exit\n"
            "  --cgroup WHERE      auto (default): each command's tree in a cgroup of its own\n"
            "                      under our cgroup v2 when it is writable (killed at once,\n"
            "                      cpu counted by the kernel), else the /proc sampler; off:\n"
            "                      the sampler only; DIR: a delegated cgroup v2 directory\n"
            "                      (refused when it cannot be used)\n"
-           "  --backend NAME      local or bwrap (default: local)\n"
+           "  --backend NAME      auto (default): bwrap when it can create its namespaces\n"
+           "                      here, else local with a warning; but a command line\n"
+           "                      bwrap refuses (a root it cannot make writable, a root\n"
+           "                      the sandbox user cannot reach) or that needs bwrap\n"
+           "                      (--writable, --net deny, ...) where it is not usable is\n"
+           "                      refused (125), never run on local instead. local or\n"
+           "                      bwrap: that backend, no fallback\n"
            "  --net MODE          inherit (default); deny: no network but loopback, host\n"
            "                      sockets under /run hidden; allow-list: only the hosts\n"
            "                      --allow-host allows, through an egress proxy on the host\n"
@@ -972,7 +1084,9 @@ std::string usage()
            "                      (repeatable)\n"
            "  --sandbox-user USER[:GROUP]  with bwrap, for a root caller: run commands as\n"
            "                      this user (name or number; default nobody:nogroup),\n"
-           "                      which must be able to write the root and --writable dirs\n"
+           "                      which must be able to reach the root and --writable\n"
+           "                      dirs (refused otherwise); one it cannot write is\n"
+           "                      read-only to the command\n"
            "  --allow-command NAME  run COMMAND only if it is NAME, exactly as typed\n"
            "                      (repeatable; /bin/rm and rm are different names);\n"
            "                      otherwise refuse with exit status 125\n"

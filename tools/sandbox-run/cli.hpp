@@ -3,6 +3,7 @@
 #ifndef SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
 #define SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
 
+#include <sandbox/enforcement.hpp>
 #include <sandbox/exec_options.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
@@ -73,10 +74,11 @@ struct run_config
     bool enforcement = false;
     /// Print the usage text and exit.
     bool help = false;
-    /// The backend name: "local" or "bwrap".
-    std::string backend = "local";
+    /// The backend name: "auto" (bwrap when it can run this command line here, else local:
+    /// `choose_backend`), "local" or "bwrap".
+    std::string backend = "auto";
     /// Filesystem view of the bwrap backend (`--writable`, `--read-deny`, `--write-deny`,
-    /// `--unix-socket`) and its user (`--sandbox-user`); refused with the local backend,
+    /// `--unix-socket`) and its user (`--sandbox-user`); refused with `--backend local`,
     /// which cannot enforce them.
     struct bwrap_view
     {
@@ -171,11 +173,54 @@ using sandbox::sanitize_utf8;
 /// Keys: `exit_code` (the child's, -1 unless it exited), `stdout`, `stderr` (valid UTF-8,
 /// see `sanitize_utf8`), `stdout_truncated`, `stderr_truncated`, `stdout_dropped_bytes`,
 /// `stderr_dropped_bytes`, `status`, `signal`, `budget` (only when a cap fired),
-/// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, and on failure
+/// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, `in_cgroup`, `backend` (when
+/// `backend` is not empty: the backend that ran the command, or refused it), and on failure
 /// `error: {code, message}`. Numbers are plain: integers, and milliseconds as a decimal
 /// with one to six places (`"duration_ms":1003.2`, `1000.0`), never an exponent.
-std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r);
+std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r,
+                           std::string_view backend = {});
 
+
+/// \brief The flags of the command line that only the bwrap backend enforces, as typed
+/// (`--writable`, `--net deny`, ...), in a fixed order; empty when it asks for nothing that
+/// only bwrap can do.
+std::vector<std::string> bwrap_only_flags(const run_config& cfg);
+
+/// \brief What `--backend auto` runs on, and why.
+struct backend_choice
+{
+    /// "bwrap" or "local": the backend that runs the command, or ("bwrap") that refused it.
+    std::string backend;
+    /// Why, for `--enforcement`'s `backend_reason`.
+    std::string reason;
+    /// The one warning line for stderr when it falls back to the local backend (without the
+    /// "sandbox-run: " prefix); empty otherwise.
+    std::string warning;
+    /// Set when nothing may run: the failure to report (exit status 125).
+    std::optional<failure> refusal;
+};
+
+/// \brief `--backend auto`'s decision. `bwrap_check` is the bwrap runner's verdict on this
+/// very command line (`bwrap_runner::check()`: its option checks, then its probe; empty
+/// when it can run it here); `bwrap_only` are `bwrap_only_flags`.
+///
+/// - Usable: bwrap.
+/// - `errc::not_available` (bwrap is missing, cannot create its namespaces here, cannot
+///   mask the caller's credentials): the local backend with one warning that says why,
+///   unless the command line asks for something only bwrap enforces (`bwrap_only`): then
+///   the refusal `--backend bwrap` would give (its code and reason).
+/// - Any other failure is bwrap refusing this command line (a root or `--writable`
+///   directory it cannot make writable, such as `/` or a home directory, or that a root
+///   caller's sandbox user cannot reach; a bad `--unix-socket`): refused as with
+///   `--backend bwrap`, never run unconfined instead.
+backend_choice choose_backend(const std::optional<failure>& bwrap_check,
+                              const std::vector<std::string>& bwrap_only);
+
+/// \brief `--enforcement`'s JSON: `backend` (the backend the report is for) and, when
+/// `reason` is not empty (`--backend auto`), `backend_reason`, then the report's keys
+/// (`to_json(enforcement_report)`). No trailing newline.
+std::string enforcement_to_json(const sandbox::enforcement_report& e, std::string_view backend,
+                                std::string_view reason);
 
 /// The usage text, ending with a newline.
 std::string usage();

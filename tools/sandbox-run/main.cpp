@@ -26,6 +26,7 @@
 #include <csignal>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -121,7 +122,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
 {
     if (cfg.json)
     {
-        cli::write_fully(STDOUT_FILENO, cli::result_to_json(ec, result) + "\n");
+        cli::write_fully(STDOUT_FILENO, cli::result_to_json(ec, result, cfg.backend) + "\n");
         return cli::exit_status_for(ec, result);
     }
     if (ec)
@@ -147,22 +148,67 @@ int report_stream_end(const cli::output_sink& out)
     }
 }
 
-std::unique_ptr<sandbox::runner> make_runner(asio::io_context& ioc, const cli::run_config& cfg)
+std::unique_ptr<sandbox::bwrap_runner> make_bwrap(asio::io_context& ioc,
+                                                  const cli::run_config& cfg)
 {
+    sandbox::bwrap_runner_options o;
+    static_cast<sandbox::common_runner_options&>(o) = cfg.runner; // root, cgroup, output cap
+    o.writable_paths = cfg.bwrap.writable;
+    o.read_deny = cfg.bwrap.read_deny;
+    o.write_deny = cfg.bwrap.write_deny;
+    o.unix_sockets = cfg.bwrap.unix_sockets;
+    o.sandbox_user = cfg.bwrap.sandbox_user;
+    o.proxy = cfg.net_proxy;
+    return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
+}
+
+// bwrap's verdict on this command line: its option checks, then its probe (run once per
+// runner: the run itself does not probe again).
+std::optional<sandbox::failure> check_bwrap(asio::io_context& ioc, sandbox::bwrap_runner& b)
+{
+    std::optional<sandbox::failure> verdict;
+    std::exception_ptr thrown;
+    asio::co_spawn(ioc, b.check(), [&](std::exception_ptr e, std::optional<sandbox::failure> f) {
+        thrown = e;
+        verdict = std::move(f);
+    });
+    ioc.run();
+    ioc.restart();
+    if (thrown)
+        std::rethrow_exception(thrown);
+    return verdict;
+}
+
+// The backend that runs the command: the one --backend names, or auto's choice.
+struct backend_pick
+{
+    std::unique_ptr<sandbox::runner> runner; // on a refusal: the bwrap runner, for its report
+    cli::backend_choice choice;
+};
+
+backend_pick pick_backend(asio::io_context& ioc, const cli::run_config& cfg)
+{
+    backend_pick p;
+    p.choice.backend = cfg.backend;
+    if (cfg.backend == "local")
+    {
+        p.runner = std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
+        return p;
+    }
+    auto bwrap = make_bwrap(ioc, cfg);
     if (cfg.backend == "bwrap")
     {
-        sandbox::bwrap_runner_options o;
-        o.root = cfg.runner.root;
-        o.writable_paths = cfg.bwrap.writable;
-        o.read_deny = cfg.bwrap.read_deny;
-        o.write_deny = cfg.bwrap.write_deny;
-        o.unix_sockets = cfg.bwrap.unix_sockets;
-        o.sandbox_user = cfg.bwrap.sandbox_user;
-        o.proxy = cfg.net_proxy;
-        o.default_max_output_bytes = cfg.runner.default_max_output_bytes;
-        return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
+        if (cfg.enforcement) // its report covers the probe (namespaces may be disabled here)
+            check_bwrap(ioc, *bwrap);
+        p.runner = std::move(bwrap);
+        return p;
     }
-    return std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
+    p.choice = cli::choose_backend(check_bwrap(ioc, *bwrap), cli::bwrap_only_flags(cfg));
+    if (p.choice.backend == "local")
+        p.runner = std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
+    else
+        p.runner = std::move(bwrap);
+    return p;
 }
 
 // The chain of --allow-command, --ask and --audit in front of the backend (none: the backend
@@ -212,20 +258,24 @@ void note_unwritable(const sandbox::runner& runner)
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
-    auto owned = make_runner(ioc, cfg);
+    auto [owned, choice] = pick_backend(ioc, cfg);
+    cfg.backend = choice.backend;
 
     if (cfg.enforcement)
     {
-        // bwrap's report covers its availability probe (namespaces may be disabled here).
-        if (auto* b = dynamic_cast<sandbox::bwrap_runner*>(owned.get()))
-        {
-            asio::co_spawn(ioc, b->check(), asio::detached);
-            ioc.run();
-            ioc.restart();
-        }
-        cli::write_fully(STDOUT_FILENO, sandbox::to_json(owned->enforcement()) + "\n");
+        cli::write_fully(STDOUT_FILENO, cli::enforcement_to_json(owned->enforcement(),
+                                                                 choice.backend, choice.reason) +
+                                            "\n");
         return 0;
     }
+    if (choice.refusal)
+    {
+        sandbox::exec_result nothing;
+        nothing.diag = choice.refusal->diag;
+        return report(cfg, choice.refusal->code, nothing);
+    }
+    if (!choice.warning.empty())
+        print_error(choice.warning);
     note_unwritable(*owned);
     std::shared_ptr<sandbox::audit_file> audit;
     try
