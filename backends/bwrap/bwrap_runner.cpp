@@ -503,6 +503,9 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
     plan.max_output_bytes = 4096;
     plan.timeout = std::chrono::seconds(10);
     plan.backend_name = "bwrap";
+    // The probe is often the context's first execution, and the first one decides where the
+    // helper keeps its trees: without the runner's setting the helper would start with none.
+    plan.cgroup = opts_.cgroup;
     if (auto as = st->user ? backend::run_as_user(plan, st->user->uid, st->user->gid)
                            : outcome<void>();
         !as)

@@ -402,6 +402,19 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
     BOOST_TEST(!contains(bwrap_cmdline, "s3cr3t-value"));
 }
 
+BOOST_AUTO_TEST_CASE(an_exec_is_in_a_cgroup_whenever_enforcement_says_the_cgroup_holds_it)
+{
+    // The runner's first execution is its probe of bwrap, and the first one decides where the
+    // context's helper keeps its trees: a probe without the runner's cgroup setting left every
+    // bwrap exec outside a cgroup while enforcement() said the cgroup killed the tree.
+    bwrap_fixture f;
+    const auto e = f.runner.enforcement();
+    auto [ec, r] = f.sh("true");
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(r.in_cgroup == (e.tree_kill_by == "cgroup"),
+               "in_cgroup " << r.in_cgroup << ", tree_kill_by " << e.tree_kill_by);
+}
+
 BOOST_AUTO_TEST_CASE(read_deny_paths_are_masked)
 {
     host_dir secrets; // readable by the sandbox unless masked
