@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 "$here/scripts/setup.sh" --target sandbox-run
-bin="$here/build/tools/sandbox-run/sandbox-run"
+bin="$here/build/bin/sandbox-run"
 
 # sandbox-run's options end at "--" or at the first argument that is neither an option nor
 # an option's value (the command): look for --backend only up to there.

@@ -16,6 +16,8 @@
 #   curl git python3                  real clients in the network tests (inside the sandbox)
 #   procps                            `ps`, used only by the benchmark's baseline
 #   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
+#   pkgconf dpkg-dev file             the install tests: pkg-config, and cpack's Debian package
+#                                     (dpkg-shlibdeps finds its run-time dependencies)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +38,7 @@ done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
           libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev procps bubblewrap
-          curl git python3)
+          curl git python3 pkgconf dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test.sh: install what is missing, build what is stale, run every test suite.
 #
-#   scripts/test.sh              the normal build (RelWithDebInfo, -Werror), then the TSan job
+#   scripts/test.sh              the normal build (RelWithDebInfo, -Werror), the install tests
+#                                (test/install/run.sh: static, shared and .deb installs of a
+#                                Release build, the README's consumer against each), then the
+#                                TSan job
 #   scripts/test.sh --sanitize   the ASan + UBSan build (build-asan/)
 #   scripts/test.sh --tsan       the TSan job alone: the two-thread test (test/threads/) built
 #                                with ThreadSanitizer in build-tsan/ (the library, the local
@@ -35,5 +38,6 @@ elif [ "${1:-}" = "--tsan" ]; then
 else
   scripts/setup.sh
   ctest --test-dir build --output-on-failure
+  test/install/run.sh
   tsan_job
 fi

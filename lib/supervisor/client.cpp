@@ -1,5 +1,6 @@
 // lib/supervisor/client.cpp: starting the helper, handing out worker channels, shutdown.
 #include "supervisor/client.hpp"
+#include "supervisor/program_lookup.hpp"
 
 #include <sandbox/error.hpp>
 
@@ -126,12 +127,7 @@ boost::asio::execution_context::id supervisor_service::id;
 
 std::string supervisor_program()
 {
-    if (const char* e = std::getenv("SANDBOX_SUPERVISOR"); e && *e)
-        return e;
-    for (const char* p : {SANDBOX_SUPERVISOR_INSTALL_PATH, SANDBOX_SUPERVISOR_BUILD_PATH})
-        if (::access(p, X_OK) == 0)
-            return p;
-    return {};
+    return find_supervisor_program().path;
 }
 
 supervisor_service::supervisor_service(boost::asio::execution_context& ctx)
@@ -161,12 +157,12 @@ void supervisor_service::shutdown()
 
 outcome<void> supervisor_service::start_helper_locked()
 {
-    const std::string path = supervisor_program();
+    const program_lookup found = find_supervisor_program();
+    const std::string& path = found.path;
     if (path.empty())
         return make_failure(errc::not_available,
-                            "the supervisor helper sandbox-supervisor was not found (installed "
-                            "at " SANDBOX_SUPERVISOR_INSTALL_PATH " or in the build tree); set "
-                            "SANDBOX_SUPERVISOR to its path",
+                            "the supervisor helper sandbox-supervisor was not found (" +
+                                found.tried + "); set SANDBOX_SUPERVISOR to its path",
                             "supervisor");
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -582,9 +578,14 @@ bool fork_gate_usable() noexcept
         // a listener on a filter above us (a container runtime that intercepts syscalls:
         // EBUSY), a forbidden no_new_privs. The helper program installs the real filter
         // on itself and exits, once per process.
-        const bool ok = fork_gate_precheck() && detail::probe_fork_gate_in_helper() == 0;
-        probed_usable = ok ? 1 : 0;
-        return ok;
+        if (!fork_gate_precheck())
+            return false;
+        const int err = detail::probe_fork_gate_in_helper();
+        // No helper program: that is what an exec will say (not_available "supervisor"), not
+        // a fault of the gate's.
+        if (err != ENOENT)
+            probed_usable = err == 0 ? 1 : 0;
+        return err == 0;
     }();
     return usable;
 }

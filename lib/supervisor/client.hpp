@@ -124,8 +124,8 @@ private:
     std::atomic<std::uint64_t> samples_{0}, failed_{0}, budget_kills_{0}, unenforceable_kills_{0};
 };
 
-/// Where the helper program is: $SANDBOX_SUPERVISOR, else the installed copy, else the one in
-/// the build tree. Empty when none is executable.
+/// Where the helper program is (see supervisor/program_lookup.hpp). Empty when no candidate is
+/// usable.
 std::string supervisor_program();
 
 /// Runs `sandbox-supervisor --probe-fork-gate` and waits for it (a few milliseconds; once

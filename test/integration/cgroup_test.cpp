@@ -495,6 +495,39 @@ BOOST_AUTO_TEST_CASE(a_fork_bomb_at_full_speed_leaves_no_survivor,
     BOOST_TEST(left.empty(), "bomb processes alive after the exec completed: " << fmt(left));
 }
 
+BOOST_AUTO_TEST_CASE(a_member_that_leaves_its_cgroup_still_dies_with_the_exec,
+                     *boost::unit_test::precondition(cgroup_path_used))
+{
+    // A member writes itself into another cgroup's cgroup.procs (here the site's: root may),
+    // so cgroup.kill no longer reaches it, and is orphaned at once. The worker, the subreaper
+    // of the whole tree, still holds it: the exec completes only once it is dead. (This is
+    // why the worker stays on the cgroup path: a tree spawned from the caller would lose it.)
+    context c("auto");
+    const fs::path site = c.runner.enforcement().cgroup;
+    const fs::path pidfile = c.root.path() / "escaped";
+    const std::string script =
+        "(sh -c 'echo $$ > \"$1/cgroup.procs\" && cat /proc/self/cgroup > \"$2.cgroup\" && "
+        "echo $$ > \"$2\" && exec sleep 60' sh \"$1\" \"$2\" &); "
+        "while [ ! -s \"$2\" ]; do sleep 0.01; done";
+    sandbox::exec_request req;
+    req.command = "/bin/sh";
+    req.args = {"-c", script, "sh", site.string(), pidfile.string()};
+    req.options.timeout = 20s;
+    auto [ec, r] = c.run(std::move(req));
+    const auto escaped = sbx_test::read_pids(pidfile);
+    BOOST_REQUIRE_MESSAGE(escaped.size() == 1u, "no escapee: " << ec.message() << " " << r.err.data);
+    const bool alive_after = sbx_test::alive(escaped.front()); // at once: no grace
+    if (alive_after)
+        ::kill(escaped.front(), SIGKILL);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(r.exit_code == 0);
+    // It did leave: its cgroup was the site's, not the exec's.
+    const std::string its = "\n" + read_text(fs::path(pidfile.string() + ".cgroup"));
+    BOOST_TEST(contains(its, "\n0::" + own_cgroup() + "\n"), its);
+    BOOST_TEST(!alive_after, "the member that left its cgroup outlived the exec: "
+                                 << escaped.front());
+}
+
 // --- (c) the helper stopped, its worker killed: the library kills the cgroup --------------------
 
 BOOST_AUTO_TEST_CASE(a_stopped_helper_that_lost_its_worker_leaves_no_survivor,
