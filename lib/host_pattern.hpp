@@ -43,14 +43,14 @@ struct host_pattern
 ///
 /// Fails with `errc::validation` and a one-line message that quotes the offending text. The
 /// failure carries no `limit`: the caller knows which field the text came from.
-outcome<host_pattern> parse_host_pattern(std::string_view text);
+SANDBOX_DECL outcome<host_pattern> parse_host_pattern(std::string_view text);
 
 /// \brief Quotes user-supplied text for a diagnostics message.
 ///
 /// Wraps it in single quotes, escapes quotes, backslashes, control and non-ASCII bytes as
 /// `\xNN`, and shortens text longer than `max_chars` with a trailing "...", so that the
 /// message stays on one line and safe to log.
-std::string quote_for_message(std::string_view text, std::size_t max_chars = 80);
+SANDBOX_DECL std::string quote_for_message(std::string_view text, std::size_t max_chars = 80);
 
 } // namespace sandbox::detail
 

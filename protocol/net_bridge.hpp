@@ -11,6 +11,8 @@
 #ifndef SANDBOX_PROTOCOL_NET_BRIDGE_HPP
 #define SANDBOX_PROTOCOL_NET_BRIDGE_HPP
 
+#include <sandbox/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -29,7 +31,8 @@ inline constexpr int net_bridge_backlog = 4096;
 /// The message body: "listen PORT\n".
 std::string net_bridge_body(std::uint16_t port);
 /// The port of a body, or nothing when it is not exactly one (port 0 included).
-std::optional<std::uint16_t> parse_net_bridge_body(std::string_view body);
+/// Exported from libsandbox: the egress proxy (libsandbox_net) reads the body too.
+SANDBOX_DECL std::optional<std::uint16_t> parse_net_bridge_body(std::string_view body);
 
 /// \brief The command's environment under the proxy (pure; unit-tested): `env` ("NAME=value")
 /// without any variable whose upper-cased name is HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,

@@ -15,8 +15,9 @@ namespace sandbox::launch {
 ///
 /// A name with a '/' is returned as given (exec classifies it). Errors: nothing found →
 /// `errc::not_found`; found but not executable (or not a regular file) → `errc::forbidden`.
-outcome<std::string> find_command(const std::string& command, const std::vector<std::string>& env,
-                                  int work_dir_fd);
+SANDBOX_DECL outcome<std::string> find_command(const std::string& command,
+                                               const std::vector<std::string>& env,
+                                               int work_dir_fd);
 
 } // namespace sandbox::launch
 

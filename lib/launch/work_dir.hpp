@@ -10,7 +10,7 @@
 namespace sandbox::launch {
 
 /// The root made absolute with symlinks resolved (kept absolute when it cannot be resolved).
-std::string canonical_root(const std::string& root);
+SANDBOX_DECL std::string canonical_root(const std::string& root);
 
 /// \brief Resolves `work_dir` against `root` and opens it (O_PATH directory descriptor).
 ///
@@ -21,7 +21,8 @@ std::string canonical_root(const std::string& root);
 /// (with fchdir on this descriptor) is exactly the one that was checked: a symlink swapped in
 /// between cannot redirect it. Missing → `errc::not_found`; not a directory →
 /// `errc::validation`; permission → `errc::forbidden`. `diag.path` names the request.
-outcome<backend::unique_fd> open_work_dir(const std::string& root, const std::string& work_dir);
+SANDBOX_DECL outcome<backend::unique_fd> open_work_dir(const std::string& root,
+                                                      const std::string& work_dir);
 
 } // namespace sandbox::launch
 

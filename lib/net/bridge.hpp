@@ -27,11 +27,12 @@ public:
         unique_fd host_end;
         unique_fd init_end;
     };
-    static outcome<ends> make_ends();
+    // Exported (SANDBOX_DECL) for the bwrap backend, like the constructor and destructor.
+    SANDBOX_DECL static outcome<ends> make_ends();
 
     /// Starts reading listeners from `host_end` and serving them with `gate`.
-    sandbox_network(std::shared_ptr<egress> gate, unique_fd host_end);
-    ~sandbox_network();
+    SANDBOX_DECL sandbox_network(std::shared_ptr<egress> gate, unique_fd host_end);
+    SANDBOX_DECL ~sandbox_network();
 
     struct state;
 

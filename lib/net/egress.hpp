@@ -68,8 +68,10 @@ struct egress_config
 /// \brief Builds the config of `p` (mode allow_list or proxy): compiles the rules, parses
 /// the upstream, makes the resolver from `o`, reads the host's interface addresses.
 /// `errc::validation` with the field for bad input.
-outcome<egress_config> make_egress_config(boost::asio::any_io_executor ex, const net_policy& p,
-                                          const proxy_options& o, net_record_handler on_record);
+SANDBOX_DECL outcome<egress_config> make_egress_config(boost::asio::any_io_executor ex,
+                                                       const net_policy& p,
+                                                       const proxy_options& o,
+                                                       net_record_handler on_record);
 
 /// \brief What became of a request; the fronts map it to a reply (HTTP status / SOCKS REP).
 enum class open_status
@@ -115,7 +117,8 @@ struct opened
 class egress
 {
 public:
-    egress(boost::asio::any_io_executor ex, egress_config cfg);
+    /// Exported (SANDBOX_DECL) for the bwrap backend, which makes one per call.
+    SANDBOX_DECL egress(boost::asio::any_io_executor ex, egress_config cfg);
 
     /// \brief Decides on `target` (canonical) for `protocol`, then resolves (once, only an
     /// allowed name, never under an upstream), guards every answer, and dials the vetted
