@@ -8,7 +8,7 @@
 #   shared  the shared build of `scripts/install.sh --deb` (configured for /usr), staged the
 #           same way; also the README's pkg-config line
 #   deb     the .deb `scripts/install.sh --deb` writes, installed with apt-get (root only),
-#           removed afterwards whatever happens
+#           purged afterwards whatever happens
 # No installed file may carry the path of the build tree it came from.
 #
 #   test/install/run.sh [static] [shared] [deb]       (default: all three)
@@ -21,7 +21,7 @@ work=$(mktemp -d /tmp/sbx-install-XXXXXX)
 deb_installed=0
 cleanup() {
   if [ "$deb_installed" -eq 1 ]; then
-    apt-get remove -y -q sandbox > /dev/null 2>&1 || echo "install test: could not remove the sandbox package" >&2
+    apt-get purge -y -q sandbox > /dev/null 2>&1 || echo "install test: could not remove the sandbox package" >&2
   fi
   rm -rf "$work"
 }
