@@ -251,6 +251,9 @@ int cgroup_leaf::adopt(int tree_fd, std::string_view name, const cgroup_limits& 
         why = leaf.name_ + ": " + why;
         return err;
     }
+    // (Either may fail to open: read_file then opens it by name each time.)
+    leaf.events_file_.reset(::openat(leaf.fd(), "cgroup.events", O_RDONLY | O_CLOEXEC));
+    leaf.cpu_file_.reset(::openat(leaf.fd(), "cpu.stat", O_RDONLY | O_CLOEXEC));
     out = std::move(leaf);
     return 0;
 }
@@ -264,10 +267,29 @@ int cgroup_leaf::kill()
     return freeze_and_kill(dir_.get());
 }
 
+int cgroup_leaf::read_file(const unique_fd& kept, const char* name, std::string& out) const
+{
+    if (!kept)
+        return read_cgroup_file(dir_.get(), name, out);
+    out.clear();
+    char buf[4096];
+    for (;;)
+    {
+        const ssize_t n = ::pread(kept.get(), buf, sizeof buf, static_cast<off_t>(out.size()));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        out.append(buf, static_cast<std::size_t>(n));
+        if (n == 0 || static_cast<std::size_t>(n) < sizeof buf)
+            return 0;
+    }
+}
+
 std::optional<cgroup_reading> cgroup_leaf::read() const
 {
     std::string events;
-    if (!dir_ || read_cgroup_file(dir_.get(), "cgroup.events", events) != 0)
+    if (!dir_ || read_file(events_file_, "cgroup.events", events) != 0)
         return std::nullopt;
     cgroup_reading r;
     r.populated = flat_keyed_value(events, "populated").value_or(0) != 0;
@@ -283,7 +305,7 @@ std::optional<cgroup_reading> cgroup_leaf::read() const
 std::optional<bool> cgroup_leaf::populated() const
 {
     std::string events;
-    if (!dir_ || read_cgroup_file(dir_.get(), "cgroup.events", events) != 0)
+    if (!dir_ || read_file(events_file_, "cgroup.events", events) != 0)
         return std::nullopt;
     const auto v = flat_keyed_value(events, "populated");
     if (!v)
@@ -294,7 +316,7 @@ std::optional<bool> cgroup_leaf::populated() const
 std::optional<std::chrono::microseconds> cgroup_leaf::cpu() const
 {
     std::string text;
-    if (!dir_ || read_cgroup_file(dir_.get(), "cpu.stat", text) != 0)
+    if (!dir_ || read_file(cpu_file_, "cpu.stat", text) != 0)
         return std::nullopt;
     auto usec = flat_keyed_value(text, "usage_usec");
     if (!usec)
@@ -313,6 +335,8 @@ int cgroup_leaf::remove(int tree_fd)
 {
     if (::unlinkat(tree_fd, name_.c_str(), AT_REMOVEDIR) != 0)
         return errno;
+    events_file_.reset();
+    cpu_file_.reset();
     events_.reset();
     dir_.reset();
     return 0;

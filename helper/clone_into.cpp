@@ -12,24 +12,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// A sanitizer's runtime keeps per-thread state (the shadow of the stack, the shadow call
-// stack) that a child sharing our memory on a stack of its own would corrupt: there the child
-// is a copy of us.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SBX_CHILD_SHARES_MEMORY 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SBX_CHILD_SHARES_MEMORY 0
-#endif
-#endif
-#if !defined(SBX_CHILD_SHARES_MEMORY)
-#if defined(__x86_64__)
-#define SBX_CHILD_SHARES_MEMORY 1
-#else
-#define SBX_CHILD_SHARES_MEMORY 0
-#endif
-#endif
-
 namespace sandbox::detail {
 
 namespace {
@@ -68,8 +50,7 @@ clone_args into_cgroup(int cgroup_fd, std::uint64_t flags)
 
 #if SBX_CHILD_SHARES_MEMORY
 
-// The stack of one child: mapped for it, a guard page below, unmapped once the child has
-// left our memory (CLONE_VFORK returns then).
+// A stack for children: a guard page below it.
 class child_stack
 {
 public:
@@ -94,6 +75,16 @@ public:
             ::munmap(base_, guard_ + clone_stack_size);
     }
     char* lowest() const { return base_ ? base_ + guard_ : nullptr; }
+
+    // This thread's stack, mapped at its first child and kept: a child runs on it only while
+    // this thread waits (CLONE_VFORK), so the next child of the thread may have it again.
+    // (Mapping and unmapping one per child cost three calls and, as the child ran on another
+    // cpu, a TLB shootdown at each unmap.)
+    static char* of_this_thread()
+    {
+        thread_local child_stack kept;
+        return kept.lowest();
+    }
 
 private:
     static inline const std::size_t guard_ = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -128,11 +119,11 @@ long raw_clone3(clone_args* ca, child_entry entry, void* arg)
 
 int start(int cgroup_fd, child_entry entry, void* arg, pid_t& pid)
 {
-    child_stack stack;
-    if (!stack.lowest())
-        return errno;
+    char* const stack = child_stack::of_this_thread();
+    if (!stack)
+        return ENOMEM;
     clone_args ca = into_cgroup(cgroup_fd, CLONE_VM);
-    ca.stack = reinterpret_cast<std::uintptr_t>(stack.lowest());
+    ca.stack = reinterpret_cast<std::uintptr_t>(stack);
     ca.stack_size = clone_stack_size;
     const long r = raw_clone3(&ca, entry, arg);
     if (r < 0)

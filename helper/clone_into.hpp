@@ -14,7 +14,29 @@
 
 #include <sys/types.h>
 
+// A sanitizer's runtime keeps per-thread state (the shadow of the stack, the shadow call
+// stack) that a child sharing our memory on a stack of its own would corrupt: there the child
+// is a copy of us.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SBX_CHILD_SHARES_MEMORY 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SBX_CHILD_SHARES_MEMORY 0
+#endif
+#endif
+#if !defined(SBX_CHILD_SHARES_MEMORY)
+#if defined(__x86_64__)
+#define SBX_CHILD_SHARES_MEMORY 1
+#else
+#define SBX_CHILD_SHARES_MEMORY 0
+#endif
+#endif
+
 namespace sandbox::detail {
+
+/// Whether the child of clone_into_cgroup shares our memory (what it stores before it
+/// executes a program or ends is then seen here once clone_into_cgroup returns).
+inline constexpr bool clone_child_shares_memory = SBX_CHILD_SHARES_MEMORY != 0;
 
 /// What a child runs: it never returns (it executes a program or `_exit`s). While it runs it
 /// may share our memory with us suspended: async-signal-safe calls only, no allocation.

@@ -190,22 +190,27 @@ struct into_plan
     const spawn_args& a;
     int stdin_fd;
     const std::vector<int>& extra;
-    int report_fd; // the pipe's end, above 2 + extra.size(), close-on-exec
+    int report_fd; // a pipe's end above 2 + extra.size(), close-on-exec; -1: `err` instead
     char* const* argv;
     char* const* envp;
+    volatile int err = 0; // the child's failure, where it shares our memory
 };
 
-// The child: posix_spawn's set-up, then the command; a failure's errno goes to the pipe.
+// The child: posix_spawn's set-up, then the command. A failure's errno goes into the plan
+// (a child sharing our memory) or to the pipe.
 [[noreturn]] void exec_into(void* plan)
 {
-    const auto& c = *static_cast<const into_plan*>(plan);
+    auto& c = *static_cast<into_plan*>(plan);
     int err = set_up_child(c.a, c.stdin_fd, c.extra, c.report_fd);
     if (err == 0)
     {
         ::execve(c.a.executable.c_str(), c.argv, c.envp);
         err = errno;
     }
-    [[maybe_unused]] const auto n = ::write(c.report_fd, &err, sizeof err);
+    if (c.report_fd < 0)
+        c.err = err;
+    else
+        [[maybe_unused]] const auto n = ::write(c.report_fd, &err, sizeof err);
     ::_exit(127);
 }
 
@@ -222,31 +227,41 @@ int child_report(int fd)
     return n == static_cast<ssize_t>(sizeof err) && err != 0 ? err : EPROTO;
 }
 
+// A child that failed before its command: reaped, its errno returned.
+int reap_failed(pid_t child, int err)
+{
+    ::kill(child, SIGKILL); // (it has ended already unless the pipe itself failed)
+    ::waitpid(child, nullptr, 0);
+    return err;
+}
+
 // clone3 into the cgroup `a.cgroup_fd`, the child set up as posix_spawn's is; a child that
-// failed is reaped before the errno is returned, as posix_spawn does.
+// failed is reaped before the errno is returned, as posix_spawn does. A child sharing our
+// memory leaves its errno in the plan (glibc's posix_spawn does the same); a copy of us (the
+// sanitizer builds) writes it to a pipe.
 int spawn_into_cgroup(const spawn_args& a, int stdin_src, const std::vector<int>& extra,
                       char* const* argv, char* const* envp, pid_t& pid)
 {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0)
-        return errno;
-    unique_fd from_child(p[0]), low(p[1]);
-    unique_fd to_parent(::fcntl(low.get(), F_DUPFD_CLOEXEC, 3 + static_cast<int>(extra.size())));
-    if (!to_parent)
-        return errno;
-    low.reset();
-    into_plan c{a, stdin_src, extra, to_parent.get(), argv, envp};
+    unique_fd from_child, to_parent;
+    if constexpr (!clone_child_shares_memory)
+    {
+        int p[2];
+        if (::pipe2(p, O_CLOEXEC) != 0)
+            return errno;
+        from_child.reset(p[0]);
+        unique_fd low(p[1]);
+        to_parent.reset(::fcntl(low.get(), F_DUPFD_CLOEXEC, 3 + static_cast<int>(extra.size())));
+        if (!to_parent)
+            return errno;
+    }
+    into_plan c{a, stdin_src, extra, to_parent ? to_parent.get() : -1, argv, envp};
     pid_t child = -1;
     if (int rc = clone_into_cgroup(a.cgroup_fd, exec_into, &c, child); rc != 0)
         return rc;
     to_parent.reset(); // the child has executed the command or ended: its copy is closed
-    const int rc = child_report(from_child.get());
+    const int rc = from_child ? child_report(from_child.get()) : c.err;
     if (rc != 0)
-    {
-        ::kill(child, SIGKILL); // (it has ended already unless the pipe itself failed)
-        ::waitpid(child, nullptr, 0);
-        return rc;
-    }
+        return reap_failed(child, rc);
     pid = child;
     return 0;
 }

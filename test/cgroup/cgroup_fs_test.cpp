@@ -562,10 +562,28 @@ BOOST_FIXTURE_TEST_CASE(leaf_reads_the_event_and_stat_files, stand_in_leaf)
     BOOST_TEST(!leaf.cpu().has_value());
     BOOST_TEST(leaf.read()->cpu.count() == 0);
 
+    // cgroup.events and cpu.stat stay open from the leaf's making (read at offset 0 each
+    // time: above, each new content was seen); a removed cgroup's open files fail to read,
+    // which the real-mount test below checks.
+}
+
+// A leaf whose cpu.stat could not be opened when it was made reads it by name each time:
+// absent, then present.
+BOOST_AUTO_TEST_CASE(leaf_reads_by_name_what_it_could_not_keep_open)
+{
+    temp_dir tree;
+    stand_in_cgroup(tree / "x-1-1");
     ::unlink((tree / "x-1-1/cpu.stat").c_str());
+    unique_fd dir = open_dir(tree.path());
+    sd::cgroup_leaf leaf;
+    std::string why;
+    BOOST_TEST_REQUIRE(sd::cgroup_leaf::adopt(dir.get(), "x-1-1", {}, 0, leaf, why) == 0);
     BOOST_TEST(!leaf.cpu().has_value());
-    ::unlink((tree / "x-1-1/cgroup.events").c_str());
-    BOOST_TEST(!leaf.read().has_value());
+    BOOST_TEST(leaf.read()->cpu.count() == 0);
+    put(tree / "x-1-1/cpu.stat", "usage_usec 77\n");
+    BOOST_TEST(leaf.cpu().value_or(0us).count() == 77);
+    put(tree / "x-1-1/cpu.stat", "usage_usec 78\n");
+    BOOST_TEST(leaf.read()->cpu.count() == 78);
 }
 
 BOOST_FIXTURE_TEST_CASE(leaf_events_fd_wakes_on_each_event_file, stand_in_leaf)
@@ -872,6 +890,10 @@ BOOST_AUTO_TEST_CASE(tree_lifecycle_kill_emptiness_cpu_and_cleanup)
         CHILD_CHECK(f, !static_cast<bool>(tree));
         CHILD_CHECK(f, !exists(path));
         CHILD_CHECK(f, killed_by_sigkill(left.reap()));
+        // Its kept cgroup.events and cpu.stat now fail to read (ENODEV): no stale figures.
+        CHILD_CHECK(f, !last.read().has_value());
+        CHILD_CHECK(f, !last.populated().has_value());
+        CHILD_CHECK(f, !last.cpu().has_value());
         CHILD_CHECK(f, cgroup_of(::getpid()) == p.substr(real_mount().size()));
     });
     BOOST_TEST(failures == "");
