@@ -232,8 +232,12 @@ std::string escape_requested(std::string_view s)
 std::string endpoint_text(const tcp::endpoint& ep)
 {
     const auto a = ep.address();
-    const std::string host = a.is_v6() ? "[" + a.to_string() + "]" : a.to_string();
-    return host + ":" + std::to_string(ep.port());
+    std::string out; // (appended, not '+': GCC 12's false -Wrestrict in Release)
+    if (a.is_v6())
+        out.append("[").append(a.to_string()).append("]");
+    else
+        out = a.to_string();
+    return out.append(":").append(std::to_string(ep.port()));
 }
 
 std::string class_message(address_class c)

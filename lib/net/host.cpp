@@ -402,7 +402,7 @@ std::string format_authority(const canonical_host& h, std::uint16_t port,
 {
     std::string out;
     if (h.ip && h.ip->is_v6())
-        out = "[" + h.ip->to_string() + "]";
+        out.append("[").append(h.ip->to_string()).append("]"); // (no '+': GCC 12's -Wrestrict)
     else
         out = h.text();
     if (port != default_port)
