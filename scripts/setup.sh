@@ -13,6 +13,8 @@
 #   libc-ares-dev                     the egress proxy's DNS lookups (asynchronous, on the caller's loop)
 #   libidn2-dev                       IDNA (UTS-46) for host names in network rules and requests
 #   libunistring-dev                  libidn2's Unicode tables, for the static sandbox-run
+#   libyaml-dev                       YAML config documents (libyaml's event parser: positions,
+#                                     duplicate keys refused; docs/config.md)
 #   curl git python3                  real clients in the network tests (inside the sandbox)
 #   procps                            `ps`, used only by the benchmark's baseline
 #   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev procps bubblewrap
+          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev libyaml-dev procps bubblewrap
           curl git python3 pkgconf dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do

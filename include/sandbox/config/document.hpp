@@ -1,0 +1,136 @@
+// sandbox/config/document.hpp: a config document (JSON or YAML) that names sandboxes, each a
+// backend over a root with daemon-owned defaults, a command gate and approval tripwires;
+// parsed strictly, every problem reported with where it is (docs/config.md).
+#ifndef SANDBOX_CONFIG_DOCUMENT_HPP
+#define SANDBOX_CONFIG_DOCUMENT_HPP
+
+#include <sandbox/config.hpp>
+#include <sandbox/error.hpp>
+#include <sandbox/exec_options.hpp>
+#include <sandbox/failure.hpp>
+#include <sandbox/policy/decorators.hpp>
+
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox::config {
+
+/// The largest document `parse_document` reads (1 MiB): a bigger one is `errc::validation`.
+inline constexpr std::size_t max_document_bytes = 1 << 20;
+
+/// \brief One problem found in a document.
+struct problem
+{
+    /// `errc::validation` for everything the document says wrongly; `errc::not_available` for
+    /// what a backend cannot enforce here (the registry's capability gate).
+    errc code = errc::validation;
+    /// Where, in the document's own terms: `sandboxes["build"].defaults.net.rules[2].host`;
+    /// empty for the document as a whole.
+    std::string path{};
+    /// 1-based line and column of the offending value (or key) in the text; 0 when unknown
+    /// (a value that is missing, or a problem found after parsing).
+    int line = 0;
+    int column = 0;
+    std::string message{};
+};
+
+/// `path: message (line L, column C)`, as `failure` messages list problems.
+SANDBOX_DECL std::string to_string(const problem& p);
+
+/// \brief The approval tripwires of one sandbox (`approval:`); each enabled predicate sends a
+/// matching call to the application's approver (`build_options::ask`).
+struct approval_config
+{
+    /// A work directory outside the sandbox's root (`work_dir_outside_root`).
+    bool outside_workdir = false;
+    /// A network mode other than `inherit` (`net_non_default`).
+    bool non_default_network = false;
+    /// A terminal session (`interactive`).
+    bool interactive = false;
+    /// Commands matching these globs (`command_patterns`).
+    std::vector<std::string> sensitive_commands{};
+    /// How long the approver may take before the call is denied (`approval.deadline`).
+    std::chrono::nanoseconds deadline = std::chrono::minutes(5);
+
+    /// True when any predicate is enabled.
+    bool any() const noexcept
+    {
+        return outside_workdir || non_default_network || interactive ||
+               !sensitive_commands.empty();
+    }
+};
+
+/// \brief One named sandbox of a document.
+struct sandbox_entry
+{
+    std::string name{};
+    /// "local", "bwrap", or a name the application registered (`builder::register_backend`).
+    std::string backend{};
+    /// Exactly one of the two is set: a workspace name looked up in
+    /// `build_options::workspaces`, or the root directory itself.
+    std::string workspace{};
+    std::string root{};
+    /// The backend's own settings, decoded strictly by its factory; null when absent.
+    boost::json::value settings{};
+    /// Merged into every call (`merge_defaults`): timeout, kill grace, env, net, resources.
+    exec_options defaults{};
+    /// Unset: no command gate; set but empty: nothing may run.
+    std::optional<std::vector<std::string>> allowed_commands{};
+    command_match match = command_match::exact;
+    approval_config approval{};
+    /// Where the entry is in the text (its key), for messages; 0 when unknown.
+    int line = 0;
+    int column = 0;
+};
+
+/// \brief A parsed and validated document: version "v1" and its sandboxes, sorted by name.
+struct document
+{
+    std::string version{};
+    std::vector<sandbox_entry> sandboxes{};
+
+    /// The entry of this name, or null.
+    SANDBOX_DECL const sandbox_entry* find(std::string_view name) const noexcept;
+};
+
+/// \brief Parses and validates a document, collecting every problem.
+///
+/// JSON when the first byte that is not white space is `{`, YAML otherwise. Strict: unknown
+/// keys at any level, duplicate keys, a second document (YAML `---`, a second JSON value),
+/// YAML aliases and tags, a number where a duration or a string is due, a string where a
+/// number or a boolean is due, and every rule of docs/config.md are problems. Returns the
+/// problems in document order; empty when the document is good (then `parse_document`
+/// succeeds with it).
+SANDBOX_DECL std::vector<problem> check_document(std::string_view text);
+
+/// \brief Parses and validates a document (`check_document`). A bad one is
+/// `errc::validation`; the message lists every problem, one per line (`to_string(problem)`),
+/// `diag.path` is the first problem's path.
+SANDBOX_DECL outcome<document> parse_document(std::string_view text);
+
+/// \brief `parse_document` of a file's text. A file that cannot be read is classified by its
+/// OS error (`errc_from_errno`), with the path in the diagnostics; over
+/// `max_document_bytes` is `errc::validation`.
+SANDBOX_DECL outcome<document> load_document(const std::filesystem::path& file);
+
+/// \brief A duration as documents write it: one or more decimal numbers each with a unit,
+/// `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h` (`"30s"`, `"1h30m"`, `"1.5s"`, `"250ms"`), or
+/// `"0"`. No sign, no spaces; rounded up to whole nanoseconds; beyond the range of
+/// `std::chrono::nanoseconds` is refused. Errors are `errc::validation`.
+SANDBOX_DECL outcome<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+/// \brief A byte count as documents may write it: a non-negative integer, or a string of one
+/// with a binary unit (`"64MiB"`, `"1G"`, `"512K"`, `"100B"`; K, M, G, T with or without `iB`,
+/// powers of 1024). Decimal units (`"1MB"`) are refused as ambiguous.
+SANDBOX_DECL outcome<std::int64_t> parse_size(std::string_view text);
+
+} // namespace sandbox::config
+
+#endif // SANDBOX_CONFIG_DOCUMENT_HPP
