@@ -15,14 +15,29 @@ namespace sandbox::config {
 
 struct registry::impl
 {
+    struct built
+    {
+        std::string name;
+        std::string root;
+        runner* backend = nullptr; // owned by the chain
+        std::unique_ptr<runner> chain;
+    };
     document doc;
     // In build order (name order); destroyed in reverse.
-    std::vector<std::pair<std::string, std::unique_ptr<runner>>> runners;
+    std::vector<built> runners;
 
     ~impl()
     {
         while (!runners.empty())
             runners.pop_back();
+    }
+
+    const built* find(std::string_view name) const noexcept
+    {
+        for (const auto& b : runners)
+            if (b.name == name)
+                return &b;
+        return nullptr;
     }
 };
 
@@ -34,17 +49,27 @@ registry::~registry() = default;
 std::vector<std::string> registry::names() const
 {
     std::vector<std::string> out;
-    for (const auto& [name, r] : p_->runners)
-        out.push_back(name);
+    for (const auto& b : p_->runners)
+        out.push_back(b.name);
     return out;
 }
 
 runner* registry::find(std::string_view name) const noexcept
 {
-    for (const auto& [n, r] : p_->runners)
-        if (n == name)
-            return r.get();
-    return nullptr;
+    const auto* b = p_->find(name);
+    return b ? b->chain.get() : nullptr;
+}
+
+runner* registry::backend(std::string_view name) const noexcept
+{
+    const auto* b = p_->find(name);
+    return b ? b->backend : nullptr;
+}
+
+std::string registry::root(std::string_view name) const
+{
+    const auto* b = p_->find(name);
+    return b ? b->root : std::string();
 }
 
 runner& registry::get(std::string_view name) const
@@ -276,8 +301,9 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
             problems.insert(problems.end(), refused.begin(), refused.end());
             continue;
         }
-        p->runners.emplace_back(e.name,
-                                compose_local(std::move(backend), policy_of(e, *root, opts)));
+        runner* raw = backend.get();
+        p->runners.push_back(
+            {e.name, *root, raw, compose_local(std::move(backend), policy_of(e, *root, opts))});
     }
     if (!problems.empty())
         return std::nullopt; // p goes: the runners built so far, in reverse order

@@ -6,6 +6,7 @@
 
 #include <boost/asio/error.hpp>
 #include <utility>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -35,6 +36,7 @@
 namespace sandbox::cli {
 
 namespace po = boost::program_options;
+namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
@@ -244,6 +246,10 @@ po::options_description make_options()
         ("ask", po::value<std::vector<std::string>>()->composing(), "")
         ("ask-timeout", po::value<std::string>(), "")
         ("audit", po::value<std::string>(), "")
+        ("config", po::value<std::string>(), "")
+        ("sandbox", po::value<std::string>(), "")
+        ("check", po::bool_switch(), "")
+        ("workspace", po::value<std::vector<std::string>>()->composing(), "")
         ("help,h", po::bool_switch(), "");
     // clang-format on
     return d;
@@ -313,6 +319,50 @@ outcome<stdin_file> open_input_file(const std::string& path)
     f.fd = std::make_shared<const unique_fd>(std::move(fd));
     f.fifo = S_ISFIFO(st.st_mode);
     return f;
+}
+
+// --config, --sandbox, --check, --workspace, and the flags an entry decides instead.
+outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
+{
+    auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
+    cfg.check = vm["check"].as<bool>();
+    if (has("config") && (cfg.config_file = vm["config"].as<std::string>()).empty())
+        return make_failure(errc::validation, "--config: empty file name", "config");
+    if (has("sandbox"))
+        cfg.sandbox_name = vm["sandbox"].as<std::string>();
+    if (has("workspace"))
+        for (const auto& kv : vm["workspace"].as<std::vector<std::string>>())
+        {
+            const auto eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+                return make_failure(errc::validation,
+                                    "--workspace: expected NAME=DIR, got " + in_quotes(kv),
+                                    "workspace");
+            cfg.workspaces[kv.substr(0, eq)] = kv.substr(eq + 1);
+        }
+    if (cfg.config_file.empty())
+    {
+        for (const char* flag : {"sandbox", "check", "workspace"})
+            if (has(flag) && (std::string_view(flag) != "check" || cfg.check))
+                return make_failure(errc::validation,
+                                    std::string("--") + flag + " needs --config FILE", "config");
+        return {};
+    }
+    if (cfg.check && !cfg.sandbox_name.empty())
+        return make_failure(errc::validation, "--check checks every entry: no --sandbox",
+                            "config");
+    if (!cfg.check && cfg.sandbox_name.empty())
+        return make_failure(errc::validation, "--config needs --sandbox NAME (or --check)",
+                            "config");
+    for (const char* flag : {"backend", "root", "cgroup", "writable", "read-deny", "write-deny",
+                             "unix-socket", "sandbox-user", "resolve"})
+        if (has(flag))
+            return make_failure(errc::validation,
+                                std::string("--") + flag +
+                                    " cannot be used with --config: the entry decides it "
+                                    "(its backend, root and settings)",
+                                "config");
+    return {};
 }
 
 failure option_failure(const char* option, const failure& inner, const char* field)
@@ -561,7 +611,10 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     }
 
     run_config cfg;
-    cfg.request.options = default_policy();
+    if (auto r = parse_config_flags(vm, cfg); !r)
+        return r.error();
+    // Through a config entry, the entry's policy is the default and the flags narrow it.
+    cfg.request.options = cfg.config_file.empty() ? default_policy() : exec_options{};
     cfg.runner.default_max_output_bytes = sandbox::default_max_output_bytes;
     exec_options& o = cfg.request.options;
     auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
@@ -719,8 +772,10 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
         cfg.request.command = argv[split.command];
         cfg.request.args.assign(argv + split.command + 1, argv + argc);
     }
-    else if (!cfg.enforcement)
+    else if (!cfg.enforcement && !cfg.check)
         return make_failure(errc::validation, "missing COMMAND", "command");
+    if (cfg.check && split.command < argc)
+        return make_failure(errc::validation, "--check takes no COMMAND", "command");
     return cfg;
 }
 
@@ -990,6 +1045,109 @@ std::string result_to_json(const boost::system::error_code& ec, const sandbox::e
     return o.str();
 }
 
+namespace {
+
+json::value strings_or_null(const std::optional<std::vector<std::string>>& v)
+{
+    if (!v)
+        return nullptr;
+    json::array a;
+    for (const auto& s : *v)
+        a.emplace_back(s);
+    return a;
+}
+
+json::array strings(const std::vector<std::string>& v)
+{
+    json::array a;
+    for (const auto& s : v)
+        a.emplace_back(s);
+    return a;
+}
+
+// Milliseconds: an integer when whole (as JSON readers expect 30000, not 3E4).
+json::value millis(std::chrono::nanoseconds d)
+{
+    if (d.count() % 1000000 == 0)
+        return d.count() / 1000000;
+    return static_cast<double>(d.count()) / 1e6;
+}
+
+// The proxy URL with its password (if any) replaced by "***".
+std::string without_password(const std::string& url)
+{
+    const auto scheme = url.find("://");
+    const auto at = url.rfind('@');
+    if (scheme == std::string::npos || at == std::string::npos || at < scheme)
+        return url;
+    const auto colon = url.find(':', scheme + 3);
+    if (colon == std::string::npos || colon > at)
+        return url;
+    return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
+
+json::object net_to_json(const sandbox::net_policy& n)
+{
+    json::object o;
+    o["mode"] = sandbox::to_string(n.mode);
+    o["allow_hosts"] = strings(n.allow_hosts);
+    json::array rules;
+    for (const auto& r : n.rules)
+        rules.push_back(json::object{{"action", sandbox::to_string(r.action)},
+                                     {"host", r.host},
+                                     {"port", r.port}});
+    o["rules"] = std::move(rules);
+    o["proxy"] = without_password(n.proxy);
+    o["unix_sockets"] = strings(n.unix_sockets);
+    if (n.mitm)
+        o["mitm"] = json::object{{"enabled", n.mitm->enabled},
+                                 {"inspect_bodies", n.mitm->inspect_bodies},
+                                 {"max_body_bytes", n.mitm->max_body_bytes},
+                                 {"hosts", strings(n.mitm->hosts)},
+                                 {"exclude_hosts", strings(n.mitm->exclude_hosts)}};
+    return o;
+}
+
+} // namespace
+
+std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_view root,
+                          const sandbox::enforcement_report& enforcement)
+{
+    const auto& d = e.defaults;
+    json::object env{{"allow", strings_or_null(d.env.allow)}};
+    json::object inject;
+    for (const auto& [k, v] : d.env.inject)
+        inject[k] = v;
+    env["inject"] = std::move(inject);
+    json::object limits{{"memory_bytes", d.limits.memory_bytes},
+                        {"cpu_millicores", d.limits.cpu_millicores},
+                        {"disk_bytes", d.limits.disk_bytes},
+                        {"max_output_bytes", d.limits.max_output_bytes},
+                        {"max_processes", d.limits.max_processes},
+                        {"max_tasks", d.limits.max_tasks}};
+    json::object approval{{"outside_workdir", e.approval.outside_workdir},
+                          {"non_default_network", e.approval.non_default_network},
+                          {"interactive", e.approval.interactive},
+                          {"sensitive_commands", strings(e.approval.sensitive_commands)},
+                          {"deadline_ms", millis(e.approval.deadline)}};
+    json::object policy{{"timeout_ms", millis(d.timeout)},
+                        {"kill_grace_ms", millis(d.kill_grace)},
+                        {"env", std::move(env)},
+                        {"net", net_to_json(d.net)},
+                        {"resources", std::move(limits)},
+                        {"allowed_commands", strings_or_null(e.allowed_commands)},
+                        {"command_match", e.match == sandbox::command_match::exact
+                                              ? "exact"
+                                              : "base_name"},
+                        {"approval", std::move(approval)}};
+    json::object o{{"name", e.name},
+                   {"backend", e.backend},
+                   {"root", std::string(root)},
+                   {"policy", std::move(policy)},
+                   {"enforcement", json::parse(sandbox::to_json(enforcement))}};
+    return json::serialize(o);
+}
+
 std::string usage()
 {
     std::string env_list;
@@ -1098,6 +1256,19 @@ std::string usage()
            "  --audit FILE        append a JSON line to FILE for every decision and the\n"
            "                      outcome, and for every connection through the egress\n"
            "                      proxy (created if missing, never truncated)\n"
+           "  --config FILE       a config document (JSON or YAML, docs/config.md) naming\n"
+           "                      sandboxes: run COMMAND through the one --sandbox NAME\n"
+           "                      names, with its backend, root and policy; the flags\n"
+           "                      above then only narrow that policy (the stricter value\n"
+           "                      of each field wins) and the default policy below does\n"
+           "                      not apply; --backend, --root, --cgroup and the bwrap\n"
+           "                      view flags are refused (the entry decides them)\n"
+           "  --sandbox NAME      the entry of --config to run through\n"
+           "  --check             with --config: check the document and build every\n"
+           "                      entry, print each one's policy and enforcement (JSON),\n"
+           "                      exit 0, or 125 listing every problem\n"
+           "  --workspace NAME=DIR  a workspace the entries of --config may name\n"
+           "                      (repeatable)\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

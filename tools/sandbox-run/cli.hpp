@@ -3,6 +3,7 @@
 #ifndef SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
 #define SANDBOX_TOOLS_SANDBOX_RUN_CLI_HPP
 
+#include <sandbox/config/document.hpp>
 #include <sandbox/enforcement.hpp>
 #include <sandbox/exec_options.hpp>
 #include <sandbox/exec_request.hpp>
@@ -15,6 +16,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <vector>
 #include <cstdint>
@@ -94,6 +96,16 @@ struct run_config
                    unix_sockets.empty() && sandbox_user.empty();
         }
     } bwrap{};
+    /// `--config FILE`: run through a named sandbox of this document (`--sandbox NAME`): its
+    /// backend, root and policy; the flags only narrow it (`merge_defaults`). Empty: none.
+    std::string config_file{};
+    /// `--sandbox NAME`: the entry of `config_file` to run through.
+    std::string sandbox_name{};
+    /// `--check`: validate `config_file`, build every entry, print each one's effective
+    /// policy and enforcement, exit 0 (all good) or 125.
+    bool check = false;
+    /// `--workspace NAME=DIR`: the workspaces entries of `config_file` may name.
+    std::map<std::string, std::string, std::less<>> workspaces{};
     /// The egress proxy's resolver pins (`--resolve`) and limits, for the bwrap runner.
     sandbox::proxy_options net_proxy{};
     /// The policy chain in front of the backend (`--allow-command`, `--ask`,
@@ -221,6 +233,12 @@ backend_choice choose_backend(const std::optional<failure>& bwrap_check,
 /// (`to_json(enforcement_report)`). No trailing newline.
 std::string enforcement_to_json(const sandbox::enforcement_report& e, std::string_view backend,
                                 std::string_view reason);
+
+/// \brief One entry of `--check`'s JSON (no trailing newline): `name`, `backend`, `root` (as
+/// resolved), `policy` (the entry's defaults, command gate and approval, with durations in
+/// milliseconds and a proxy URL's password hidden) and `enforcement` (the backend's report).
+std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_view root,
+                          const sandbox::enforcement_report& enforcement);
 
 /// The usage text, ending with a newline.
 std::string usage();

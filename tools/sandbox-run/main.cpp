@@ -1,5 +1,6 @@
 // tools/sandbox-run/main.cpp: sandbox-run: run one command under policy from the shell.
 #include "cli.hpp"
+#include "config_run.hpp"
 #include "streaming.hpp"
 #include "terminal_session.hpp"
 
@@ -255,9 +256,49 @@ void note_unwritable(const sandbox::runner& runner)
                     "access, or choose it with --sandbox-user)");
 }
 
+// Through an entry of --config: its chain, then the same run.
+int run_from_config(cli::run_config& cfg, asio::io_context& ioc)
+{
+    if (cfg.check)
+        return cli::check_config(ioc, cfg);
+    auto pick = cli::pick_from_config(ioc, cfg);
+    cfg.backend = pick.backend;
+    if (pick.refusal)
+    {
+        sandbox::exec_result nothing;
+        nothing.diag = pick.refusal->diag;
+        return report(cfg, pick.refusal->code, nothing);
+    }
+    if (cfg.enforcement)
+    {
+        cli::write_fully(STDOUT_FILENO,
+                         cli::enforcement_to_json(pick.runner->enforcement(), pick.backend,
+                                                  "config entry " + cfg.sandbox_name) +
+                             "\n");
+        return 0;
+    }
+    std::shared_ptr<sandbox::audit_file> audit = pick.audit;
+    std::unique_ptr<sandbox::runner> owned = std::move(pick.runner);
+    note_unwritable(*owned);
+    try
+    {
+        std::shared_ptr<sandbox::audit_file> none;
+        owned = with_chain(std::move(owned), cfg, none);
+    }
+    catch (const sandbox::error& e)
+    {
+        sandbox::exec_result nothing;
+        nothing.diag = e.diag();
+        return report(cfg, e.code(), nothing);
+    }
+    return warn_unrecorded(audit.get(), run_chained(cfg, ioc, *owned));
+}
+
 int run(cli::run_config& cfg)
 {
     asio::io_context ioc;
+    if (!cfg.config_file.empty())
+        return run_from_config(cfg, ioc);
     auto [owned, choice] = pick_backend(ioc, cfg);
     cfg.backend = choice.backend;
 

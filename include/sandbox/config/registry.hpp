@@ -71,6 +71,11 @@ public:
     runner* find(std::string_view name) const noexcept;
     /// The runner of that name. \throws sandbox::error `errc::not_found` for an unknown one.
     runner& get(std::string_view name) const;
+    /// The backend under the chain of that name (for its own interface, such as
+    /// `bwrap_runner::check()`), or null. Calls through it skip the entry's policy.
+    runner* backend(std::string_view name) const noexcept;
+    /// The root of that entry (absolute, symlinks resolved); empty for an unknown name.
+    std::string root(std::string_view name) const;
     /// The entry a runner was built from, or null.
     const sandbox_entry* entry(std::string_view name) const noexcept;
     /// The document the registry was built from.
