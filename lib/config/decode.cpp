@@ -218,11 +218,16 @@ void decode_resources(reader& r, const node& n, const std::string& path, resourc
     count("max_tasks", l.max_tasks);
 }
 
-void decode_defaults(reader& r, const node& n, const std::string& path, exec_options& o)
+} // namespace
+
+void decode_defaults(reader& r, const node& n, const std::string& path, exec_options& o,
+                     std::initializer_list<std::string_view> more_keys)
 {
     if (!r.is_object(n, path))
         return;
-    r.known_keys(n, path, {"timeout", "kill_grace", "env", "net", "resources"});
+    std::vector<std::string_view> known{"timeout", "kill_grace", "env", "net", "resources"};
+    known.insert(known.end(), more_keys.begin(), more_keys.end());
+    r.known_keys(n, path, known);
     if (const node* v = n.member("timeout"); !absent(v))
         o.timeout = r.duration(*v, member_path(path, "timeout")).value_or(o.timeout);
     if (const node* v = n.member("kill_grace"); !absent(v))
@@ -239,6 +244,8 @@ void decode_defaults(reader& r, const node& n, const std::string& path, exec_opt
                res ? res->member("cpu_millicores") : nullptr,
                "needs defaults.timeout (the cpu budget is a share of it)");
 }
+
+namespace {
 
 void decode_approval(reader& r, const node& n, const std::string& path, approval_config& a)
 {
@@ -388,13 +395,79 @@ boost::json::value to_json(const node& n)
     return nullptr;
 }
 
+namespace {
+
+void decode_ids(reader& r, const node& n, const std::string& path, std::vector<std::uint32_t>& out)
+{
+    if (n.what != node::kind::array)
+    {
+        r.fail(path, &n, std::string("must be a list of numeric ids, not ") + kind_name(n.what));
+        return;
+    }
+    for (std::size_t i = 0; i < n.items.size(); ++i)
+        if (auto v = r.integer(n.items[i], item_path(path, i)))
+        {
+            if (*v < 0 || *v > 0xFFFFFFFE)
+                r.fail(item_path(path, i), &n.items[i], "is not a valid id");
+            else
+                out.push_back(static_cast<std::uint32_t>(*v));
+        }
+}
+
+void decode_daemon(reader& r, const node& n, daemon_config& d)
+{
+    const std::string path = "daemon";
+    if (!r.is_object(n, path))
+        return;
+    r.known_keys(n, path, {"listen", "allow_uids", "allow_gids", "audit_file", "max_body_bytes",
+                           "idle_timeout"});
+    if (const node* v = n.member("listen"); !absent(v))
+        if (auto s = r.string(*v, "daemon.listen"))
+        {
+            if (s->empty() || s->front() != '/')
+                r.fail("daemon.listen", v, "must be an absolute path");
+            d.listen = std::move(*s);
+        }
+    if (const node* v = n.member("allow_uids"); !absent(v))
+        decode_ids(r, *v, "daemon.allow_uids", d.allow_uids);
+    if (const node* v = n.member("allow_gids"); !absent(v))
+        decode_ids(r, *v, "daemon.allow_gids", d.allow_gids);
+    if (const node* v = n.member("audit_file"); !absent(v))
+        if (auto s = r.string(*v, "daemon.audit_file"))
+        {
+            if (s->empty() || s->front() != '/')
+                r.fail("daemon.audit_file", v, "must be an absolute path");
+            d.audit_file = std::move(*s);
+        }
+    if (const node* v = n.member("max_body_bytes"); !absent(v))
+        if (auto b = r.size(*v, "daemon.max_body_bytes"))
+        {
+            if (*b <= 0)
+                r.fail("daemon.max_body_bytes", v, "must be positive");
+            else
+                d.max_body_bytes = *b;
+        }
+    if (const node* v = n.member("idle_timeout"); !absent(v))
+        if (auto t = r.duration(*v, "daemon.idle_timeout"))
+        {
+            if (t->count() <= 0)
+                r.fail("daemon.idle_timeout", v, "must be positive");
+            else
+                d.idle_timeout = *t;
+        }
+}
+
+} // namespace
+
 document decode_document(const node& root, std::vector<problem>& sink)
 {
     reader r(sink);
     document d;
     if (!r.is_object(root, ""))
         return d;
-    r.known_keys(root, "", {"version", "sandboxes"});
+    r.known_keys(root, "", {"version", "sandboxes", "daemon"});
+    if (const node* v = root.member("daemon"); !absent(v))
+        decode_daemon(r, *v, d.daemon);
     if (const node* v = root.member("version"); absent(v))
         r.fail("version", &root, "is required (\"v1\")");
     else if (auto s = r.string(*v, "version"))

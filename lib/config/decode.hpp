@@ -31,7 +31,7 @@ public:
               errc code = errc::validation);
     // Each key of `obj` must be one of `known`; false when one is not.
     bool known_keys(const node& obj, const std::string& path,
-                    std::initializer_list<std::string_view> known);
+                    const std::vector<std::string_view>& known);
     bool is_object(const node& n, const std::string& path);
     std::optional<std::string> string(const node& n, const std::string& path);
     std::optional<bool> boolean(const node& n, const std::string& path);
@@ -46,6 +46,10 @@ public:
 private:
     std::vector<problem>& problems_;
 };
+
+// An entry's `defaults` (also the options of a call); problems go to `r`.
+void decode_defaults(reader& r, const node& n, const std::string& path, exec_options& o,
+                     std::initializer_list<std::string_view> more_keys = {});
 
 // The whole document; problems go to `sink`.
 document decode_document(const node& root, std::vector<problem>& sink);

@@ -46,7 +46,7 @@ void reader::fail(const std::string& path, const node* at, std::string message, 
 }
 
 bool reader::known_keys(const node& obj, const std::string& path,
-                        std::initializer_list<std::string_view> known)
+                        const std::vector<std::string_view>& known)
 {
     bool good = true;
     for (const auto& [key, value] : obj.members)

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sandbox::config {
@@ -90,11 +91,33 @@ struct sandbox_entry
     int column = 0;
 };
 
-/// \brief A parsed and validated document: version "v1" and its sandboxes, sorted by name.
+/// \brief The `daemon:` section: how `sandboxd` serves the document (ignored by the library
+/// and by sandbox-run).
+struct daemon_config
+{
+    /// The unix socket to listen on; empty: `--listen`, else `$XDG_RUNTIME_DIR/sandboxd.sock`,
+    /// else `/run/sandboxd.sock`.
+    std::string listen{};
+    /// Peers (by `SO_PEERCRED`) that may connect besides the daemon's own uid: these uids,
+    /// and any process whose primary gid is listed.
+    std::vector<std::uint32_t> allow_uids{};
+    std::vector<std::uint32_t> allow_gids{};
+    /// Append every request and its outcome as JSON lines here; empty: no audit trail.
+    std::string audit_file{};
+    /// A request body over this many bytes is refused (413).
+    std::int64_t max_body_bytes = 1 << 20;
+    /// A connection silent this long (between requests, or while a request is being read) is
+    /// closed.
+    std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+};
+
+/// \brief A parsed and validated document: version "v1", its sandboxes sorted by name, and
+/// the daemon section.
 struct document
 {
     std::string version{};
     std::vector<sandbox_entry> sandboxes{};
+    daemon_config daemon{};
 
     /// The entry of this name, or null.
     SANDBOX_DECL const sandbox_entry* find(std::string_view name) const noexcept;
@@ -119,6 +142,22 @@ SANDBOX_DECL outcome<document> parse_document(std::string_view text);
 /// OS error (`errc_from_errno`), with the path in the diagnostics; over
 /// `max_document_bytes` is `errc::validation`.
 SANDBOX_DECL outcome<document> load_document(const std::filesystem::path& file);
+
+/// \brief A call as `sandboxd`'s clients write it (JSON): `command`, `args`, `work_dir`,
+/// `stdin` (text), `timeout`, `kill_grace`, `env`, `net`, `resources` (the fields of an
+/// entry's `defaults`, with the same syntax and rules), and for a session `tty` (true, or
+/// `{"rows": R, "cols": C}`). Unknown keys are refused. Problems are reported as by
+/// `parse_document` (paths such as `net.rules[0].host`).
+struct call_document
+{
+    std::string command{};
+    std::vector<std::string> args{};
+    exec_options options{};
+    /// Set when a terminal is asked for (24x80 unless given).
+    std::optional<std::pair<int, int>> tty{};
+};
+
+SANDBOX_DECL outcome<call_document> parse_call(std::string_view json);
 
 /// \brief A duration as documents write it: one or more decimal numbers each with a unit,
 /// `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h` (`"30s"`, `"1h30m"`, `"1.5s"`, `"250ms"`), or

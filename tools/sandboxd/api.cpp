@@ -1,0 +1,540 @@
+// tools/sandboxd/api.cpp: routes and handlers of /v1. Bodies are JSON (a call in the syntax
+// of config defaults: sandbox::config::parse_call), results in sandbox-run --json's shape.
+#include "api.hpp"
+
+#include "cli.hpp" // result_to_json, the shape sandbox-run --json prints
+
+#include <sandbox/config/document.hpp>
+#include <sandbox/error.hpp>
+#include <sandbox/process_manager.hpp>
+#include <sandbox/utf8.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+
+#include <charconv>
+
+namespace sandboxd {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using sandbox::errc;
+
+http::status status_for(const boost::system::error_code& ec)
+{
+    if (ec.category() != sandbox::error_category())
+        return http::status::internal_server_error;
+    switch (static_cast<errc>(ec.value()))
+    {
+    case errc::validation: return http::status::bad_request;
+    case errc::forbidden:
+    case errc::policy_denied: return http::status::forbidden;
+    case errc::not_found:
+    case errc::session_closed: return http::status::not_found;
+    case errc::conflict:
+    case errc::sequence_gap: return http::status::conflict;
+    case errc::not_available: return http::status::not_implemented;
+    default: return http::status::internal_server_error;
+    }
+}
+
+namespace {
+
+response json_response(const request& req, http::status s, const json::value& body)
+{
+    response r{s, req.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(req.keep_alive());
+    r.body() = json::serialize(body) + "\n";
+    r.prepare_payload();
+    return r;
+}
+
+response text_json(const request& req, http::status s, std::string body)
+{
+    response r{s, req.version()};
+    r.set(http::field::content_type, "application/json");
+    r.keep_alive(req.keep_alive());
+    r.body() = std::move(body) + "\n";
+    r.prepare_payload();
+    return r;
+}
+
+const char* code_name(const boost::system::error_code& ec)
+{
+    if (ec.category() == sandbox::error_category())
+        return sandbox::to_string(static_cast<errc>(ec.value()));
+    return "internal";
+}
+
+sandbox::failure failure_of(errc c, std::string message)
+{
+    return sandbox::make_failure(c, std::move(message));
+}
+
+// The path's segments after "/v1".
+std::vector<std::string> segments(std::string_view target)
+{
+    std::vector<std::string> out;
+    const auto q = target.find('?');
+    std::string_view path = target.substr(0, q);
+    std::size_t at = 0;
+    while (at < path.size())
+    {
+        auto next = path.find('/', at);
+        if (next == std::string_view::npos)
+            next = path.size();
+        if (next > at)
+            out.emplace_back(path.substr(at, next - at));
+        at = next + 1;
+    }
+    return out;
+}
+
+std::optional<std::string> query(std::string_view target, std::string_view key)
+{
+    auto u = boost::urls::parse_origin_form(target);
+    if (!u)
+        return std::nullopt;
+    for (auto p : u->params())
+        if (p.key == key)
+            return std::string(p.value);
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> number(const std::optional<std::string>& s)
+{
+    if (!s)
+        return std::nullopt;
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    if (ec != std::errc() || end != s->data() + s->size())
+        return std::nullopt;
+    return v;
+}
+
+std::string base64(std::string_view in)
+{
+    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3)
+    {
+        const unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 |
+                           (unsigned char)in[i + 2];
+        out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+    }
+    if (i + 1 == in.size())
+    {
+        const unsigned v = (unsigned char)in[i] << 16;
+        out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+    }
+    else if (i + 2 == in.size())
+    {
+        const unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+        out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+    }
+    return out;
+}
+
+// Output bytes as JSON: "data" when they are valid UTF-8, else "data_base64".
+void put_bytes(json::object& o, const std::string& data)
+{
+    if (sandbox::sanitize_utf8(data) == data)
+        o["data"] = data;
+    else
+        o["data_base64"] = base64(data);
+}
+
+json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i)
+{
+    json::array argv;
+    for (const auto& a : i.argv)
+        argv.emplace_back(a);
+    json::object o{{"id", i.id},
+                   {"sandbox", sandbox_name},
+                   {"argv", std::move(argv)},
+                   {"tty", i.tty},
+                   {"pid", i.pid},
+                   {"running", i.running},
+                   {"started_at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         i.started_at.time_since_epoch())
+                                         .count()}};
+    if (i.exit)
+        o["exit"] = json::parse(sandbox::cli::result_to_json({}, *i.exit));
+    return o;
+}
+
+struct route_error
+{
+    sandbox::failure f;
+};
+
+sandbox::runner& runner_of(daemon& d, const std::string& name)
+{
+    if (auto* r = d.registry()->find(name))
+        return *r;
+    throw route_error{failure_of(errc::not_found, "no sandbox named \"" + name + "\"")};
+}
+
+sandbox::config::call_document call_of(const request& req)
+{
+    auto c = sandbox::config::parse_call(req.body());
+    if (!c)
+        throw route_error{c.error()};
+    return std::move(*c);
+}
+
+session_record& record_of(daemon& d, const std::string& id)
+{
+    auto it = d.sessions().find(id);
+    if (it == d.sessions().end())
+        throw route_error{failure_of(errc::not_found, "no session \"" + id + "\"")};
+    return it->second;
+}
+
+json::object body_object(const request& req)
+{
+    if (req.body().empty())
+        return {};
+    boost::system::error_code ec;
+    auto v = json::parse(req.body(), ec);
+    if (ec || !v.is_object())
+        throw route_error{failure_of(errc::validation, "the body must be a JSON object")};
+    return v.get_object();
+}
+
+asio::awaitable<response> list_sandboxes(daemon& d, const request& req)
+{
+    json::array out;
+    auto reg = d.registry();
+    for (const auto& name : reg->names())
+        out.push_back(json::object{
+            {"name", name},
+            {"backend", reg->entry(name)->backend},
+            {"root", reg->root(name)},
+            {"enforcement", json::parse(sandbox::to_json(reg->get(name).enforcement()))}});
+    co_return json_response(req, http::status::ok, json::object{{"sandboxes", std::move(out)}});
+}
+
+asio::awaitable<response> exec(daemon& d, const request& req, const std::string& name)
+{
+    auto& r = runner_of(d, name);
+    auto call = call_of(req);
+    if (call.tty)
+        throw route_error{failure_of(errc::validation, "tty: an exec has no terminal (start a "
+                                                       "session)")};
+    sandbox::exec_request x;
+    x.command = std::move(call.command);
+    x.args = std::move(call.args);
+    x.options = std::move(call.options);
+    boost::system::error_code ec;
+    sandbox::exec_result result;
+    try
+    {
+        result = co_await r.exec(std::move(x));
+    }
+    catch (const sandbox::error& e)
+    {
+        ec = e.code();
+        if (e.partial_result())
+            result = *e.partial_result();
+        result.diag = e.diag();
+    }
+    // A command that ran answers 200 whatever its end; one that never ran, the error's status.
+    const bool ran = !ec || ec == errc::timeout || ec == errc::budget_exceeded;
+    co_return text_json(req, ran ? http::status::ok : status_for(ec),
+                        sandbox::cli::result_to_json(ec, result, d.registry()->entry(name)->backend));
+}
+
+asio::awaitable<response> start_session(daemon& d, const request& req, const std::string& name,
+                                        const peer& who)
+{
+    auto& r = runner_of(d, name);
+    if (!r.sessions())
+        throw route_error{failure_of(errc::not_available, "this sandbox has no sessions")};
+    auto call = call_of(req);
+    sandbox::session_spec spec;
+    spec.command = std::move(call.command);
+    spec.args = std::move(call.args);
+    spec.options = std::move(call.options);
+    if (call.tty)
+        spec.tty = sandbox::terminal_size{static_cast<unsigned short>(call.tty->first),
+                                          static_cast<unsigned short>(call.tty->second)};
+    auto s = co_await r.sessions()->start(std::move(spec));
+    const auto info = s->info();
+    d.sessions()[info.id] = session_record{s, d.registry(), name, who};
+    co_return json_response(req, http::status::created, session_json(name, info));
+}
+
+asio::awaitable<response> read_output(daemon& d, const request& req, const std::string& id)
+{
+    auto& rec = record_of(d, id);
+    auto s = rec.session;
+    const auto offset = number(query(req.target(), "offset")).value_or(0);
+    const auto max = std::min<std::uint64_t>(number(query(req.target(), "max")).value_or(1 << 20),
+                                             16 << 20);
+    const auto wait_ms = std::min<std::uint64_t>(number(query(req.target(), "wait")).value_or(0),
+                                                 600000);
+    if (max == 0)
+        throw route_error{failure_of(errc::validation, "max must be positive")};
+    sandbox::session_output out;
+    out.next = offset;
+    try
+    {
+        // Long-poll: wait up to `wait` ms for output when there is none yet.
+        if (wait_ms == 0 && offset >= s->output_end() && !s->info().exit)
+            out.next = offset;
+        else
+        {
+            using namespace asio::experimental::awaitable_operators;
+            auto ex = co_await asio::this_coro::executor;
+            asio::steady_timer timer(ex, std::chrono::milliseconds(wait_ms));
+            auto got = co_await (s->read(offset, max) || timer.async_wait(asio::use_awaitable));
+            if (got.index() == 0)
+                out = std::get<0>(std::move(got));
+        }
+    }
+    catch (const sandbox::error& e)
+    {
+        if (e.code() == errc::sequence_gap)
+        {
+            json::object err{{"code", "sequence_gap"},
+                             {"message", e.diag().message},
+                             {"resume_at", e.diag().observed}};
+            co_return json_response(req, http::status::conflict,
+                                    json::object{{"error", std::move(err)}});
+        }
+        throw;
+    }
+    json::array chunks;
+    for (const auto& c : out.chunks)
+    {
+        json::object o{{"stream", c.stream == sandbox::output_stream::out ? "stdout" : "stderr"},
+                       {"offset", c.offset}};
+        put_bytes(o, c.data);
+        chunks.push_back(std::move(o));
+    }
+    co_return json_response(req, http::status::ok,
+                            json::object{{"chunks", std::move(chunks)},
+                                         {"next", out.next},
+                                         {"eof", out.eof}});
+}
+
+void check(const boost::system::error_code& ec)
+{
+    if (ec)
+        throw route_error{sandbox::failure{ec, sandbox::diagnostics{.message = ec.message()}}};
+}
+
+std::optional<sandbox::session_signal> signal_named(std::string_view s)
+{
+    using sig = sandbox::session_signal;
+    if (s == "interrupt" || s == "SIGINT" || s == "INT") return sig::interrupt;
+    if (s == "terminate" || s == "SIGTERM" || s == "TERM") return sig::terminate;
+    if (s == "kill" || s == "SIGKILL" || s == "KILL") return sig::kill;
+    if (s == "hangup" || s == "SIGHUP" || s == "HUP") return sig::hangup;
+    if (s == "user1" || s == "SIGUSR1" || s == "USR1") return sig::user1;
+    if (s == "user2" || s == "SIGUSR2" || s == "USR2") return sig::user2;
+    return std::nullopt;
+}
+
+asio::awaitable<response> session_action(daemon& d, const request& req, const std::string& id,
+                                         const std::string& action)
+{
+    auto& rec = record_of(d, id);
+    auto s = rec.session;
+    const auto name = rec.sandbox;
+    if (action == "input")
+        co_await s->write(req.body());
+    else if (action == "close-input")
+        check(s->close_input());
+    else if (action == "signal")
+    {
+        auto b = body_object(req);
+        auto* v = b.if_contains("signal");
+        auto sig = v && v->is_string() ? signal_named(v->get_string()) : std::nullopt;
+        if (!sig)
+            throw route_error{failure_of(errc::validation,
+                                         "signal: one of interrupt, terminate, kill, hangup, "
+                                         "user1, user2")};
+        check(s->signal(*sig));
+    }
+    else if (action == "resize")
+    {
+        auto b = body_object(req);
+        auto* r = b.if_contains("rows");
+        auto* c = b.if_contains("cols");
+        if (!r || !c || !r->is_int64() || !c->is_int64() || r->get_int64() < 1 ||
+            c->get_int64() < 1 || r->get_int64() > 10000 || c->get_int64() > 10000)
+            throw route_error{failure_of(errc::validation, "rows and cols: 1 to 10000")};
+        check(s->resize({static_cast<unsigned short>(r->get_int64()),
+                         static_cast<unsigned short>(c->get_int64())}));
+    }
+    else if (action == "terminate" || action == "wait")
+    {
+        std::chrono::nanoseconds grace = std::chrono::seconds(2);
+        auto b = body_object(req);
+        if (auto* g = b.if_contains("grace"))
+        {
+            auto v = g->is_string() ? sandbox::config::parse_duration(g->get_string())
+                                    : sandbox::outcome<std::chrono::nanoseconds>(
+                                          failure_of(errc::validation, "grace: a duration"));
+            if (!v)
+                throw route_error{v.error()};
+            grace = *v;
+        }
+        sandbox::exec_result result;
+        if (action == "wait")
+            result = co_await s->wait();
+        else
+            result = co_await s->terminate(grace);
+        co_return text_json(req, http::status::ok, sandbox::cli::result_to_json({}, result));
+    }
+    else
+        throw route_error{failure_of(errc::not_found, "no such action: " + action)};
+    co_return json_response(req, http::status::ok, session_json(name, s->info()));
+}
+
+asio::awaitable<response> close_session(daemon& d, const request& req, const std::string& id)
+{
+    auto& rec = record_of(d, id);
+    auto s = rec.session;
+    d.sessions().erase(id);
+    co_await s->close();
+    co_return json_response(req, http::status::ok, json::object{{"id", id}, {"closed", true}});
+}
+
+asio::awaitable<response> answer_approval(daemon& d, const request& req, const std::string& id)
+{
+    auto b = body_object(req);
+    auto* v = b.if_contains("decision");
+    if (!v || !v->is_string() || (v->get_string() != "allow" && v->get_string() != "deny"))
+        throw route_error{failure_of(errc::validation, "decision: allow or deny")};
+    std::string reason;
+    if (auto* r = b.if_contains("reason"); r && r->is_string())
+        reason = std::string(r->get_string());
+    if (!d.approvals().answer(id, v->get_string() == "allow", reason))
+        throw route_error{failure_of(errc::not_found, "no pending approval \"" + id +
+                                                          "\" (answered, timed out or unknown)")};
+    co_return json_response(req, http::status::ok,
+                            json::object{{"id", id}, {"decision", v->get_string()}});
+}
+
+asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
+{
+    const auto seg = segments(req.target());
+    const auto m = req.method();
+    const auto n = seg.size();
+    if (n < 2 || seg[0] != "v1")
+        throw route_error{failure_of(errc::not_found, "no such endpoint (the API is under /v1)")};
+    if (seg[1] == "sandboxes")
+    {
+        if (n == 2 && m == http::verb::get)
+            {
+            response r_ = co_await list_sandboxes(d, req);
+            co_return r_;
+        }
+        if (n == 4 && m == http::verb::post && seg[3] == "exec")
+            {
+            response r_ = co_await exec(d, req, seg[2]);
+            co_return r_;
+        }
+        if (n == 4 && m == http::verb::post && seg[3] == "sessions")
+            {
+            response r_ = co_await start_session(d, req, seg[2], who);
+            co_return r_;
+        }
+    }
+    else if (seg[1] == "sessions")
+    {
+        if (n == 2 && m == http::verb::get)
+        {
+            json::array out;
+            for (const auto& [id, rec] : d.sessions())
+                out.push_back(session_json(rec.sandbox, rec.session->info()));
+            co_return json_response(req, http::status::ok,
+                                    json::object{{"sessions", std::move(out)}});
+        }
+        if (n == 3 && m == http::verb::get)
+        {
+            auto& rec = record_of(d, seg[2]);
+            co_return json_response(req, http::status::ok,
+                                    session_json(rec.sandbox, rec.session->info()));
+        }
+        if (n == 3 && m == http::verb::delete_)
+            {
+            response r_ = co_await close_session(d, req, seg[2]);
+            co_return r_;
+        }
+        if (n == 4 && m == http::verb::get && seg[3] == "output")
+            {
+            response r_ = co_await read_output(d, req, seg[2]);
+            co_return r_;
+        }
+        if (n == 4 && m == http::verb::post)
+            {
+            response r_ = co_await session_action(d, req, seg[2], seg[3]);
+            co_return r_;
+        }
+    }
+    else if (seg[1] == "approvals")
+    {
+        if (n == 2 && m == http::verb::get)
+            co_return json_response(req, http::status::ok,
+                                    json::object{{"approvals", d.approvals().list()}});
+        if (n == 3 && m == http::verb::post)
+            {
+            response r_ = co_await answer_approval(d, req, seg[2]);
+            co_return r_;
+        }
+    }
+    throw route_error{failure_of(errc::not_found, "no such endpoint: " +
+                                                      std::string(req.method_string()) + " " +
+                                                      std::string(req.target()))};
+}
+
+} // namespace
+
+response error_response(const request& req, const boost::system::error_code& ec,
+                        const std::string& message)
+{
+    auto status = ec == http::error::body_limit ? http::status::payload_too_large : status_for(ec);
+    const char* code = ec == http::error::body_limit ? "validation" : code_name(ec);
+    return json_response(req, status,
+                         json::object{{"error", json::object{{"code", code}, {"message", message}}}});
+}
+
+asio::awaitable<response> handle(daemon& d, const request& req, const peer& who)
+{
+    sandbox::failure f;
+    try
+    {
+        {
+            response r_ = co_await route(d, req, who);
+            co_return r_;
+        }
+    }
+    catch (const route_error& e)
+    {
+        f = e.f;
+    }
+    catch (const sandbox::error& e)
+    {
+        f = sandbox::failure{e.code(), e.diag()};
+    }
+    catch (const std::exception& e)
+    {
+        f = sandbox::make_failure(errc::internal, e.what());
+    }
+    co_return error_response(req, f.code, f.diag.message.empty() ? f.code.message()
+                                                                 : f.diag.message);
+}
+
+} // namespace sandboxd

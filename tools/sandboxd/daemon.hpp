@@ -1,0 +1,84 @@
+// tools/sandboxd/daemon.hpp: what the daemon holds: the registry of the current document
+// (replaced on reload; a session keeps the one it was started with), the sessions, the
+// pending approvals, the audit trail.
+#ifndef SANDBOXD_DAEMON_HPP
+#define SANDBOXD_DAEMON_HPP
+
+#include "approvals.hpp"
+
+#include <sandbox/config/registry.hpp>
+#include <sandbox/policy/audit.hpp>
+#include <sandbox/session.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace sandboxd {
+
+/// Who is on the other end of a connection (SO_PEERCRED).
+struct peer
+{
+    std::uint32_t uid = 0;
+    std::uint32_t gid = 0;
+    int pid = 0;
+};
+
+struct session_record
+{
+    std::shared_ptr<sandbox::session> session;
+    std::shared_ptr<const sandbox::config::registry> registry; // keeps its runner alive
+    std::string sandbox;
+    peer owner;
+};
+
+struct daemon_options
+{
+    std::string config_file;
+    std::map<std::string, std::string, std::less<>> workspaces;
+    std::string listen; // --listen; empty: the document's, else the default
+};
+
+class daemon
+{
+public:
+    daemon(boost::asio::any_io_executor ex, daemon_options opts);
+
+    /// Loads the document and builds its registry. On failure the current one stays (and
+    /// the failure is returned); the first load must succeed.
+    sandbox::outcome<void> load();
+
+    const sandbox::config::document& document() const { return registry_->source(); }
+    std::shared_ptr<const sandbox::config::registry> registry() const { return registry_; }
+    approval_board& approvals() { return approvals_; }
+    std::map<std::string, session_record>& sessions() { return sessions_; }
+    const daemon_options& options() const { return opts_; }
+    boost::asio::any_io_executor get_executor() const { return ex_; }
+
+    /// May this peer use the daemon (its own uid, the document's allow-lists)?
+    bool admits(const peer& p) const;
+
+    /// One JSON line in the audit file (when the document names one).
+    void audit(boost::json::object line);
+
+    /// Ends every session (terminate with `grace`, then close); used by SIGTERM.
+    boost::asio::awaitable<void> end_sessions(std::chrono::nanoseconds grace);
+
+private:
+    boost::asio::any_io_executor ex_;
+    daemon_options opts_;
+    std::shared_ptr<const sandbox::config::registry> registry_;
+    approval_board approvals_;
+    std::map<std::string, session_record> sessions_;
+    std::shared_ptr<sandbox::audit_file> audit_sink_;
+    int audit_fd_ = -1;
+    std::string audit_path_;
+};
+
+} // namespace sandboxd
+
+#endif

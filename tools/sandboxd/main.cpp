@@ -1,0 +1,204 @@
+// tools/sandboxd/main.cpp: sandboxd, the daemon that serves the sandboxes of a config document
+// to local programs in any language over HTTP on a unix socket (docs/sandboxd.md).
+//
+//   sandboxd --config FILE [--listen PATH] [--workspace NAME=DIR]...
+//
+// SIGHUP reloads the document (a bad one keeps the old: logged), SIGTERM and SIGINT stop
+// accepting, end the sessions with their grace and exit 0. A socket passed by systemd
+// (LISTEN_FDS=1, LISTEN_PID=us) is used instead of --listen.
+#include "daemon.hpp"
+#include "server.hpp"
+
+#include <sandbox/error.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace po = boost::program_options;
+using local = asio::local::stream_protocol;
+
+void log(const std::string& line) { std::cerr << "sandboxd: " << line << std::endl; }
+
+std::string default_socket()
+{
+    if (::geteuid() == 0)
+        return "/run/sandboxd.sock";
+    if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x == '/')
+        return std::string(x) + "/sandboxd.sock";
+    return {};
+}
+
+// A socket file left by a daemon that died: removed when nobody answers on it.
+void remove_stale(const std::string& path)
+{
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode))
+        return;
+    asio::io_context probe;
+    local::socket s(probe);
+    boost::system::error_code ec;
+    s.connect(local::endpoint(path), ec);
+    if (ec == asio::error::connection_refused)
+        ::unlink(path.c_str());
+}
+
+// The listening socket: systemd's, or our own at `path` (mode 0600).
+bool open_listener(local::acceptor& a, const std::string& path)
+{
+    const char* fds = std::getenv("LISTEN_FDS");
+    const char* pid = std::getenv("LISTEN_PID");
+    if (fds && pid && std::atoi(fds) == 1 && std::atoi(pid) == ::getpid())
+    {
+        a.assign(local(), 3);
+        ::unsetenv("LISTEN_FDS");
+        ::unsetenv("LISTEN_PID");
+        log("listening on the socket systemd passed");
+        return true;
+    }
+    if (path.empty())
+    {
+        log("no socket: give --listen PATH (XDG_RUNTIME_DIR is not set)");
+        return false;
+    }
+    remove_stale(path);
+    const mode_t old = ::umask(0177); // the socket is born 0600: no window for others
+    boost::system::error_code ec;
+    a.open(local(), ec);
+    if (!ec)
+        a.bind(local::endpoint(path), ec);
+    ::umask(old);
+    if (!ec)
+        a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+    {
+        log("cannot listen on " + path + ": " + ec.message());
+        return false;
+    }
+    log("listening on " + path);
+    return true;
+}
+
+struct flags
+{
+    sandboxd::daemon_options d;
+    bool ok = true;
+};
+
+flags parse(int argc, char** argv)
+{
+    po::options_description desc("sandboxd options");
+    desc.add_options()("config", po::value<std::string>()->required(), "config document")(
+        "listen", po::value<std::string>(), "unix socket path")(
+        "workspace", po::value<std::vector<std::string>>()->composing(), "NAME=DIR")(
+        "help,h", "this text");
+    flags f;
+    try
+    {
+        po::variables_map vm;
+        po::store(po::parse_command_line(argc, argv, desc), vm);
+        if (vm.count("help"))
+        {
+            std::cout << "Usage: sandboxd --config FILE [--listen PATH] [--workspace NAME=DIR]...\n"
+                      << desc;
+            std::exit(0);
+        }
+        po::notify(vm);
+        f.d.config_file = vm["config"].as<std::string>();
+        if (vm.count("listen"))
+            f.d.listen = vm["listen"].as<std::string>();
+        if (vm.count("workspace"))
+            for (const auto& kv : vm["workspace"].as<std::vector<std::string>>())
+            {
+                const auto eq = kv.find('=');
+                if (eq == std::string::npos || eq == 0)
+                    throw po::error("--workspace: expected NAME=DIR, got " + kv);
+                f.d.workspaces[kv.substr(0, eq)] = kv.substr(eq + 1);
+            }
+    }
+    catch (const po::error& e)
+    {
+        log(e.what());
+        f.ok = false;
+    }
+    return f;
+}
+
+asio::awaitable<void> on_signals(asio::signal_set& signals, sandboxd::daemon& d,
+                                 local::acceptor& acceptor, const std::string& socket_path,
+                                 asio::io_context& ioc)
+{
+    for (;;)
+    {
+        const int sig = co_await signals.async_wait(asio::use_awaitable);
+        if (sig == SIGHUP)
+        {
+            if (auto r = d.load(); !r)
+                log("reload failed, the old config stays: " + r.error().diag.message);
+            else
+                log("reloaded " + d.options().config_file);
+            continue;
+        }
+        log("stopping: no new connections, ending " + std::to_string(d.sessions().size()) +
+            " session(s)");
+        boost::system::error_code ignored;
+        acceptor.close(ignored);
+        if (!socket_path.empty())
+            ::unlink(socket_path.c_str());
+        co_await d.end_sessions(std::chrono::seconds(2));
+        ioc.stop();
+        co_return;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    auto f = parse(argc, argv);
+    if (!f.ok)
+        return 2;
+    try
+    {
+        asio::io_context ioc;
+        sandboxd::daemon d(ioc.get_executor(), f.d);
+        if (auto r = d.load(); !r)
+        {
+            log(r.error().diag.message);
+            return 1;
+        }
+        std::string path = f.d.listen.empty() ? d.document().daemon.listen : f.d.listen;
+        if (path.empty())
+            path = default_socket();
+        local::acceptor acceptor(ioc);
+        const bool activated = std::getenv("LISTEN_FDS") != nullptr;
+        if (!open_listener(acceptor, path))
+            return 1;
+        const std::string owned_path = activated ? std::string() : path;
+        asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
+        asio::co_spawn(ioc, on_signals(signals, d, acceptor, owned_path, ioc), asio::detached);
+        asio::co_spawn(ioc, sandboxd::serve(d, acceptor), asio::detached);
+        ioc.run();
+        return 0;
+    }
+    catch (const std::exception& e)
+    {
+        log(std::string("internal: ") + e.what());
+        return 1;
+    }
+}

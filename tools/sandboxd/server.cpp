@@ -1,0 +1,140 @@
+// tools/sandboxd/server.cpp: accept, check the peer, read requests with a size limit and an
+// idle timeout, answer each, keep the connection while the client wants it.
+#include "server.hpp"
+
+#include "api.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/basic_stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/object.hpp>
+
+#include <sys/socket.h>
+
+namespace sandboxd {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using local = asio::local::stream_protocol;
+
+namespace {
+
+peer peer_of(local::socket& s)
+{
+    ucred c{};
+    socklen_t len = sizeof c;
+    if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &c, &len) != 0)
+        return peer{0xFFFFFFFF, 0xFFFFFFFF, 0};
+    return peer{c.uid, c.gid, c.pid};
+}
+
+boost::json::object request_line(const peer& who)
+{
+    return {{"event", "request"}, {"peer_uid", who.uid}, {"peer_gid", who.gid},
+            {"peer_pid", who.pid}};
+}
+
+using stream_type = beast::basic_stream<local>;
+
+std::chrono::steady_clock::duration idle(const daemon& d)
+{
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        d.document().daemon.idle_timeout);
+}
+
+asio::awaitable<void> refuse(daemon& d, stream_type& stream, const peer& who)
+{
+    auto line = request_line(who);
+    line["event"] = "refused";
+    line["reason"] = "peer not allowed (daemon.allow_uids / allow_gids)";
+    d.audit(std::move(line));
+    request req;
+    req.version(11);
+    req.keep_alive(false);
+    auto res = error_response(req, sandbox::errc::forbidden,
+                              "uid " + std::to_string(who.uid) + " may not use this daemon");
+    stream.expires_after(std::chrono::seconds(5));
+    co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+}
+
+asio::awaitable<void> connection(daemon& d, local::socket sock)
+{
+    const peer who = peer_of(sock);
+    stream_type stream(std::move(sock));
+    if (!d.admits(who))
+    {
+        co_await refuse(d, stream, who);
+        co_return;
+    }
+    beast::flat_buffer buffer;
+    for (;;)
+    {
+        // Read afresh for every request: a reload may change them.
+        const auto limit = d.document().daemon.max_body_bytes;
+        http::request_parser<http::string_body> parser;
+        parser.body_limit(static_cast<std::uint64_t>(limit));
+        parser.header_limit(64 * 1024);
+        stream.expires_after(idle(d));
+        auto [ec, n] =
+            co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+            ec == asio::error::connection_reset || ec == asio::error::eof)
+            co_return;
+        request req;
+        if (ec)
+        {
+            // A bad or oversized request: answer once, then close (the stream is out of step).
+            req.version(11);
+            auto res = error_response(req, ec == http::error::body_limit
+                                               ? ec
+                                               : boost::system::error_code(sandbox::errc::validation),
+                                      "bad request: " + ec.message());
+            res.keep_alive(false);
+            stream.expires_after(std::chrono::seconds(5));
+            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+            co_return;
+        }
+        req = parser.release();
+        stream.expires_never(); // an exec or a long-poll may take its time
+        response res = co_await handle(d, req, who);
+        auto line = request_line(who);
+        line["method"] = std::string(req.method_string());
+        line["target"] = std::string(req.target());
+        line["status"] = static_cast<int>(res.result_int());
+        d.audit(std::move(line));
+        stream.expires_after(idle(d));
+        const bool keep = res.keep_alive();
+        auto [wec, w] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (wec || !keep)
+            co_return;
+    }
+}
+
+} // namespace
+
+asio::awaitable<void> serve(daemon& d, local::acceptor& acceptor)
+{
+    for (;;)
+    {
+        auto [ec, sock] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (ec == asio::error::operation_aborted || !acceptor.is_open())
+            co_return;
+        if (ec) // EMFILE and the like: wait a little, the daemon goes on
+        {
+            asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(100));
+            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            continue;
+        }
+        asio::co_spawn(acceptor.get_executor(), connection(d, std::move(sock)),
+                       [](std::exception_ptr) {}); // a client's failure ends its connection only
+    }
+}
+
+} // namespace sandboxd
