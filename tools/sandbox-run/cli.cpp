@@ -250,6 +250,7 @@ po::options_description make_options()
         ("sandbox", po::value<std::string>(), "")
         ("check", po::bool_switch(), "")
         ("workspace", po::value<std::vector<std::string>>()->composing(), "")
+        ("connect", po::value<std::string>(), "")
         ("help,h", po::bool_switch(), "");
     // clang-format on
     return d;
@@ -340,6 +341,26 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
                                     "workspace");
             cfg.workspaces[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
+    if (has("connect"))
+    {
+        cfg.connect = vm["connect"].as<std::string>();
+        if (cfg.connect.empty() || cfg.sandbox_name.empty())
+            return make_failure(errc::validation, "--connect SOCKET needs --sandbox NAME",
+                                "connect");
+        for (const char* flag :
+             {"config", "check", "workspace", "backend", "root", "cgroup", "writable",
+              "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve",
+              "allow-command", "ask", "ask-timeout", "audit", "stdin-file", "tty", "enforcement"})
+            if (has(flag) && (std::string_view(flag) != "check" || cfg.check) &&
+                (std::string_view(flag) != "tty" || vm["tty"].as<bool>()) &&
+                (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
+                return make_failure(errc::validation,
+                                    std::string("--") + flag +
+                                        " cannot be used with --connect (the daemon's sandbox "
+                                        "decides it, or the client cannot do it yet)",
+                                    "connect");
+        return {};
+    }
     if (cfg.config_file.empty())
     {
         for (const char* flag : {"sandbox", "check", "workspace"})
@@ -614,7 +635,8 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     if (auto r = parse_config_flags(vm, cfg); !r)
         return r.error();
     // Through a config entry, the entry's policy is the default and the flags narrow it.
-    cfg.request.options = cfg.config_file.empty() ? default_policy() : exec_options{};
+    cfg.request.options =
+        cfg.config_file.empty() && cfg.connect.empty() ? default_policy() : exec_options{};
     cfg.runner.default_max_output_bytes = sandbox::default_max_output_bytes;
     exec_options& o = cfg.request.options;
     auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
@@ -1148,6 +1170,103 @@ std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_v
     return json::serialize(o);
 }
 
+namespace {
+
+std::string ns(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
+
+} // namespace
+
+std::string call_to_json(const sandbox::exec_request& r)
+{
+    const auto& o = r.options;
+    json::object call{{"command", r.command}, {"args", strings(r.args)}};
+    if (!o.work_dir.empty())
+        call["work_dir"] = o.work_dir;
+    if (o.timeout.count() > 0)
+        call["timeout"] = ns(o.timeout);
+    if (o.kill_grace.count() > 0)
+        call["kill_grace"] = ns(o.kill_grace);
+    json::object env;
+    if (o.env.allow)
+        env["allow"] = strings(*o.env.allow);
+    if (!o.env.inject.empty())
+    {
+        json::object inject;
+        for (const auto& [k, v] : o.env.inject)
+            inject[k] = v;
+        env["inject"] = std::move(inject);
+    }
+    if (!env.empty())
+        call["env"] = std::move(env);
+    if (o.net.mode != sandbox::net_mode::inherit)
+    {
+        auto net = net_to_json(o.net);
+        net["proxy"] = o.net.proxy; // the real one: the daemon needs it
+        if (o.net.proxy.empty())
+            net.erase("proxy");
+        net["mode"] = sandbox::to_string(o.net.mode);
+        call["net"] = std::move(net);
+    }
+    json::object res;
+    auto put = [&](const char* k, std::int64_t v) {
+        if (v > 0)
+            res[k] = v;
+    };
+    put("memory_bytes", o.limits.memory_bytes);
+    put("cpu_millicores", o.limits.cpu_millicores);
+    put("max_output_bytes", o.limits.max_output_bytes);
+    put("max_processes", o.limits.max_processes);
+    put("max_tasks", o.limits.max_tasks);
+    if (!res.empty())
+        call["resources"] = std::move(res);
+    return json::serialize(call);
+}
+
+std::pair<boost::system::error_code, sandbox::exec_result> result_from_json(std::string_view text)
+{
+    std::pair<boost::system::error_code, sandbox::exec_result> out;
+    boost::system::error_code pec;
+    auto v = json::parse(text, pec);
+    auto& [ec, r] = out;
+    if (pec || !v.is_object())
+    {
+        ec = errc::internal;
+        r.diag.message = "the daemon's answer is not JSON";
+        return out;
+    }
+    const auto& o = v.get_object();
+    auto integer = [&](const char* k) {
+        auto* x = o.if_contains(k);
+        return x && x->is_int64() ? static_cast<int>(x->get_int64()) : 0;
+    };
+    r.exit_code = o.contains("exit_code") ? integer("exit_code") : -1;
+    r.signal = integer("signal");
+    if (auto* s = o.if_contains("status"); s && s->is_string())
+        for (auto st : {exec_status::not_started, exec_status::exited, exec_status::signaled,
+                        exec_status::timed_out, exec_status::budget_exceeded,
+                        exec_status::unenforceable, exec_status::cancelled,
+                        exec_status::terminated})
+            if (s->get_string() == sandbox::to_string(st))
+                r.status = st;
+    if (auto* e = o.if_contains("error"); e && e->is_object())
+    {
+        const auto& eo = e->get_object();
+        ec = errc::internal;
+        if (auto* c = eo.if_contains("code"); c && c->is_string())
+            for (int i = 1; i <= static_cast<int>(errc::session_closed); ++i)
+                if (c->get_string() == sandbox::to_string(static_cast<errc>(i)))
+                    ec = static_cast<errc>(i);
+        if (auto* m = eo.if_contains("message"); m && m->is_string())
+            r.diag.message = std::string(m->get_string());
+        if (auto* l = eo.if_contains("limit"); l && l->is_string())
+            r.diag.limit = std::string(l->get_string());
+        if (auto* n = eo.if_contains("errno"); n && n->is_int64())
+            r.diag.cause = boost::system::error_code(static_cast<int>(n->get_int64()),
+                                                     boost::system::system_category());
+    }
+    return out;
+}
+
 std::string usage()
 {
     std::string env_list;
@@ -1269,6 +1388,10 @@ std::string usage()
            "                      exit 0, or 125 listing every problem\n"
            "  --workspace NAME=DIR  a workspace the entries of --config may name\n"
            "                      (repeatable)\n"
+           "  --connect SOCKET    run COMMAND through the sandbox --sandbox NAME of the\n"
+           "                      sandboxd listening on SOCKET (docs/sandboxd.md): output\n"
+           "                      streamed, same exit status; the flags only narrow the\n"
+           "                      sandbox's policy; no --tty, --stdin-file or chain flags\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -104,6 +104,9 @@ struct run_config
     /// `--check`: validate `config_file`, build every entry, print each one's effective
     /// policy and enforcement, exit 0 (all good) or 125.
     bool check = false;
+    /// `--connect SOCKET`: run through the sandbox `--sandbox NAME` of the sandboxd listening
+    /// there; the flags only narrow its policy (as with `--config`). Empty: none.
+    std::string connect{};
     /// `--workspace NAME=DIR`: the workspaces entries of `config_file` may name.
     std::map<std::string, std::string, std::less<>> workspaces{};
     /// The egress proxy's resolver pins (`--resolve`) and limits, for the bwrap runner.
@@ -239,6 +242,15 @@ std::string enforcement_to_json(const sandbox::enforcement_report& e, std::strin
 /// milliseconds and a proxy URL's password hidden) and `enforcement` (the backend's report).
 std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_view root,
                           const sandbox::enforcement_report& enforcement);
+
+/// \brief The body of a call to sandboxd (`sandbox::config::parse_call`'s syntax): the
+/// command, its arguments and the options set on the command line. Durations in
+/// nanoseconds (`"1500000000ns"`).
+std::string call_to_json(const sandbox::exec_request& r);
+
+/// \brief sandboxd's answer to an exec (`result_to_json`'s shape) read back: the error code
+/// (by its `errc` name) and the result, for `exit_status_for`.
+std::pair<boost::system::error_code, sandbox::exec_result> result_from_json(std::string_view json);
 
 /// The usage text, ending with a newline.
 std::string usage();

@@ -1,6 +1,7 @@
 // tools/sandbox-run/main.cpp: sandbox-run: run one command under policy from the shell.
 #include "cli.hpp"
 #include "config_run.hpp"
+#include "connect.hpp"
 #include "streaming.hpp"
 #include "terminal_session.hpp"
 
@@ -296,6 +297,8 @@ int run_from_config(cli::run_config& cfg, asio::io_context& ioc)
 
 int run(cli::run_config& cfg)
 {
+    if (!cfg.connect.empty())
+        return cli::run_connected(cfg);
     asio::io_context ioc;
     if (!cfg.config_file.empty())
         return run_from_config(cfg, ioc);

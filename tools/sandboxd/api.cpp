@@ -503,12 +503,17 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
 } // namespace
 
 response error_response(const request& req, const boost::system::error_code& ec,
-                        const std::string& message)
+                        const std::string& message, const sandbox::diagnostics& diag)
 {
     auto status = ec == http::error::body_limit ? http::status::payload_too_large : status_for(ec);
     const char* code = ec == http::error::body_limit ? "validation" : code_name(ec);
-    return json_response(req, status,
-                         json::object{{"error", json::object{{"code", code}, {"message", message}}}});
+    json::object e{{"code", code}, {"message", message}};
+    if (!diag.limit.empty())
+        e["limit"] = diag.limit;
+    if (diag.cause && (diag.cause.category() == boost::system::system_category() ||
+                       diag.cause.category() == boost::system::generic_category()))
+        e["errno"] = diag.cause.value();
+    return json_response(req, status, json::object{{"error", std::move(e)}});
 }
 
 asio::awaitable<response> handle(daemon& d, const request& req, const peer& who)
@@ -533,8 +538,8 @@ asio::awaitable<response> handle(daemon& d, const request& req, const peer& who)
     {
         f = sandbox::make_failure(errc::internal, e.what());
     }
-    co_return error_response(req, f.code, f.diag.message.empty() ? f.code.message()
-                                                                 : f.diag.message);
+    co_return error_response(req, f.code,
+                             f.diag.message.empty() ? f.code.message() : f.diag.message, f.diag);
 }
 
 } // namespace sandboxd

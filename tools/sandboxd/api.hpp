@@ -18,9 +18,10 @@ using response = boost::beast::http::response<boost::beast::http::string_body>;
 /// 501 not_available, 500 otherwise).
 boost::beast::http::status status_for(const boost::system::error_code& ec);
 
-/// A JSON error body: {"error": {"code": "<errc name>", "message": ...}}.
+/// A JSON error body: {"error": {"code": "<errc name>", "message": ..., and from the
+/// diagnostics when set: "limit" (the field or resource concerned), "errno" (the OS error)}}.
 response error_response(const request& req, const boost::system::error_code& ec,
-                        const std::string& message);
+                        const std::string& message, const sandbox::diagnostics& diag = {});
 
 boost::asio::awaitable<response> handle(daemon& d, const request& req, const peer& who);
 

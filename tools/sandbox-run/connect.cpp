@@ -1,0 +1,247 @@
+// tools/sandbox-run/connect.cpp: the sandboxd client. One HTTP/1.1 connection (Beast) on the
+// daemon's unix socket; a streamed run is a session read by long-poll from byte offsets, so a
+// lost connection could resume where it was (the daemon keeps the session).
+#include "connect.hpp"
+
+#include "streaming.hpp"
+
+#include <sandbox/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+namespace sandbox::cli {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using local = asio::local::stream_protocol;
+
+struct answer
+{
+    unsigned status = 0;
+    std::string body;
+};
+
+class connection
+{
+public:
+    explicit connection(asio::io_context& ioc) : sock_(ioc) {}
+
+    asio::awaitable<boost::system::error_code> open(const std::string& path)
+    {
+        auto [ec] = co_await sock_.async_connect(local::endpoint(path),
+                                                 asio::as_tuple(asio::use_awaitable));
+        co_return ec;
+    }
+
+    asio::awaitable<answer> call(http::verb method, std::string target, std::string body)
+    {
+        http::request<http::string_body> req{method, target, 11};
+        req.set(http::field::host, "sandboxd");
+        req.set(http::field::content_type, "application/json");
+        req.keep_alive(true);
+        req.body() = std::move(body);
+        req.prepare_payload();
+        co_await http::async_write(sock_, req, asio::use_awaitable);
+        http::response<http::string_body> res;
+        co_await http::async_read(sock_, buf_, res, asio::use_awaitable);
+        co_return answer{res.result_int(), std::move(res.body())};
+    }
+
+private:
+    local::socket sock_;
+    boost::beast::flat_buffer buf_;
+};
+
+std::string error_message(const answer& a)
+{
+    boost::system::error_code ec;
+    auto v = json::parse(a.body, ec);
+    if (!ec && v.is_object())
+        if (auto* e = v.get_object().if_contains("error"); e && e->is_object())
+        {
+            const auto& o = e->get_object();
+            std::string code = o.contains("code") && o.at("code").is_string()
+                                   ? std::string(o.at("code").get_string())
+                                   : "error";
+            std::string msg = o.contains("message") && o.at("message").is_string()
+                                  ? std::string(o.at("message").get_string())
+                                  : a.body;
+            return code + ": " + msg;
+        }
+    return "HTTP " + std::to_string(a.status) + ": " + a.body;
+}
+
+void say(const std::string& line)
+{
+    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(line) + "\n");
+}
+
+std::string base64_decode(std::string_view in)
+{
+    auto val = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    std::string out;
+    unsigned acc = 0;
+    int bits = 0;
+    for (char c : in)
+    {
+        const int v = val(c);
+        if (v < 0)
+            continue;
+        acc = (acc << 6) | static_cast<unsigned>(v);
+        bits += 6;
+        if (bits >= 8)
+        {
+            bits -= 8;
+            out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+        }
+    }
+    return out;
+}
+
+// Writes the chunks of one output answer; returns (next offset, eof).
+std::pair<std::uint64_t, bool> emit(const json::object& o)
+{
+    for (const auto& c : o.at("chunks").get_array())
+    {
+        const auto& chunk = c.get_object();
+        const int fd = chunk.at("stream").get_string() == "stderr" ? STDERR_FILENO : STDOUT_FILENO;
+        if (auto* d = chunk.if_contains("data"))
+            write_fully(fd, std::string_view(d->get_string().data(), d->get_string().size()));
+        else if (auto* b = chunk.if_contains("data_base64"))
+            write_fully(fd, base64_decode(b->get_string()));
+    }
+    return {static_cast<std::uint64_t>(o.at("next").to_number<std::int64_t>()),
+            o.at("eof").get_bool()};
+}
+
+// The streamed run: a session, its output long-polled until the end, its exit.
+asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted, std::string& id)
+{
+    auto started = co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/sessions",
+                                   call_to_json(cfg.request));
+    if (started.status != 201)
+    {
+        say(error_message(started));
+        // A command the OS refused (not found: 127, not executable: 126), as a local run.
+        auto [ec, r] = result_from_json(started.body);
+        co_return exit_status_for(ec, r);
+    }
+    id = std::string(json::parse(started.body).at("id").get_string());
+    std::uint64_t at = 0;
+    for (;;)
+    {
+        auto out = co_await c.call(http::verb::get,
+                                   "/v1/sessions/" + id + "/output?offset=" + std::to_string(at) +
+                                       "&wait=30000",
+                                   "");
+        if (out.status == 409) // dropped before we read it: say so, go on where it resumes
+        {
+            const auto v = json::parse(out.body).at("error").at("resume_at").to_number<std::int64_t>();
+            say("warning: " + std::to_string(static_cast<std::uint64_t>(v) - at) +
+                " bytes of output were dropped before they could be read");
+            at = static_cast<std::uint64_t>(v);
+            continue;
+        }
+        if (out.status != 200)
+        {
+            say(error_message(out));
+            co_return exit_sandbox_failure;
+        }
+        const auto [next, eof] = emit(json::parse(out.body).get_object());
+        at = next;
+        if (eof)
+            break;
+    }
+    auto waited = co_await c.call(http::verb::post, "/v1/sessions/" + id + "/wait", "");
+    co_await c.call(http::verb::delete_, "/v1/sessions/" + id, "");
+    id.clear();
+    auto [ec, result] = result_from_json(waited.body);
+    if (interrupted)
+        co_return exit_cancelled;
+    co_return exit_status_for(ec, result);
+}
+
+asio::awaitable<int> once(connection& c, run_config& cfg)
+{
+    auto a = co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/exec",
+                             call_to_json(cfg.request));
+    auto [ec, result] = result_from_json(a.body);
+    if (a.status >= 300 && !ec)
+        ec = errc::internal;
+    write_fully(STDOUT_FILENO, a.body);
+    co_return exit_status_for(ec, result);
+}
+
+} // namespace
+
+int run_connected(run_config& cfg)
+{
+    asio::io_context ioc;
+    int status = exit_sandbox_failure;
+    bool interrupted = false;
+    std::string session_id;
+    connection c(ioc);
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    // A signal ends the session on the daemon (its own connection: ours is busy polling).
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec || session_id.empty())
+            return;
+        interrupted = true;
+        asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+            connection side(ioc);
+            auto err = co_await side.open(cfg.connect);
+            if (!err)
+                co_await side.call(http::verb::post, "/v1/sessions/" + session_id + "/terminate",
+                                   R"({"grace":"0s"})");
+        }, [](std::exception_ptr) {});
+    });
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        if (auto ec = co_await c.open(cfg.connect))
+        {
+            say("--connect " + cfg.connect + ": " + ec.message());
+            co_return;
+        }
+        if (cfg.json)
+            status = co_await once(c, cfg);
+        else
+            status = co_await streamed(c, cfg, interrupted, session_id);
+        boost::system::error_code ignored;
+        signals.cancel(ignored);
+    }, [&](std::exception_ptr e) {
+        if (!e)
+            return;
+        try
+        {
+            std::rethrow_exception(e);
+        }
+        catch (const std::exception& x)
+        {
+            say(std::string("the daemon's connection failed: ") + x.what());
+        }
+        boost::system::error_code ignored;
+        signals.cancel(ignored);
+    });
+    ioc.run();
+    return status;
+}
+
+} // namespace sandbox::cli
