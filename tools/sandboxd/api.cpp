@@ -167,7 +167,16 @@ json::object session_json(const std::string& sandbox_name, const sandbox::sessio
                                          i.started_at.time_since_epoch())
                                          .count()}};
     if (i.exit)
-        o["exit"] = json::parse(sandbox::cli::result_to_json({}, *i.exit));
+    {
+        const auto& x = *i.exit; // integers only (Boost.JSON would print 628.1 as 6.281E2)
+        o["exit"] = json::object{
+            {"status", sandbox::to_string(x.status)},
+            {"exit_code", x.exit_code},
+            {"signal", x.signal},
+            {"duration_us", std::chrono::duration_cast<std::chrono::microseconds>(x.wall_time).count()},
+            {"cpu_time_us", std::chrono::duration_cast<std::chrono::microseconds>(x.cpu_time).count()},
+            {"peak_memory_bytes", x.peak_memory_bytes}};
+    }
     return o;
 }
 
@@ -501,6 +510,45 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
 }
 
 } // namespace
+
+std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
+                                                std::uint64_t& offset)
+{
+    const auto seg = segments(req.target());
+    if (req.method() != http::verb::get || seg.size() != 4 || seg[0] != "v1" ||
+        seg[1] != "sessions" || seg[3] != "output" || query(req.target(), "follow") != "1")
+        return nullptr;
+    auto it = d.sessions().find(seg[2]);
+    if (it == d.sessions().end())
+        return nullptr;
+    offset = number(query(req.target(), "offset")).value_or(0);
+    return it->second.session;
+}
+
+std::string event_line(const sandbox::session_event& e)
+{
+    json::object o;
+    if (e.what == sandbox::session_event::kind::output)
+    {
+        o = {{"type", "output"},
+             {"stream", e.stream == sandbox::output_stream::out ? "stdout" : "stderr"},
+             {"offset", e.offset}};
+        put_bytes(o, e.data);
+    }
+    else if (e.what == sandbox::session_event::kind::exited && e.exit)
+        // The result as sandbox-run --json writes it (plain numbers, never 6.2E2).
+        return R"({"type":"exit","offset":)" + std::to_string(e.offset) + R"(,"result":)" +
+               sandbox::cli::result_to_json({}, *e.exit) + "}\n";
+    else
+        o = {{"type", "closed"}};
+    return json::serialize(o) + "\n";
+}
+
+std::string gap_line(std::uint64_t from, std::uint64_t resume_at)
+{
+    return json::serialize(json::object{{"type", "gap"}, {"from", from}, {"resume_at", resume_at}}) +
+           "\n";
+}
 
 response error_response(const request& req, const boost::system::error_code& ec,
                         const std::string& message, const sandbox::diagnostics& diag)

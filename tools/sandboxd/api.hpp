@@ -25,6 +25,16 @@ response error_response(const request& req, const boost::system::error_code& ec,
 
 boost::asio::awaitable<response> handle(daemon& d, const request& req, const peer& who);
 
+/// The session whose output `req` asks to follow (`GET /v1/sessions/{id}/output?follow=1`),
+/// or null when it is not such a request (or names no session: `handle` answers it).
+std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
+                                                std::uint64_t& offset);
+
+/// One NDJSON line of a followed session's event: `{"type": "output", stream, offset, data
+/// or data_base64}`, `{"type": "gap", "from", "resume_at"}`, `{"type": "exit", "result"}`.
+std::string event_line(const sandbox::session_event& e);
+std::string gap_line(std::uint64_t from, std::uint64_t resume_at);
+
 } // namespace sandboxd
 
 #endif

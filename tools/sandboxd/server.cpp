@@ -12,6 +12,9 @@
 #include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/json/object.hpp>
 
@@ -64,6 +67,53 @@ asio::awaitable<void> refuse(daemon& d, stream_type& stream, const peer& who)
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
 }
 
+// GET /v1/sessions/{id}/output?follow=1: the session's events as NDJSON over chunked
+// transfer until it exits (or is closed, or the client goes). A client that falls behind the
+// log gets a "gap" line and goes on from where the log resumes. Ends the connection.
+asio::awaitable<void> follow(stream_type& stream, const request& req,
+                             std::shared_ptr<sandbox::session> s, std::uint64_t offset)
+{
+    http::response<http::empty_body> head{http::status::ok, req.version()};
+    head.set(http::field::content_type, "application/x-ndjson");
+    head.chunked(true);
+    head.keep_alive(false);
+    http::response_serializer<http::empty_body> sr{head};
+    stream.expires_never();
+    auto [hec, hn] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+    if (hec)
+        co_return;
+    auto w = s->watch(offset);
+    for (;;)
+    {
+        std::string line;
+        bool last = false;
+        const auto before = w.position();
+        try
+        {
+            auto e = co_await w.next();
+            line = event_line(e);
+            last = e.what != sandbox::session_event::kind::output;
+        }
+        catch (const sandbox::error& e)
+        {
+            if (e.code() == sandbox::errc::sequence_gap)
+                line = gap_line(before, w.position());
+            else
+                last = true;
+        }
+        if (!line.empty())
+        {
+            auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(line)),
+                                                      asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return; // the client went: the session goes on
+        }
+        if (last)
+            break;
+    }
+    co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+}
+
 asio::awaitable<void> connection(daemon& d, local::socket sock)
 {
     const peer who = peer_of(sock);
@@ -103,6 +153,17 @@ asio::awaitable<void> connection(daemon& d, local::socket sock)
         }
         req = parser.release();
         stream.expires_never(); // an exec or a long-poll may take its time
+        std::uint64_t offset = 0;
+        if (auto s = follow_target(d, req, offset))
+        {
+            auto line = request_line(who);
+            line["method"] = "GET";
+            line["target"] = std::string(req.target());
+            line["status"] = 200;
+            d.audit(std::move(line));
+            co_await follow(stream, req, std::move(s), offset);
+            co_return;
+        }
         response res = co_await handle(d, req, who);
         auto line = request_line(who);
         line["method"] = std::string(req.method_string());
