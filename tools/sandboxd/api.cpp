@@ -298,9 +298,10 @@ asio::awaitable<response> read_output(daemon& d, const request& req, const std::
     try
     {
         // Long-poll: wait up to `wait` ms for output when there is none yet.
-        if (wait_ms == 0 && offset >= s->output_end() && !s->info().exit)
-            out.next = offset;
-        else
+        const bool ready = offset < s->output_end() || s->info().exit.has_value();
+        if (ready) // read at once: data, the end, or a gap
+            out = co_await s->read(offset, max);
+        else if (wait_ms > 0)
         {
             using namespace asio::experimental::awaitable_operators;
             auto ex = co_await asio::this_coro::executor;

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""sandboxd driven by real clients: curl --unix-socket, Python's http.client over AF_UNIX,
+and sandbox-run --connect. Usage: sandboxd_test.py SANDBOXD SANDBOX_RUN"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SANDBOXD = SANDBOX_RUN = None
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("sandboxd", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Daemon:
+    def __init__(self, doc_text, extra_env=None):
+        self.dir = tempfile.mkdtemp(prefix="sbx-sandboxd-test-")
+        os.chmod(self.dir, 0o755)
+        self.root = os.path.join(self.dir, "ws")
+        os.mkdir(self.root)
+        self.sock = os.path.join(self.dir, "d.sock")
+        self.doc = os.path.join(self.dir, "d.yaml")
+        self.audit = os.path.join(self.dir, "audit.jsonl")
+        self.write(doc_text)
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.proc = subprocess.Popen([SANDBOXD, "--config", self.doc, "--listen", self.sock],
+                                     stdin=subprocess.DEVNULL, stderr=self.log)
+        end = time.time() + 10
+        while not os.path.exists(self.sock):
+            if time.time() > end or self.proc.poll() is not None:
+                raise RuntimeError("sandboxd did not start: " + self.logtext())
+            time.sleep(0.02)
+
+    def write(self, text):
+        with open(self.doc, "w") as f:
+            f.write(text.replace("@ROOT@", self.root).replace("@AUDIT@", self.audit))
+
+    def logtext(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def request(self, method, path, body=None, raw=False, timeout=30):
+        c = UnixConnection(self.sock, timeout)
+        data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
+        c.request(method, path, body=data)
+        r = c.getresponse()
+        text = r.read()
+        c.close()
+        return r.status, (text if raw else json.loads(text))
+
+    def curl(self, *args):
+        p = subprocess.run(["curl", "-s", "--unix-socket", self.sock, "-w", "\n%{http_code}",
+                            *args], capture_output=True, text=True, timeout=60)
+        body, _, code = p.stdout.rpartition("\n")
+        return int(code), body
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+DOC = """version: v1
+daemon:
+  audit_file: @AUDIT@
+  max_body_bytes: 4KiB
+  idle_timeout: 2s
+sandboxes:
+  build:
+    backend: local
+    root: @ROOT@
+    defaults:
+      timeout: 30s
+      env: {allow: [PATH], inject: {CI: "yes"}}
+  guarded:
+    backend: local
+    root: @ROOT@
+    approval: {sensitive_commands: ["rm*"], deadline: 1500ms}
+"""
+
+
+class SandboxdTest(unittest.TestCase):
+    def setUp(self):
+        self.d = Daemon(DOC)
+
+    def tearDown(self):
+        self.d.stop()
+
+    def start(self, body, sandbox="build"):
+        status, s = self.d.request("POST", f"/v1/sandboxes/{sandbox}/sessions", body)
+        self.assertEqual(status, 201, s)
+        return s
+
+    def test_list_names_the_sandboxes_with_their_enforcement(self):
+        code, body = self.d.curl("http://d/v1/sandboxes")
+        self.assertEqual(code, 200)
+        boxes = {b["name"]: b for b in json.loads(body)["sandboxes"]}
+        self.assertEqual(set(boxes), {"build", "guarded"})
+        self.assertEqual(boxes["build"]["backend"], "local")
+        self.assertTrue(boxes["build"]["enforcement"]["env_allow_list"])
+
+    def test_exec_runs_under_the_sandbox_defaults(self):
+        code, body = self.d.curl("-X", "POST", "http://d/v1/sandboxes/build/exec", "-d",
+                                 json.dumps({"command": "sh", "args": ["-c", "echo $CI; pwd; exit 3"]}))
+        self.assertEqual(code, 200)
+        r = json.loads(body)
+        self.assertEqual(r["exit_code"], 3)
+        self.assertEqual(r["stdout"], "yes\n" + os.path.realpath(self.d.root) + "\n")
+        self.assertEqual(r["status"], "exited")
+
+    def test_a_timeout_is_a_result(self):
+        status, r = self.d.request("POST", "/v1/sandboxes/build/exec",
+                                   {"command": "sleep", "args": ["10"], "timeout": "300ms"})
+        self.assertEqual(status, 200)
+        self.assertEqual(r["status"], "timed_out")
+
+    def test_bad_calls_are_classified(self):
+        status, r = self.d.request("POST", "/v1/sandboxes/build/exec", {"command": "true", "timeout": 5})
+        self.assertEqual(status, 400)
+        self.assertEqual(r["error"]["code"], "validation")
+        self.assertIn("timeout", r["error"]["message"])
+        status, r = self.d.request("POST", "/v1/sandboxes/build/exec", {"command": "true", "bogus": 1})
+        self.assertEqual(status, 400)
+        self.assertIn("bogus", r["error"]["message"])
+        status, r = self.d.request("POST", "/v1/sandboxes/nope/exec", {"command": "true"})
+        self.assertEqual((status, r["error"]["code"]), (404, "not_found"))
+        status, r = self.d.request("GET", "/v1/nothing")
+        self.assertEqual(status, 404)
+        code, body = self.d.curl("-X", "POST", "http://d/v1/sandboxes/build/exec", "--data-binary",
+                                 "x" * 5000)
+        self.assertEqual(code, 413)
+        # The daemon is still there.
+        self.assertEqual(self.d.request("GET", "/v1/sandboxes")[0], 200)
+
+    def test_a_session_takes_input_and_is_replayed_after_reconnecting(self):
+        s = self.start({"command": "cat"})
+        sid = s["id"]
+        status, _ = self.d.request("POST", f"/v1/sessions/{sid}/input", b"hello\nworld\n")
+        self.assertEqual(status, 200)
+        # First client: long-poll until both lines are there, then go away.
+        got, at = "", 0
+        while len(got) < 12:
+            status, out = self.d.request("GET", f"/v1/sessions/{sid}/output?offset={at}&wait=2000")
+            self.assertEqual(status, 200)
+            got += "".join(c["data"] for c in out["chunks"])
+            at = out["next"]
+        self.assertEqual(got, "hello\nworld\n")
+        # A new connection replays from 0 and from a saved offset.
+        status, out = self.d.request("GET", f"/v1/sessions/{sid}/output?offset=0")
+        self.assertEqual("".join(c["data"] for c in out["chunks"]), "hello\nworld\n")
+        status, out = self.d.request("GET", f"/v1/sessions/{sid}/output?offset=6")
+        self.assertEqual("".join(c["data"] for c in out["chunks"]), "world\n")
+        status, lst = self.d.request("GET", "/v1/sessions")
+        self.assertIn(sid, [x["id"] for x in lst["sessions"]])
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/close-input")[0], 200)
+        status, r = self.d.request("POST", f"/v1/sessions/{sid}/wait")
+        self.assertEqual((status, r["exit_code"]), (200, 0))
+        status, info = self.d.request("GET", f"/v1/sessions/{sid}")
+        self.assertFalse(info["running"])
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
+        self.assertEqual(self.d.request("GET", f"/v1/sessions/{sid}")[0], 404)
+
+    def test_signal_terminate_and_resize(self):
+        s = self.start({"command": "sleep", "args": ["100"]})
+        status, r = self.d.request("POST", f"/v1/sessions/{s['id']}/signal", {"signal": "bogus"})
+        self.assertEqual(status, 400)
+        status, r = self.d.request("POST", f"/v1/sessions/{s['id']}/resize", {"rows": 10, "cols": 20})
+        self.assertEqual((status, r["error"]["code"]), (501, "not_available"))  # pipes
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{s['id']}/signal",
+                                        {"signal": "terminate"})[0], 200)
+        status, r = self.d.request("POST", f"/v1/sessions/{s['id']}/wait")
+        self.assertEqual((r["status"], r["signal"]), ("signaled", 15))
+        self.assertTrue(wait_gone(s["pid"]))
+        t = self.start({"command": "sleep", "args": ["100"], "tty": {"rows": 30, "cols": 100}})
+        self.assertTrue(t["tty"])
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{t['id']}/resize",
+                                        {"rows": 40, "cols": 120})[0], 200)
+        status, r = self.d.request("POST", f"/v1/sessions/{t['id']}/terminate", {"grace": "0s"})
+        self.assertEqual(status, 200)
+        self.assertTrue(wait_gone(t["pid"]))
+
+    def test_a_dropped_offset_is_a_sequence_gap(self):
+        s = self.start({"command": "head", "args": ["-c", "1000000", "/dev/zero"],
+                        "resources": {"max_output_bytes": "64KiB"}})
+        self.d.request("POST", f"/v1/sessions/{s['id']}/wait")
+        status, r = self.d.request("GET", f"/v1/sessions/{s['id']}/output?offset=0")
+        self.assertEqual((status, r["error"]["code"]), (409, "sequence_gap"))
+        resume = r["error"]["resume_at"]
+        self.assertGreater(resume, 0)
+        status, out = self.d.request("GET", f"/v1/sessions/{s['id']}/output?offset={resume}&max=10000000")
+        self.assertEqual(status, 200)
+        self.assertEqual(sum(len(c["data"]) for c in out["chunks"]), 1000000 - resume)
+
+    def test_follow_streams_ndjson_until_the_exit(self):
+        s = self.start({"command": "sh", "args": ["-c", "echo a; sleep 0.2; echo b; exit 4"]})
+        p = subprocess.run(["curl", "-sN", "--unix-socket", self.d.sock,
+                            f"http://d/v1/sessions/{s['id']}/output?follow=1&offset=0"],
+                           capture_output=True, text=True, timeout=30)
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+        self.assertEqual("".join(x.get("data", "") for x in lines if x["type"] == "output"), "a\nb\n")
+        self.assertEqual(lines[-1]["type"], "exit")
+        self.assertEqual(lines[-1]["result"]["exit_code"], 4)
+
+    def test_approvals_answered_denied_and_timed_out(self):
+        def pending():
+            end = time.time() + 5
+            while time.time() < end:
+                a = self.d.request("GET", "/v1/approvals")[1]["approvals"]
+                if a:
+                    return a[0]
+                time.sleep(0.05)
+            self.fail("no approval appeared")
+
+        def ask():
+            return subprocess.Popen(["curl", "-s", "--unix-socket", self.d.sock, "-w", "\n%{http_code}",
+                                     "-X", "POST", "http://d/v1/sandboxes/guarded/exec", "-d",
+                                     json.dumps({"command": "rm", "args": ["-f", "x"]})],
+                                    stdout=subprocess.PIPE, text=True)
+
+        p = ask()
+        a = pending()
+        self.assertEqual(a["command"], "rm")
+        self.assertEqual(self.d.request("POST", f"/v1/approvals/{a['id']}", {"decision": "allow"})[0], 200)
+        out = p.communicate(timeout=30)[0]
+        self.assertTrue(out.endswith("\n200"), out)
+        self.assertEqual(json.loads(out.rpartition("\n")[0])["exit_code"], 0)
+        p = ask()
+        a = pending()
+        self.assertEqual(self.d.request("POST", f"/v1/approvals/{a['id']}", {"decision": "deny"})[0], 200)
+        out = p.communicate(timeout=30)[0]
+        self.assertTrue(out.endswith("\n403"), out)
+        p = ask()
+        pending()
+        out = p.communicate(timeout=30)[0]  # nobody answers: the deadline denies
+        self.assertTrue(out.endswith("\n403"), out)
+        self.assertIn("deadline", out)
+        self.assertEqual(self.d.request("POST", "/v1/approvals/999", {"decision": "allow"})[0], 404)
+        # A command that needs no approval is not asked about.
+        self.assertEqual(self.d.request("POST", "/v1/sandboxes/guarded/exec", {"command": "true"})[0], 200)
+
+    def test_reload_with_a_good_and_a_bad_document(self):
+        self.d.write(DOC + "  extra:\n    backend: local\n    root: @ROOT@\n")
+        self.d.proc.send_signal(signal.SIGHUP)
+        end = time.time() + 5
+        while time.time() < end:
+            names = [b["name"] for b in self.d.request("GET", "/v1/sandboxes")[1]["sandboxes"]]
+            if "extra" in names:
+                break
+            time.sleep(0.05)
+        self.assertIn("extra", names)
+        self.d.write("version: v1\nsandboxes: {broken: {backend: local}}\n")
+        self.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        self.assertIsNone(self.d.proc.poll())
+        names = [b["name"] for b in self.d.request("GET", "/v1/sandboxes")[1]["sandboxes"]]
+        self.assertIn("extra", names)
+        self.assertIn("reload failed", self.d.logtext())
+
+    def test_sigterm_ends_live_sessions_and_exits_0(self):
+        s = self.start({"command": "sleep", "args": ["100"]})
+        self.assertTrue(alive(s["pid"]))
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.d.proc.wait(30), 0)
+        self.assertTrue(wait_gone(s["pid"]))
+        self.assertFalse(os.path.exists(self.d.sock))
+
+    def test_sigkill_of_the_daemon_leaves_no_process(self):
+        s = self.start({"command": "sh", "args": ["-c", "sleep 100 & sleep 100"]})
+        self.assertTrue(alive(s["pid"]))
+        self.d.proc.kill()
+        self.d.proc.wait()
+        self.assertTrue(wait_gone(s["pid"], 15))
+
+    def test_a_uid_not_on_the_list_is_refused_until_listed(self):
+        os.chmod(self.d.sock, 0o666)
+
+        def as_nobody():
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    c = UnixConnection(self.d.sock, 10)
+                    c.request("GET", "/v1/sandboxes")
+                    os.write(w, str(c.getresponse().status).encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            status = os.read(r, 16).decode()
+            os.close(r)
+            os.waitpid(pid, 0)
+            return int(status)
+
+        self.assertEqual(as_nobody(), 403)
+        with open(self.d.audit) as f:
+            self.assertIn('"event":"refused"', f.read())
+        self.d.write(DOC.replace("  idle_timeout: 2s\n", "  idle_timeout: 2s\n  allow_uids: [65534]\n"))
+        self.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        self.assertEqual(as_nobody(), 200)
+
+    def test_an_idle_client_is_closed(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(self.d.sock)
+        s.settimeout(10)
+        t = time.time()
+        self.assertEqual(s.recv(100), b"")  # closed by the daemon, not by our timeout
+        self.assertLess(time.time() - t, 8)
+        s.close()
+
+    def test_requests_are_audited_with_the_peer(self):
+        self.d.request("POST", "/v1/sandboxes/build/exec", {"command": "true"})
+        with open(self.d.audit) as f:
+            lines = [json.loads(x) for x in f]
+        mine = [x for x in lines if x.get("event") == "request" and x.get("target") == "/v1/sandboxes/build/exec"]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["peer_pid"], os.getpid())
+        self.assertEqual(mine[0]["status"], 200)
+        self.assertTrue(any(x.get("event") == "finished" and x.get("command") == "true" for x in lines))
+
+    def test_sandbox_run_connect_streams_and_keeps_exit_statuses(self):
+        base = [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build"]
+        p = subprocess.run(base + ["--", "sh", "-c", "echo out; echo err >&2; exit 7"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (7, "out\n", "err\n"))
+        p = subprocess.run(base + ["--timeout", "300ms", "--", "sleep", "10"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 124)
+        p = subprocess.run(base + ["--", "no-such-command-here"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 127)
+        p = subprocess.run(base + ["--json", "--", "sh", "-c", "echo j; exit 2"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(json.loads(p.stdout)["stdout"], "j\n")
+        p = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "nope", "--", "true"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 125)
+        p = subprocess.Popen(base + ["--", "sleep", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.time() + 10
+        sessions = []
+        while not sessions and time.time() < end:
+            sessions = self.d.request("GET", "/v1/sessions")[1]["sessions"]
+            time.sleep(0.05)
+        self.assertTrue(sessions)
+        p.send_signal(signal.SIGINT)
+        self.assertEqual(p.wait(30), 130)
+        p.stdout.close()
+        p.stderr.close()
+        self.assertTrue(wait_gone(sessions[0]["pid"]))
+
+
+if __name__ == "__main__":
+    SANDBOXD, SANDBOX_RUN = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1], verbosity=2)
