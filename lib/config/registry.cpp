@@ -190,9 +190,12 @@ std::vector<problem> capability_gate(const exec_options& d, const enforcement_re
         out.push_back({errc::not_available, entry_path + ".defaults." + field, 0, 0,
                        "the backend cannot enforce " + what + " here"});
     };
-    if (!e.unavailable.empty())
+    if (!e.unavailable.empty()) // it enforces nothing: that one reason says it all
+    {
         out.push_back({errc::not_available, entry_path + ".backend", 0, 0,
                        "the backend cannot run here: " + e.unavailable});
+        return out;
+    }
     if (d.env.allow && !e.env_allow_list)
         refuse("env.allow", "an environment allow-list");
     if (d.net.mode != net_mode::inherit &&
