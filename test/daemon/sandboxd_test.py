@@ -13,6 +13,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_test import alive, end_process, wait_gone  # noqa: E402  (one /proc reader for both suites)
+
 SANDBOXD = SANDBOX_RUN = None
 
 
@@ -25,23 +28,6 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(self.timeout)
         self.sock.connect(self.path)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_gone(pid, seconds=10):
-    end = time.time() + seconds
-    while time.time() < end:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Daemon:
@@ -88,12 +74,7 @@ class Daemon:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            end_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -52,6 +52,24 @@ std::chrono::steady_clock::duration idle(const daemon& d)
         d.document().daemon.idle_timeout);
 }
 
+// Lingering close, after an answer sent before the whole request was read (403, 413, 400):
+// stop sending and discard what the client still writes (for up to 2 s), so that its write
+// does not fail with EPIPE before it could read the answer.
+asio::awaitable<void> linger(stream_type& stream)
+{
+    boost::system::error_code ignored;
+    stream.socket().shutdown(local::socket::shutdown_send, ignored);
+    stream.expires_after(std::chrono::seconds(2));
+    char sink[8192];
+    for (;;)
+    {
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink),
+                                                       asio::as_tuple(asio::use_awaitable));
+        if (ec)
+            co_return;
+    }
+}
+
 asio::awaitable<void> refuse(daemon& d, stream_type& stream, const peer& who)
 {
     auto line = request_line(who);
@@ -65,6 +83,7 @@ asio::awaitable<void> refuse(daemon& d, stream_type& stream, const peer& who)
                               "uid " + std::to_string(who.uid) + " may not use this daemon");
     stream.expires_after(std::chrono::seconds(5));
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    co_await linger(stream);
 }
 
 // GET /v1/sessions/{id}/output?follow=1: the session's events as NDJSON over chunked
@@ -147,8 +166,13 @@ asio::awaitable<void> connection(daemon& d, local::socket sock)
                                                : boost::system::error_code(sandbox::errc::validation),
                                       "bad request: " + ec.message());
             res.keep_alive(false);
+            auto line = request_line(who);
+            line["status"] = static_cast<int>(res.result_int());
+            line["error"] = ec.message();
+            d.audit(std::move(line));
             stream.expires_after(std::chrono::seconds(5));
             co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+            co_await linger(stream);
             co_return;
         }
         req = parser.release();
