@@ -305,8 +305,15 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
             continue;
         }
         runner* raw = backend.get();
-        p->runners.push_back(
-            {e.name, *root, raw, compose_local(std::move(backend), policy_of(e, *root, opts))});
+        try // a document made in code may hold what the chain refuses (parse_document checks it)
+        {
+            p->runners.push_back(
+                {e.name, *root, raw, compose_local(std::move(backend), policy_of(e, *root, opts))});
+        }
+        catch (const sandbox::error& x)
+        {
+            problems.push_back(at_entry(e, "", x.diag().message));
+        }
     }
     if (!problems.empty())
         return std::nullopt; // p goes: the runners built so far, in reverse order
