@@ -135,7 +135,7 @@ SANDBOX_DECL std::vector<problem> check_document(std::string_view text);
 
 /// \brief Parses and validates a document (`check_document`). A bad one is
 /// `errc::validation`; the message lists every problem, one per line (`to_string(problem)`),
-/// `diag.path` is the first problem's path.
+/// `diag.rule` is the first problem's path (`load_document` puts the file in `diag.path`).
 SANDBOX_DECL outcome<document> parse_document(std::string_view text);
 
 /// \brief `parse_document` of a file's text. A file that cannot be read is classified by its
