@@ -150,6 +150,7 @@ void decode_net(reader& r, const node& n, const std::string& path, net_policy& n
     if (!r.is_object(n, path))
         return;
     r.known_keys(n, path, {"mode", "allow_hosts", "rules", "proxy", "unix_sockets", "mitm"});
+    const std::size_t before = r.count(); // a field already refused: no second word on it
     std::string mode_text = "default";
     if (const node* m = n.member("mode"); !absent(m))
         if (auto s = r.string(*m, member_path(path, "mode")))
@@ -182,7 +183,6 @@ void decode_net(reader& r, const node& n, const std::string& path, net_policy& n
             std::vector<std::string>{});
     if (const node* v = n.member("mitm"); !absent(v))
         net.mitm = decode_mitm(r, *v, member_path(path, "mitm"));
-    const std::size_t before = r.count();
     check_net_mode(r, n, path, net, mode_text);
     if (r.count() != before)
         return;

@@ -174,7 +174,7 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
             return bad("a unit must follow " + number);
         else
             return bad("unknown unit \"" + std::string(unit) + "\"");
-        total += std::stold(number) * scale;
+        total += std::strtold(number.c_str(), nullptr) * scale;
     }
     const long double ceiling = std::ceil(total);
     if (ceiling > static_cast<long double>(std::numeric_limits<std::int64_t>::max()))
