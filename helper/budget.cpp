@@ -196,8 +196,10 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
         auto d = departed.find(pid);
         const ns used = d == departed.end() ? ns{0} : d->second;
         unexplained += std::max(growth - used, ns{0});
+        // Lost, unless the parent has ended (a zombie still listed) and they fell to a
+        // reaper, whose growth then explains them: matched like the orphans below.
         if (used > growth && (was->second.kernel_reaps || is.kernel_reaps))
-            lost_ += used - growth;
+            orphaned += used - growth;
     }
     for (const auto& [parent, used] : departed)
     {
@@ -221,15 +223,24 @@ void cpu_ledger::settle_orphans(std::chrono::nanoseconds orphaned,
     // orphan that is already gone from the listing (the growth shows one sample late), or
     // after it waited for one the listing still showed alive (the growth shows one sample
     // early). So what is left unmatched on either side is kept for one more sample.
+    // The reaper of an orphan may also wait for it several samples later (it runs when it is
+    // scheduled), so what was counted lost is repaid for `orphan_debt_samples` samples.
     using ns = std::chrono::nanoseconds;
-    const ns repaid = std::min(std::exchange(debt_, ns{0}), unexplained);
-    lost_ -= repaid;
-    unexplained -= repaid;
+    for (auto& [owed, left] : debts_)
+    {
+        const ns repaid = std::min(owed, unexplained);
+        owed -= repaid;
+        lost_ -= repaid;
+        unexplained -= repaid;
+        --left;
+    }
+    std::erase_if(debts_, [](const auto& d) { return d.first <= ns{0} || d.second <= 0; });
     orphaned -= std::min(std::exchange(credit_, ns{0}), orphaned);
     const ns matched = std::min(orphaned, unexplained);
-    debt_ = orphaned - matched;
+    if (orphaned > matched)
+        debts_.emplace_back(orphaned - matched, orphan_debt_samples);
     credit_ = unexplained - matched;
-    lost_ += debt_;
+    lost_ += orphaned - matched;
 }
 
 std::optional<process_gate::time_point> process_gate::list_after(pid_t tid, time_point now)

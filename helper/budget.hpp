@@ -7,6 +7,7 @@
 #include <sandbox/sampler.hpp>
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -184,6 +185,11 @@ private:
 /// time cannot be matched with its children sample by sample, and judging it would call
 /// waited-for time lost and count it twice. A parent that reaps through SA_NOCLDWAIT, which
 /// /proc does not show, is not detected.
+/// How many samples orphaned time counted lost waits for a reaper's growth to explain it. A
+/// member that reaps orphans waits for them when it is scheduled next, which on a busy host
+/// is more than one 2 ms sample later (one sample counted 100 ms of 600 twice in 1 run of 12).
+inline constexpr int orphan_debt_samples = 8;
+
 class cpu_ledger
 {
 public:
@@ -212,9 +218,10 @@ private:
     // Ended members whose parent a listing missed: judged once the parent is seen again.
     std::unordered_map<pid_t, member> carried_;
     std::chrono::nanoseconds lost_{0};
-    // Orphaned time counted lost that a reaper's growth may still explain at the next
-    // sample, and a reaper's growth that an orphan seen gone at the next sample may explain.
-    std::chrono::nanoseconds debt_{0};
+    // Orphaned time counted lost that a reaper's growth may still explain within the next
+    // `orphan_debt_samples` samples (each with the samples it has left, oldest first), and a
+    // reaper's growth that an orphan seen gone at the next sample may explain.
+    std::deque<std::pair<std::chrono::nanoseconds, int>> debts_;
     std::chrono::nanoseconds credit_{0};
 
     void settle_orphans(std::chrono::nanoseconds orphaned, std::chrono::nanoseconds unexplained);

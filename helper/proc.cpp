@@ -3,6 +3,7 @@
 
 #include <sandbox/unique_fd.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -177,6 +178,39 @@ std::optional<std::uint64_t> read_thread_pss_bytes(pid_t pid, pid_t tid, int& er
     char file[48];
     std::snprintf(file, sizeof file, "task/%d/smaps_rollup", static_cast<int>(tid));
     return read_number<1024>(pid, file, parse_pss_bytes, err);
+}
+
+std::optional<std::uint64_t> parse_statm_anon_bytes(std::string_view text,
+                                                    std::uint64_t page_bytes) noexcept
+{
+    // "size resident shared text lib data dt", in pages.
+    std::uint64_t fields[3] = {};
+    for (auto& f : fields)
+    {
+        while (!text.empty() && text.front() == ' ')
+            text.remove_prefix(1);
+        const auto end = text.find_first_of(" \n");
+        if (!to_num(text.substr(0, end), f))
+            return std::nullopt;
+        text.remove_prefix(end == text.npos ? text.size() : end);
+    }
+    const std::uint64_t resident = fields[1], shared = fields[2];
+    if (shared > resident || resident > UINT64_MAX / std::max<std::uint64_t>(page_bytes, 1))
+        return std::nullopt;
+    return (resident - shared) * page_bytes;
+}
+
+std::optional<std::uint64_t> read_anon_bytes(pid_t pid, pid_t tid, int& err) noexcept
+{
+    char file[48];
+    if (tid != 0)
+        std::snprintf(file, sizeof file, "task/%d/statm", static_cast<int>(tid));
+    else
+        std::snprintf(file, sizeof file, "statm");
+    const auto page = static_cast<std::uint64_t>(page_size_bytes());
+    return read_number<128>(pid, file,
+                            [page](std::string_view t) { return parse_statm_anon_bytes(t, page); },
+                            err);
 }
 
 std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept

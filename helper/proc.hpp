@@ -79,6 +79,17 @@ std::optional<std::uint64_t> read_pss_bytes(pid_t pid, int& err) noexcept;
 /// process's own, for a process whose main thread has ended (proc_stat::main_thread_ended).
 std::optional<std::uint64_t> read_thread_pss_bytes(pid_t pid, pid_t tid, int& err) noexcept;
 
+/// Parses /proc/<pid>/statm: the resident pages that are neither file-backed nor shared
+/// memory (resident - shared), in bytes for pages of `page_bytes`: the process's private
+/// anonymous memory.
+std::optional<std::uint64_t> parse_statm_anon_bytes(std::string_view text,
+                                                    std::uint64_t page_bytes) noexcept;
+
+/// Reads the private anonymous memory of `pid` from its statm (through thread `tid` when it is
+/// not 0: a process whose main thread has ended). Read from the memory counters, without the
+/// memory-map lock a PSS read takes. On failure returns nullopt and sets `err`.
+std::optional<std::uint64_t> read_anon_bytes(pid_t pid, pid_t tid, int& err) noexcept;
+
 /// Parses /proc/<pid>/schedstat: the first number, the nanoseconds its main thread has run.
 std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept;
 

@@ -75,6 +75,20 @@ std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members
     return sum;
 }
 
+std::uint64_t largest_private_bytes(const std::vector<subtree_member>& members) noexcept
+{
+    std::uint64_t most = 0;
+    for (const auto& m : members)
+    {
+        if (!m.stat.live())
+            continue;
+        int err = 0;
+        if (auto bytes = read_anon_bytes(m.stat.pid, m.memory_thread, err))
+            most = std::max(most, *bytes);
+    }
+    return most;
+}
+
 pss_limits pss_limits_for(std::uint64_t rss_bytes, std::uint64_t cap) noexcept
 {
     constexpr std::uint64_t gib = 1ull << 30;

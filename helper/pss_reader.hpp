@@ -38,6 +38,13 @@ namespace sandbox::detail {
 std::optional<std::uint64_t> tree_pss(const std::vector<subtree_member>& members,
                                       std::string& why);
 
+/// \brief A floor under the tree's footprint that takes no page walk: the largest private
+/// anonymous memory of one live member (statm). Such pages are shared, copy-on-write, only
+/// with the member's own relatives, all in the tree, so the tree's summed PSS is at least
+/// this much (KSM, which merges identical pages of processes that opted in, aside). 0 when
+/// none could be read.
+std::uint64_t largest_private_bytes(const std::vector<subtree_member>& members) noexcept;
+
 /// When a pass is late (see above).
 struct pss_limits
 {

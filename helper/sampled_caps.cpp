@@ -173,6 +173,7 @@ private:
     awaitable sample_loop(ptr self);
     sample take_sample();
     sample take_cgroup_sample();
+    awaitable judge_footprint(sample& s);
     awaitable measure_pss(sample& s);
     std::optional<tree_usage> apply_caps(const sample& s);
     pace_input pace_of(nanoseconds took) const;
@@ -278,7 +279,7 @@ awaitable sampled_caps::sample_loop(ptr /*self*/)
         auto taken = take_sample();
         if (taken.wants_pss)
         {
-            co_await measure_pss(taken);
+            co_await judge_footprint(taken);
             if (!samples(phase()))
                 co_return;
         }
@@ -360,6 +361,20 @@ sample sampled_caps::take_cgroup_sample()
     s.usage.cpu = *cpu;
     s.wants_pss = l.memory_bytes > 0 && s.usage.footprint_bytes >= l.memory_bytes;
     return s;
+}
+
+// The footprint of a tree whose RSS sum reached the memory cap. One member's private memory
+// alone at the cap settles it at once: the PSS read walks page tables and waits behind the
+// memory-map lock of a tree that is faulting memory in, the very tree to stop soonest.
+awaitable sampled_caps::judge_footprint(sample& s)
+{
+    const auto floor = largest_private_bytes(s.members);
+    if (floor >= budget_.limits().memory_bytes)
+    {
+        s.usage.footprint_bytes = floor;
+        co_return;
+    }
+    co_await measure_pss(s);
 }
 
 // The footprint of a tree whose RSS sum reached the memory cap: its PSS, read off the loop.

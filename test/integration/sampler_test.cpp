@@ -910,9 +910,20 @@ BOOST_AUTO_TEST_CASE(cpu_of_orphans_a_member_reaps_is_not_counted_twice)
     check_close(r.cpu_time, inner);
 }
 
+/// How far past its cap a fast allocator may get. The helper aims at 1.2x; the check allows
+/// 1.25x. A sanitized helper is several times slower to list, judge and kill a tree, while
+/// the allocator's page faults run at full speed: 60 runs of two allocating threads reached
+/// at most 1.19x from the plain build and 1.29x from the sanitized one, so that build is
+/// held to 1.4x (the timing is what differs, not the logic under test).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::uint64_t overshoot_bound_percent = 140;
+#else
+constexpr std::uint64_t overshoot_bound_percent = 125;
+#endif
+
 /// Runs the test target with `args` under a 128 MiB memory cap and checks that the cap
-/// kills it before 1.25x: its peak is the kernel's own high-water mark of the leader
-/// (ru_maxrss), not a sample.
+/// kills it before the bound above: its peak is the kernel's own high-water mark of the
+/// leader (ru_maxrss), not a sample.
 void check_killed_below_the_bound(const std::vector<std::string>& args)
 {
     sbx_test::local_fixture f;
@@ -925,7 +936,8 @@ void check_killed_below_the_bound(const std::vector<std::string>& args)
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.budget == sandbox::budget_kind::memory);
     BOOST_TEST(r.peak_memory_bytes >= static_cast<std::uint64_t>(128 * mib));
-    BOOST_TEST(r.peak_memory_bytes < static_cast<std::uint64_t>(128 * mib * 5 / 4));
+    BOOST_TEST(r.peak_memory_bytes <
+               static_cast<std::uint64_t>(128 * mib) * overshoot_bound_percent / 100);
 }
 
 BOOST_AUTO_TEST_CASE(memory_overshoot_of_a_fast_allocator_is_bounded)
@@ -938,6 +950,9 @@ BOOST_AUTO_TEST_CASE(memory_overshoot_of_a_fast_allocator_is_bounded)
 BOOST_AUTO_TEST_CASE(memory_overshoot_of_threads_allocating_at_once_is_bounded)
 {
     // Two threads fault memory in twice as fast as one (without the bound: 2.3x measured).
+    // Their process's private memory alone settles the sample that sees the RSS sum at the
+    // cap: the PSS read waited behind the faulting threads' memory-map lock, and 1 run in
+    // 30 passed 1.25x.
     for (int round = 0; round < 3; ++round)
         check_killed_below_the_bound({"sleep", "300", "--then", "alloc-threads", "2", "2048"});
 }

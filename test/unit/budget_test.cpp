@@ -372,16 +372,17 @@ BOOST_AUTO_TEST_CASE(ledger_parent_ignoring_sigchld_that_ended_too_lost_its_chil
     BOOST_TEST(as_ms(waited.update({}, all_ended)) == 0);
 }
 
+// Member 20, which reaps orphans, with `reaped` of children time.
+cpu_ledger::member reaper_with(ms reaped)
+{
+    return {20, self, 5, 10ms, reaped, false};
+}
+const cpu_ledger::member reaper = reaper_with(0ms);
+
 BOOST_AUTO_TEST_CASE(ledger_orphan_reaped_across_two_samples_is_not_lost)
 {
     // 11 outlived 10 (ignoring SIGCHLD) and fell to reaper 20, but the listing read 20's
     // record before 20 waited for it: the growth shows at the next sample only.
-    const cpu_ledger::member reaper{20, self, 5, 10ms, 0ms, false};
-    auto reaper_with = [&](ms reaped) {
-        auto m = reaper;
-        m.reaped = reaped;
-        return m;
-    };
     cpu_ledger late;
     late.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
                 all_ended);
@@ -400,13 +401,50 @@ BOOST_AUTO_TEST_CASE(ledger_orphan_reaped_across_two_samples_is_not_lost)
         all_ended);
     BOOST_TEST(as_ms(early.update(members{reaper_with(370ms)}, all_ended)) == 0);
 
-    // Time really lost stays lost when no growth comes: the debt lives one sample only.
+    // A reaper that waits for the orphan several samples later (it was not scheduled
+    // sooner): the growth still pays the time back.
+    cpu_ledger later;
+    later.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+                 all_ended);
+    // (the sample that sees it gone, then orphan_debt_samples - 1 more)
+    for (int i = 0; i < sandbox::detail::orphan_debt_samples; ++i)
+        BOOST_TEST(as_ms(later.update(members{reaper}, all_ended)) == 270);
+    BOOST_TEST(as_ms(later.update(members{reaper_with(370ms)}, all_ended)) == 0);
+
+    // Time really lost stays lost when no growth comes within that many samples.
     cpu_ledger lost;
     lost.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
                 all_ended);
-    lost.update(members{reaper}, all_ended);
-    lost.update(members{reaper}, all_ended);
+    for (int i = 0; i <= sandbox::detail::orphan_debt_samples; ++i)
+        lost.update(members{reaper}, all_ended);
     BOOST_TEST(as_ms(lost.update(members{reaper_with(370ms)}, all_ended)) == 270);
+}
+
+BOOST_AUTO_TEST_CASE(ledger_orphan_of_a_zombie_parent_reaped_by_a_reaper_is_not_lost)
+{
+    // 10 ignores SIGCHLD and has ended, but is still listed (a zombie its parent has not
+    // waited for yet); its child 11 fell to reaper 20, which waited for it: 11 is gone, 10's
+    // children time did not grow, 20's did by 11's time. Counted lost as well, that time was
+    // counted twice (1 run in 12).
+    cpu_ledger l;
+    l.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}}, all_ended);
+    BOOST_TEST(as_ms(l.update(members{reaper_with(270ms), {10, 20, 7, 100ms, 0ms, true}},
+                              all_ended)) == 0);
+    // The same growth a few samples later (the reaper was not scheduled sooner).
+    cpu_ledger late;
+    late.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+                all_ended);
+    late.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}}, all_ended);
+    late.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}}, all_ended);
+    BOOST_TEST(as_ms(late.update(members{reaper_with(270ms), {10, 20, 7, 100ms, 0ms, true}},
+                                 all_ended)) == 0);
+    // No reaper grows: the kernel reaped it, and it stays lost.
+    cpu_ledger lost;
+    lost.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}, {11, 10, 8, 270ms, 0ms}},
+                all_ended);
+    for (int i = 0; i <= sandbox::detail::orphan_debt_samples; ++i)
+        lost.update(members{reaper, {10, 20, 7, 100ms, 0ms, true}}, all_ended);
+    BOOST_TEST(as_ms(lost.lost()) == 270);
 }
 
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)

@@ -127,6 +127,21 @@ BOOST_AUTO_TEST_CASE(pid_lists)
 }
 
 
+BOOST_AUTO_TEST_CASE(private_anonymous_memory_from_statm)
+{
+    using sandbox::detail::parse_statm_anon_bytes;
+    // size resident shared text lib data dt: resident - shared pages.
+    BOOST_TEST(parse_statm_anon_bytes("41000 33792 512 4 0 33000 0\n", 4096).value() ==
+               (33792u - 512u) * 4096u);
+    BOOST_TEST(parse_statm_anon_bytes("10 7 7 1 0 3 0", 4096).value() == 0u);
+    // Fewer than three numbers, a word, shared above resident or an overflow: no value.
+    BOOST_TEST(!parse_statm_anon_bytes("10 7", 4096).has_value());
+    BOOST_TEST(!parse_statm_anon_bytes("10 x 2 1 0 3 0", 4096).has_value());
+    BOOST_TEST(!parse_statm_anon_bytes("10 2 7 1 0 3 0", 4096).has_value());
+    BOOST_TEST(!parse_statm_anon_bytes("1 18446744073709551615 0 0 0 0 0", 4096).has_value());
+    BOOST_TEST(!parse_statm_anon_bytes("", 4096).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(pss_from_smaps_rollup)
 {
     using sandbox::detail::parse_pss_bytes;
