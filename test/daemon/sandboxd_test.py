@@ -13,6 +13,8 @@ import tempfile
 import time
 import unittest
 
+import websocket  # python3-websocket (websocket-client): a real WebSocket client
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon_test import alive, end_process, wait_gone  # noqa: E402  (one /proc reader for both suites)
 
@@ -337,6 +339,162 @@ class SandboxdTest(unittest.TestCase):
         self.assertEqual(mine[0]["peer_pid"], os.getpid())
         self.assertEqual(mine[0]["status"], 200)
         self.assertTrue(any(x.get("event") == "finished" and x.get("command") == "true" for x in lines))
+
+    def attach(self, sid, offset=None):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(30)
+        sock.connect(self.d.sock)
+        q = "" if offset is None else f"?offset={offset}"
+        return websocket.create_connection(f"ws://sandboxd/v1/sessions/{sid}/attach{q}",
+                                           socket=sock, timeout=30)
+
+    @staticmethod
+    def read_until(ws, text):
+        got = b""
+        while text.encode() not in got:
+            op, data = ws.recv_data()
+            if op == websocket.ABNF.OPCODE_BINARY:
+                got += data
+            elif op == websocket.ABNF.OPCODE_TEXT:
+                return got, json.loads(data)
+            else:
+                return got, None
+        return got, None
+
+    def test_a_websocket_attach_carries_keys_resizes_and_the_exit(self):
+        s = self.start({"command": "sh", "args": ["-c", "read x; echo got:$x; read z; stty size; "
+                                                  "read y; exit $y"],
+                        "tty": {"rows": 24, "cols": 80}})
+        ws = self.attach(s["id"])
+        ws.send_binary(b"hello\r")
+        got, _ = self.read_until(ws, "got:hello")
+        # Messages are taken in order: the resize is done before the next key is written.
+        ws.send(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
+        ws.send_binary(b"go\r")
+        self.read_until(ws, "33 99")
+        ws.send_binary(b"5\r")
+        got, end = self.read_until(ws, "\x00never")
+        self.assertEqual((end["type"], end["result"]["exit_code"]), ("exit", 5))
+        op, _ = ws.recv_data(control_frame=True)
+        self.assertEqual(op, websocket.ABNF.OPCODE_CLOSE)
+        ws.close()
+        # A second client replays the whole terminal from offset 0 and gets the exit again.
+        ws = self.attach(s["id"], offset=0)
+        got, end = self.read_until(ws, "\x00never")
+        self.assertIn(b"got:hello", got)
+        self.assertEqual(end["type"], "exit")
+        ws.close()
+
+    def test_a_websocket_client_that_goes_leaves_the_session_running(self):
+        s = self.start({"command": "cat", "tty": {"rows": 24, "cols": 80}})
+        ws = self.attach(s["id"])
+        ws.send_binary(b"one\r")
+        self.read_until(ws, "one")
+        ws.sock.close()  # gone without a close frame
+        status, info = self.d.request("GET", f"/v1/sessions/{s['id']}")
+        self.assertTrue(info["running"])
+        ws = self.attach(s["id"], offset=0)
+        ws.send_binary(b"two\r")
+        got, _ = self.read_until(ws, "two")
+        self.assertIn(b"one", got)
+        ws.send(json.dumps({"type": "signal", "signal": "kill"}))
+        got, end = self.read_until(ws, "\x00never")
+        self.assertEqual((end["type"], end["result"]["status"]), ("exit", "signaled"))
+        ws.close()
+        self.assertTrue(wait_gone(s["pid"]))
+
+    def test_a_bad_attach_or_control_message_is_classified(self):
+        pipes = self.start({"command": "sleep", "args": ["100"]})
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.attach(pipes["id"])
+        self.assertEqual(e.exception.status_code, 409)
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.attach("no-such-session")
+        self.assertEqual(e.exception.status_code, 404)
+        t = self.start({"command": "cat", "tty": {"rows": 24, "cols": 80}})
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.attach(t["id"], offset="x")
+        self.assertEqual(e.exception.status_code, 400)
+        # Without the upgrade: a plain 400 with the error code.
+        status, r = self.d.request("GET", f"/v1/sessions/{t['id']}/attach")
+        self.assertEqual((status, r["error"]["code"]), (400, "validation"))
+        ws = self.attach(t["id"])
+        ws.send(json.dumps({"type": "resize", "rows": 0, "cols": 5}))
+        op, data = ws.recv_data(control_frame=True)
+        self.assertEqual(op, websocket.ABNF.OPCODE_CLOSE)
+        self.assertEqual(int.from_bytes(data[:2], "big"), 1008)
+        self.assertIn(b"validation: resize", data[2:])
+        ws.close()
+        status, info = self.d.request("GET", f"/v1/sessions/{t['id']}")
+        self.assertTrue(info["running"])  # the session outlives a bad client
+        for sid in (pipes["id"], t["id"]):
+            self.d.request("POST", f"/v1/sessions/{sid}/terminate", {"grace": "0s"})
+            self.d.request("DELETE", f"/v1/sessions/{sid}")
+
+    def run_connect_tty(self, args, rows=31, cols=97):
+        """sandbox-run --connect --tty on a pty of our own (pty.fork: a real terminal)."""
+        import fcntl, pty, struct, termios
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+                os.execv(SANDBOX_RUN, [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox",
+                                       "build", "--tty", "--"] + args)
+            finally:
+                os._exit(99)
+        return pid, fd
+
+    @staticmethod
+    def read_pty_until(fd, text, timeout=30):
+        import select
+        got, end = b"", time.time() + timeout
+        while text.encode() not in got and time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+        return got
+
+    def test_sandbox_run_connect_tty_is_a_terminal_session(self):
+        pid, fd = self.run_connect_tty(["sh", "-c", "read x; echo got:$x; stty size; exit 3"])
+        try:
+            time.sleep(0.3)
+            os.write(fd, b"hi\r")
+            got = self.read_pty_until(fd, "31 97")
+            self.assertIn(b"got:hi", got)
+            self.assertIn(b"31 97", got)  # the session's terminal has our size
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 3)
+        finally:
+            os.close(fd)
+        self.assertEqual(self.d.request("GET", "/v1/sessions")[1]["sessions"], [])
+        # SIGINT to sandbox-run ends the session's tree: 130.
+        pid, fd = self.run_connect_tty(["sleep", "100"])
+        try:
+            end, sessions = time.time() + 10, []
+            while not sessions and time.time() < end:
+                sessions = self.d.request("GET", "/v1/sessions")[1]["sessions"]
+                time.sleep(0.05)
+            self.assertTrue(sessions)
+            time.sleep(0.3)  # attached
+            os.kill(pid, signal.SIGINT)
+            self.read_pty_until(fd, "\x00never", timeout=5)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 130)
+            self.assertTrue(wait_gone(sessions[0]["pid"]))
+        finally:
+            os.close(fd)
+        # Not a terminal on stdin: refused before anything runs.
+        p = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build", "--tty",
+                            "--", "true"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("--tty needs a terminal", p.stderr)
 
     def test_sandbox_run_connect_streams_and_keeps_exit_statuses(self):
         base = [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build"]

@@ -350,15 +350,20 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
         for (const char* flag :
              {"config", "check", "workspace", "backend", "root", "cgroup", "writable",
               "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve",
-              "allow-command", "ask", "ask-timeout", "audit", "stdin-file", "tty", "enforcement"})
+              "allow-command", "ask", "ask-timeout", "audit", "stdin-file", "enforcement"})
             if (has(flag) && (std::string_view(flag) != "check" || cfg.check) &&
-                (std::string_view(flag) != "tty" || vm["tty"].as<bool>()) &&
                 (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
                 return make_failure(errc::validation,
                                     std::string("--") + flag +
                                         " cannot be used with --connect (the daemon's sandbox "
                                         "decides it, or the client cannot do it yet)",
                                     "connect");
+        cfg.tty = vm["tty"].as<bool>();
+        if (cfg.tty && cfg.json)
+            return make_failure(errc::validation,
+                                "--tty and --json exclude each other (a terminal session is "
+                                "streamed to this terminal)",
+                                "tty");
         return {};
     }
     if (cfg.config_file.empty())
@@ -1391,7 +1396,8 @@ std::string usage()
            "  --connect SOCKET    run COMMAND through the sandbox --sandbox NAME of the\n"
            "                      sandboxd listening on SOCKET (docs/sandboxd.md): output\n"
            "                      streamed, same exit status; the flags only narrow the\n"
-           "                      sandbox's policy; no --tty, --stdin-file or chain flags\n"
+           "                      sandbox's policy; --tty attaches to a terminal session;\n"
+           "                      no --stdin-file or chain flags\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

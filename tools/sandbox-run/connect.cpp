@@ -2,6 +2,7 @@
 // daemon's unix socket; a streamed run is a session read by long-poll from byte offsets, so a
 // lost connection could resume where it was (the daemon keeps the session).
 #include "connect.hpp"
+#include "daemon_client.hpp"
 
 #include "streaming.hpp"
 
@@ -26,67 +27,10 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace json = boost::json;
 using local = asio::local::stream_protocol;
-
-struct answer
-{
-    unsigned status = 0;
-    std::string body;
-};
-
-class connection
-{
-public:
-    explicit connection(asio::io_context& ioc) : sock_(ioc) {}
-
-    asio::awaitable<boost::system::error_code> open(const std::string& path)
-    {
-        auto [ec] = co_await sock_.async_connect(local::endpoint(path),
-                                                 asio::as_tuple(asio::use_awaitable));
-        co_return ec;
-    }
-
-    asio::awaitable<answer> call(http::verb method, std::string target, std::string body)
-    {
-        http::request<http::string_body> req{method, target, 11};
-        req.set(http::field::host, "sandboxd");
-        req.set(http::field::content_type, "application/json");
-        req.keep_alive(true);
-        req.body() = std::move(body);
-        req.prepare_payload();
-        co_await http::async_write(sock_, req, asio::use_awaitable);
-        http::response<http::string_body> res;
-        co_await http::async_read(sock_, buf_, res, asio::use_awaitable);
-        co_return answer{res.result_int(), std::move(res.body())};
-    }
-
-private:
-    local::socket sock_;
-    boost::beast::flat_buffer buf_;
-};
-
-std::string error_message(const answer& a)
-{
-    boost::system::error_code ec;
-    auto v = json::parse(a.body, ec);
-    if (!ec && v.is_object())
-        if (auto* e = v.get_object().if_contains("error"); e && e->is_object())
-        {
-            const auto& o = e->get_object();
-            std::string code = o.contains("code") && o.at("code").is_string()
-                                   ? std::string(o.at("code").get_string())
-                                   : "error";
-            std::string msg = o.contains("message") && o.at("message").is_string()
-                                  ? std::string(o.at("message").get_string())
-                                  : a.body;
-            return code + ": " + msg;
-        }
-    return "HTTP " + std::to_string(a.status) + ": " + a.body;
-}
-
-void say(const std::string& line)
-{
-    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(line) + "\n");
-}
+using client::answer;
+using client::connection;
+using client::error_message;
+using client::say;
 
 std::string base64_decode(std::string_view in)
 {
@@ -195,6 +139,8 @@ asio::awaitable<int> once(connection& c, run_config& cfg)
 
 int run_connected(run_config& cfg)
 {
+    if (cfg.tty)
+        return run_connected_terminal(cfg);
     asio::io_context ioc;
     int status = exit_sandbox_failure;
     bool interrupted = false;

@@ -12,6 +12,12 @@ namespace sandbox::cli {
 /// SIGTERM terminate it (130). With --json it is one exec, and the daemon's answer is printed.
 int run_connected(run_config& cfg);
 
+/// `--connect --tty`: the command as a terminal session of the daemon, sized like our
+/// terminal (stdin; refused with 125 when it is not one), attached over the daemon's
+/// WebSocket: our terminal in raw mode sends keys, SIGWINCH resizes, SIGINT or SIGTERM sent
+/// to sandbox-run terminate the tree (130), the exit status follows the local rules.
+int run_connected_terminal(run_config& cfg);
+
 } // namespace sandbox::cli
 
 #endif

@@ -1,5 +1,6 @@
 // tools/sandbox-run/terminal_session.cpp: `sandbox-run --tty` (see terminal_session.hpp).
 #include "terminal_session.hpp"
+#include "raw_terminal.hpp"
 #include "streaming.hpp"
 
 #include <sandbox/error.hpp>
@@ -37,90 +38,6 @@ namespace asio = boost::asio;
 void say(std::string_view text)
 {
     write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
-}
-
-// The terminal and settings a fatal signal restores before sandbox-run dies of it.
-volatile sig_atomic_t raw_fd = -1;
-termios cooked{};
-
-extern "C" void restore_and_die(int sig)
-{
-    if (raw_fd >= 0)
-        ::tcsetattr(raw_fd, TCSANOW, &cooked); // async-signal-safe
-    // SA_RESETHAND made the action the default again and SA_NODEFER left the signal
-    // unblocked: this ends the process as the signal would have (the tree goes with it).
-    ::raise(sig);
-}
-
-// Signals whose default action ends the process, other than SIGINT and SIGTERM (they cancel
-// the run, see `pump_signals`) and SIGKILL and SIGSTOP (nothing catches them).
-std::vector<int> fatal_signals()
-{
-    std::vector<int> sigs{SIGHUP,  SIGQUIT, SIGUSR1,   SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
-                          SIGXCPU, SIGXFSZ, SIGPOLL,   SIGPWR,  SIGSYS,  SIGTRAP,   SIGABRT,
-                          SIGBUS,  SIGFPE,  SIGSTKFLT, SIGILL,  SIGSEGV};
-    for (int s = SIGRTMIN; s <= SIGRTMAX; ++s)
-        sigs.push_back(s);
-    return sigs;
-}
-
-// Our terminal in raw mode for the lifetime of this object, then exactly as it was, also
-// when a signal ends sandbox-run meanwhile (one that was ignored stays ignored).
-class raw_mode
-{
-public:
-    explicit raw_mode(int fd)
-    {
-        if (::tcgetattr(fd, &cooked) != 0)
-            return;
-        termios raw = cooked;
-        ::cfmakeraw(&raw);
-        raw_fd = fd;
-        for (int s : fatal_signals())
-            catch_default(s);
-        if (::tcsetattr(fd, TCSANOW, &raw) == 0)
-            fd_ = fd;
-    }
-    ~raw_mode()
-    {
-        if (fd_ >= 0)
-            ::tcsetattr(fd_, TCSANOW, &cooked);
-        for (const auto& [sig, old] : caught_)
-            ::sigaction(sig, &old, nullptr);
-        raw_fd = -1;
-    }
-    raw_mode(const raw_mode&) = delete;
-    raw_mode& operator=(const raw_mode&) = delete;
-
-private:
-    void catch_default(int sig)
-    {
-        struct sigaction old{};
-        if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL ||
-            (old.sa_flags & SA_SIGINFO) != 0)
-            return;
-        struct sigaction sa{};
-        sa.sa_handler = restore_and_die;
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
-        sigemptyset(&sa.sa_mask);
-        if (::sigaction(sig, &sa, nullptr) == 0)
-            caught_.emplace_back(sig, old);
-    }
-
-    int fd_ = -1;
-    std::vector<std::pair<int, struct sigaction>> caught_;
-};
-
-terminal_size size_of(int fd)
-{
-    winsize ws{};
-    terminal_size s;
-    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
-    {
-        s.rows = ws.ws_row;
-        s.cols = ws.ws_col;
-    }
-    return s;
 }
 
 // Our keys to the command; end of our input becomes its VEOF.

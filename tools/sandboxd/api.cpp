@@ -14,6 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
@@ -343,17 +344,6 @@ void check(const boost::system::error_code& ec)
         throw route_error{sandbox::failure{ec, sandbox::diagnostics{.message = ec.message()}}};
 }
 
-std::optional<sandbox::session_signal> signal_named(std::string_view s)
-{
-    using sig = sandbox::session_signal;
-    if (s == "interrupt" || s == "SIGINT" || s == "INT") return sig::interrupt;
-    if (s == "terminate" || s == "SIGTERM" || s == "TERM") return sig::terminate;
-    if (s == "kill" || s == "SIGKILL" || s == "KILL") return sig::kill;
-    if (s == "hangup" || s == "SIGHUP" || s == "HUP") return sig::hangup;
-    if (s == "user1" || s == "SIGUSR1" || s == "USR1") return sig::user1;
-    if (s == "user2" || s == "SIGUSR2" || s == "USR2") return sig::user2;
-    return std::nullopt;
-}
 
 asio::awaitable<response> session_action(daemon& d, const request& req, const std::string& id,
                                          const std::string& action)
@@ -524,6 +514,45 @@ std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
         return nullptr;
     offset = number(query(req.target(), "offset")).value_or(0);
     return it->second.session;
+}
+
+std::optional<sandbox::session_signal> signal_named(std::string_view s)
+{
+    using sig = sandbox::session_signal;
+    if (s == "interrupt" || s == "SIGINT" || s == "INT") return sig::interrupt;
+    if (s == "terminate" || s == "SIGTERM" || s == "TERM") return sig::terminate;
+    if (s == "kill" || s == "SIGKILL" || s == "KILL") return sig::kill;
+    if (s == "hangup" || s == "SIGHUP" || s == "HUP") return sig::hangup;
+    if (s == "user1" || s == "SIGUSR1" || s == "USR1") return sig::user1;
+    if (s == "user2" || s == "SIGUSR2" || s == "USR2") return sig::user2;
+    return std::nullopt;
+}
+
+bool attach_target(daemon& d, const request& req, std::shared_ptr<sandbox::session>& s,
+                   std::uint64_t& offset, std::optional<response>& refusal)
+{
+    const auto seg = segments(req.target());
+    if (req.method() != http::verb::get || seg.size() != 4 || seg[0] != "v1" ||
+        seg[1] != "sessions" || seg[3] != "attach")
+        return false;
+    auto it = d.sessions().find(seg[2]);
+    const auto from = query(req.target(), "offset");
+    if (it == d.sessions().end())
+        refusal = error_response(req, errc::not_found, "no session \"" + seg[2] + "\"");
+    else if (!it->second.session->is_tty())
+        refusal = error_response(req, errc::conflict,
+                                 "attach is for terminal sessions: follow this one's output "
+                                 "(GET .../output?follow=1)");
+    else if (!boost::beast::websocket::is_upgrade(req))
+        refusal = error_response(req, errc::validation, "attach needs a WebSocket upgrade");
+    else if (from && !number(from))
+        refusal = error_response(req, errc::validation, "offset: a byte offset");
+    else
+    {
+        s = it->second.session;
+        offset = number(from).value_or(0);
+    }
+    return true;
 }
 
 std::string event_line(const sandbox::session_event& e)

@@ -3,6 +3,7 @@
 #include "server.hpp"
 
 #include "api.hpp"
+#include "attach.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -44,7 +45,15 @@ boost::json::object request_line(const peer& who)
             {"peer_pid", who.pid}};
 }
 
-using stream_type = beast::basic_stream<local>;
+// One audit line for an answered request.
+void audit_request(daemon& d, const peer& who, const request& req, int status)
+{
+    auto line = request_line(who);
+    line["method"] = std::string(req.method_string());
+    line["target"] = std::string(req.target());
+    line["status"] = status;
+    d.audit(std::move(line));
+}
 
 std::chrono::steady_clock::duration idle(const daemon& d)
 {
@@ -178,22 +187,30 @@ asio::awaitable<void> connection(daemon& d, local::socket sock)
         req = parser.release();
         stream.expires_never(); // an exec or a long-poll may take its time
         std::uint64_t offset = 0;
+        std::shared_ptr<sandbox::session> attached;
+        std::optional<response> refusal;
+        if (attach_target(d, req, attached, offset, refusal) && !refusal)
+        {
+            audit_request(d, who, req, 101);
+            co_await attach(stream, req, std::move(attached), offset);
+            co_return;
+        }
+        if (refusal)
+        {
+            refusal->keep_alive(false);
+            audit_request(d, who, req, static_cast<int>(refusal->result_int()));
+            stream.expires_after(std::chrono::seconds(5));
+            co_await http::async_write(stream, *refusal, asio::as_tuple(asio::use_awaitable));
+            co_return;
+        }
         if (auto s = follow_target(d, req, offset))
         {
-            auto line = request_line(who);
-            line["method"] = "GET";
-            line["target"] = std::string(req.target());
-            line["status"] = 200;
-            d.audit(std::move(line));
+            audit_request(d, who, req, 200);
             co_await follow(stream, req, std::move(s), offset);
             co_return;
         }
         response res = co_await handle(d, req, who);
-        auto line = request_line(who);
-        line["method"] = std::string(req.method_string());
-        line["target"] = std::string(req.target());
-        line["status"] = static_cast<int>(res.result_int());
-        d.audit(std::move(line));
+        audit_request(d, who, req, static_cast<int>(res.result_int()));
         stream.expires_after(idle(d));
         const bool keep = res.keep_alive();
         auto [wec, w] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
