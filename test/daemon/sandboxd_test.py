@@ -321,6 +321,68 @@ class SandboxdTest(unittest.TestCase):
         time.sleep(0.5)
         self.assertEqual(as_nobody(), 200)
 
+    def as_uid(self, uid, method, path, body=None):
+        """One request from a child process running as `uid`: (status, JSON answer)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.setgid(uid)
+                os.setuid(uid)
+                c = UnixConnection(self.d.sock, 10)
+                data = json.dumps(body).encode() if body is not None else None
+                c.request(method, path, body=data)
+                res = c.getresponse()
+                os.write(w, json.dumps([res.status, res.read().decode()]).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        status, text = json.loads(out)
+        return status, json.loads(text) if text else None
+
+    def test_a_session_is_used_only_by_its_owner_and_the_operator(self):
+        os.chmod(self.d.sock, 0o666)
+        self.d.write(DOC.replace("  idle_timeout: 2s\n", "  idle_timeout: 2s\n  allow_uids: [65534]\n"))
+        self.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        ours = self.start({"command": "cat"})
+        sid = ours["id"]
+        # Another allowed uid neither sees nor touches the daemon's (root's) session.
+        self.assertEqual(self.as_uid(65534, "GET", "/v1/sessions")[1]["sessions"], [])
+        for method, path, body in [("GET", f"/v1/sessions/{sid}", None),
+                                   ("GET", f"/v1/sessions/{sid}/output?offset=0", None),
+                                   ("GET", f"/v1/sessions/{sid}/output?offset=0&follow=1", None),
+                                   ("POST", f"/v1/sessions/{sid}/input", "x"),
+                                   ("POST", f"/v1/sessions/{sid}/terminate", {"grace": "0s"}),
+                                   ("DELETE", f"/v1/sessions/{sid}", None)]:
+            status, r = self.as_uid(65534, method, path, body)
+            self.assertEqual((status, r["error"]["code"]), (403, "forbidden"), path)
+        # Nor answers approvals (a user could approve their own command).
+        status, r = self.as_uid(65534, "GET", "/v1/approvals")
+        self.assertEqual((status, r["error"]["code"]), (403, "forbidden"))
+        # Its own session is its own; the operator sees both.
+        status, theirs = self.as_uid(65534, "POST", "/v1/sandboxes/build/sessions",
+                                     {"command": "sleep", "args": ["100"]})
+        self.assertEqual(status, 201, theirs)
+        listed = self.as_uid(65534, "GET", "/v1/sessions")[1]["sessions"]
+        self.assertEqual([x["id"] for x in listed], [theirs["id"]])
+        everything = self.d.request("GET", "/v1/sessions")[1]["sessions"]
+        self.assertEqual(sorted(x["id"] for x in everything), sorted([sid, theirs["id"]]))
+        status, _ = self.as_uid(65534, "DELETE", f"/v1/sessions/{theirs['id']}")
+        self.assertEqual(status, 200)
+        self.assertTrue(wait_gone(theirs["pid"]))
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/terminate", {"grace": "0s"})[0], 200)
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
+
     def test_an_idle_client_is_closed(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.d.sock)

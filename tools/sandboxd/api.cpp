@@ -201,12 +201,23 @@ sandbox::config::call_document call_of(const request& req)
     return std::move(*c);
 }
 
-session_record& record_of(daemon& d, const std::string& id)
+// The session `id`, if `who` may use it (its owner or the daemon's operator).
+session_record& record_of(daemon& d, const std::string& id, const peer& who)
 {
     auto it = d.sessions().find(id);
     if (it == d.sessions().end())
         throw route_error{failure_of(errc::not_found, "no session \"" + id + "\"")};
+    if (!d.may_use(who, it->second))
+        throw route_error{failure_of(errc::forbidden, "session \"" + id + "\" belongs to uid " +
+                                                          std::to_string(it->second.owner.uid))};
     return it->second;
+}
+
+void require_operator(const daemon& d, const peer& who)
+{
+    if (!d.is_operator(who))
+        throw route_error{failure_of(errc::forbidden,
+                                     "only the daemon's own uid or root answers approvals")};
 }
 
 json::object body_object(const request& req)
@@ -283,9 +294,10 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     co_return json_response(req, http::status::created, session_json(name, info));
 }
 
-asio::awaitable<response> read_output(daemon& d, const request& req, const std::string& id)
+asio::awaitable<response> read_output(daemon& d, const request& req, const std::string& id,
+                                      const peer& who)
 {
-    auto& rec = record_of(d, id);
+    auto& rec = record_of(d, id, who);
     auto s = rec.session;
     const auto offset = number(query(req.target(), "offset")).value_or(0);
     const auto max = std::min<std::uint64_t>(number(query(req.target(), "max")).value_or(1 << 20),
@@ -346,9 +358,9 @@ void check(const boost::system::error_code& ec)
 
 
 asio::awaitable<response> session_action(daemon& d, const request& req, const std::string& id,
-                                         const std::string& action)
+                                         const std::string& action, const peer& who)
 {
-    auto& rec = record_of(d, id);
+    auto& rec = record_of(d, id, who);
     auto s = rec.session;
     const auto name = rec.sandbox;
     if (action == "input")
@@ -402,9 +414,10 @@ asio::awaitable<response> session_action(daemon& d, const request& req, const st
     co_return json_response(req, http::status::ok, session_json(name, s->info()));
 }
 
-asio::awaitable<response> close_session(daemon& d, const request& req, const std::string& id)
+asio::awaitable<response> close_session(daemon& d, const request& req, const std::string& id,
+                                        const peer& who)
 {
-    auto& rec = record_of(d, id);
+    auto& rec = record_of(d, id, who);
     auto s = rec.session;
     d.sessions().erase(id);
     co_await s->close();
@@ -458,34 +471,36 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
         {
             json::array out;
             for (const auto& [id, rec] : d.sessions())
-                out.push_back(session_json(rec.sandbox, rec.session->info()));
+                if (d.may_use(who, rec))
+                    out.push_back(session_json(rec.sandbox, rec.session->info()));
             co_return json_response(req, http::status::ok,
                                     json::object{{"sessions", std::move(out)}});
         }
         if (n == 3 && m == http::verb::get)
         {
-            auto& rec = record_of(d, seg[2]);
+            auto& rec = record_of(d, seg[2], who);
             co_return json_response(req, http::status::ok,
                                     session_json(rec.sandbox, rec.session->info()));
         }
         if (n == 3 && m == http::verb::delete_)
             {
-            response r_ = co_await close_session(d, req, seg[2]);
+            response r_ = co_await close_session(d, req, seg[2], who);
             co_return r_;
         }
         if (n == 4 && m == http::verb::get && seg[3] == "output")
             {
-            response r_ = co_await read_output(d, req, seg[2]);
+            response r_ = co_await read_output(d, req, seg[2], who);
             co_return r_;
         }
         if (n == 4 && m == http::verb::post)
             {
-            response r_ = co_await session_action(d, req, seg[2], seg[3]);
+            response r_ = co_await session_action(d, req, seg[2], seg[3], who);
             co_return r_;
         }
     }
     else if (seg[1] == "approvals")
     {
+        require_operator(d, who);
         if (n == 2 && m == http::verb::get)
             co_return json_response(req, http::status::ok,
                                     json::object{{"approvals", d.approvals().list()}});
@@ -502,7 +517,7 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
 
 } // namespace
 
-std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
+std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req, const peer& who,
                                                 std::uint64_t& offset)
 {
     const auto seg = segments(req.target());
@@ -510,8 +525,8 @@ std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
         seg[1] != "sessions" || seg[3] != "output" || query(req.target(), "follow") != "1")
         return nullptr;
     auto it = d.sessions().find(seg[2]);
-    if (it == d.sessions().end())
-        return nullptr;
+    if (it == d.sessions().end() || !d.may_use(who, it->second))
+        return nullptr; // answered by `handle` (404, 403)
     offset = number(query(req.target(), "offset")).value_or(0);
     return it->second.session;
 }
@@ -528,8 +543,9 @@ std::optional<sandbox::session_signal> signal_named(std::string_view s)
     return std::nullopt;
 }
 
-bool attach_target(daemon& d, const request& req, std::shared_ptr<sandbox::session>& s,
-                   std::uint64_t& offset, std::optional<response>& refusal)
+bool attach_target(daemon& d, const request& req, const peer& who,
+                   std::shared_ptr<sandbox::session>& s, std::uint64_t& offset,
+                   std::optional<response>& refusal)
 {
     const auto seg = segments(req.target());
     if (req.method() != http::verb::get || seg.size() != 4 || seg[0] != "v1" ||
@@ -539,6 +555,10 @@ bool attach_target(daemon& d, const request& req, std::shared_ptr<sandbox::sessi
     const auto from = query(req.target(), "offset");
     if (it == d.sessions().end())
         refusal = error_response(req, errc::not_found, "no session \"" + seg[2] + "\"");
+    else if (!d.may_use(who, it->second))
+        refusal = error_response(req, errc::forbidden,
+                                 "session \"" + seg[2] + "\" belongs to uid " +
+                                     std::to_string(it->second.owner.uid));
     else if (!it->second.session->is_tty())
         refusal = error_response(req, errc::conflict,
                                  "attach is for terminal sessions: follow this one's output "

@@ -28,8 +28,9 @@ response error_response(const request& req, const boost::system::error_code& ec,
 boost::asio::awaitable<response> handle(daemon& d, const request& req, const peer& who);
 
 /// The session whose output `req` asks to follow (`GET /v1/sessions/{id}/output?follow=1`),
-/// or null when it is not such a request (or names no session: `handle` answers it).
-std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req,
+/// or null when it is not such a request (or names no session `who` may use: `handle`
+/// answers it).
+std::shared_ptr<sandbox::session> follow_target(daemon& d, const request& req, const peer& who,
                                                 std::uint64_t& offset);
 
 /// The session signal a request names (interrupt, terminate, kill, hangup, user1, user2).
@@ -37,9 +38,10 @@ std::optional<sandbox::session_signal> signal_named(std::string_view s);
 
 /// Is `req` a `GET /v1/sessions/{id}/attach` (a WebSocket attach)? Then returns true with
 /// the session and the offset to replay from (`?offset=`, 0 by default), or with `refusal`
-/// set: no such session (404), not a terminal session (409), no WebSocket upgrade (400).
-bool attach_target(daemon& d, const request& req, std::shared_ptr<sandbox::session>& s,
-                   std::uint64_t& offset, std::optional<response>& refusal);
+/// set: no such session (404), another uid's session (403), not a terminal session (409), no WebSocket upgrade (400).
+bool attach_target(daemon& d, const request& req, const peer& who,
+                   std::shared_ptr<sandbox::session>& s, std::uint64_t& offset,
+                   std::optional<response>& refusal);
 
 /// One NDJSON line of a followed session's event: `{"type": "output", stream, offset, data
 /// or data_base64}`, `{"type": "gap", "from", "resume_at"}`, `{"type": "exit", "result"}`.

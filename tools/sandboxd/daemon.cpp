@@ -76,6 +76,16 @@ bool daemon::admits(const peer& p) const
            std::find(d.allow_gids.begin(), d.allow_gids.end(), p.gid) != d.allow_gids.end();
 }
 
+bool daemon::is_operator(const peer& p) const
+{
+    return p.uid == ::geteuid() || p.uid == 0;
+}
+
+bool daemon::may_use(const peer& p, const session_record& r) const
+{
+    return p.uid == r.owner.uid || is_operator(p);
+}
+
 void daemon::audit(boost::json::object line)
 {
     if (audit_fd_ < 0)

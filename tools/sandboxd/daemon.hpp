@@ -62,6 +62,13 @@ public:
     /// May this peer use the daemon (its own uid, the document's allow-lists)?
     bool admits(const peer& p) const;
 
+    /// Is this peer the daemon's operator (its own uid, or root)? Only an operator answers
+    /// approvals and may act on every session.
+    bool is_operator(const peer& p) const;
+
+    /// May this peer see and act on that session (its owner, or an operator)?
+    bool may_use(const peer& p, const session_record& r) const;
+
     /// One JSON line in the audit file (when the document names one).
     void audit(boost::json::object line);
 

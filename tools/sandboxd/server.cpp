@@ -189,7 +189,7 @@ asio::awaitable<void> connection(daemon& d, local::socket sock)
         std::uint64_t offset = 0;
         std::shared_ptr<sandbox::session> attached;
         std::optional<response> refusal;
-        if (attach_target(d, req, attached, offset, refusal) && !refusal)
+        if (attach_target(d, req, who, attached, offset, refusal) && !refusal)
         {
             audit_request(d, who, req, 101);
             co_await attach(stream, req, std::move(attached), offset);
@@ -203,7 +203,7 @@ asio::awaitable<void> connection(daemon& d, local::socket sock)
             co_await http::async_write(stream, *refusal, asio::as_tuple(asio::use_awaitable));
             co_return;
         }
-        if (auto s = follow_target(d, req, offset))
+        if (auto s = follow_target(d, req, who, offset))
         {
             audit_request(d, who, req, 200);
             co_await follow(stream, req, std::move(s), offset);
