@@ -328,9 +328,17 @@ void decode_gate(reader& r, const node& n, const std::string& path, sandbox_entr
     if (!list)
         return;
     for (std::size_t i = 0; i < list->size(); ++i)
+    {
         if (e.match == command_match::base_name && (*list)[i].find('/') != std::string::npos)
             r.fail(item_path(p, i), &v->items[i],
                    "command_match base_name compares base names: no '/' here");
+        const auto first = std::find(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(i),
+                                     (*list)[i]);
+        if (first != list->begin() + static_cast<std::ptrdiff_t>(i))
+            r.fail(item_path(p, i), &v->items[i],
+                   "\"" + (*list)[i] + "\" is already in the list (item " +
+                       std::to_string(first - list->begin()) + ")");
+    }
     e.allowed_commands = std::move(*list);
 }
 

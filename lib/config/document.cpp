@@ -150,6 +150,7 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
     if (text.empty())
         return bad("it is empty");
     long double total = 0;
+    long double previous_scale = 0; // units from the largest down, each once: "1h30m"
     std::size_t i = 0;
     while (i < text.size())
     {
@@ -174,6 +175,9 @@ outcome<std::chrono::nanoseconds> parse_duration(std::string_view text)
             return bad("a unit must follow " + number);
         else
             return bad("unknown unit \"" + std::string(unit) + "\"");
+        if (previous_scale != 0 && scale >= previous_scale)
+            return bad("each unit once, from the largest down");
+        previous_scale = scale;
         total += std::strtold(number.c_str(), nullptr) * scale;
     }
     const long double ceiling = std::ceil(total);

@@ -207,6 +207,7 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
         {entry("    allowed_commands: [make, true]\n"), b + ".allowed_commands[1]", "must be a string, not a boolean (quote it: \"true\")", "true"},
         {entry("    allowed_commands: make\n"), b + ".allowed_commands", "must be a list of strings, not a string", "make"},
         {entry("    command_match: base_name\n    allowed_commands: [make, /bin/rm]\n"), b + ".allowed_commands[1]", "command_match base_name compares base names: no '/' here", "/bin/rm"},
+        {entry("    allowed_commands: [make, cc, make]\n"), b + ".allowed_commands[2]", "\"make\" is already in the list (item 0)", "make]"},
         {entry("    command_match: fuzzy\n"), b + ".command_match", "must be exact or base_name, not \"fuzzy\"", "fuzzy"},
         // Approval.
         {entry("    approval: {sensitive_commands: [\"rm*\", \"[abc\"]}\n"), ap + ".sensitive_commands[1]", "malformed command pattern \"[abc\": unclosed '['", "\"[abc"},
@@ -545,7 +546,7 @@ BOOST_AUTO_TEST_CASE(durations_are_numbers_with_units)
     const std::vector<std::pair<std::string, std::int64_t>> good = {
         {"0", 0}, {"0s", 0}, {"30s", 30'000'000'000}, {"1h30m", 5'400'000'000'000},
         {"1.5s", 1'500'000'000}, {"250ms", 250'000'000}, {"10us", 10'000}, {"3\xC2\xB5s", 3'000},
-        {"1ns", 1}, {"0.4ns", 1}, {"1m1m", 120'000'000'000}, {"2h", 7'200'000'000'000},
+        {"1ns", 1}, {"0.4ns", 1}, {"1h2m3s4ms5us6ns", 3'723'004'005'006}, {"2h", 7'200'000'000'000},
         {"9223372036854775807ns", 9223372036854775807}, {"0." + std::string(400, '0') + "1s", 1}};
     auto ns_of = [](const std::string& t) { auto v = cfg::parse_duration(t); return v ? v->count() : -1; };
     for (const auto& [text, ns] : good)
@@ -555,7 +556,9 @@ BOOST_AUTO_TEST_CASE(durations_are_numbers_with_units)
         {"5q", "unknown unit \"q\""}, {"1.2.3s", "a number must come before each unit"},
         {"s", "a number must come before each unit"}, {"30S", "unknown unit \"S\""},
         {"1 s", "unknown unit \" s\""}, {"1e3s", "unknown unit \"e\""}, {"99999999999h", "it is too long"},
-        {"9223372036854775808ns", "it is too long"}, {std::string(5000, '9') + "s", "it is too long"}};
+        {"9223372036854775808ns", "it is too long"},
+        {"1m1m", "each unit once, from the largest down"},
+        {"30m1h", "each unit once, from the largest down"}, {std::string(5000, '9') + "s", "it is too long"}};
     for (const auto& [text, why] : bad) // a huge number is refused, not thrown
         expect_refused(cfg::parse_duration(text), text, "a duration: " + why);
     // And in a document: a problem, not an exception.
