@@ -428,7 +428,7 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
     if (!r.is_object(n, path))
         return;
     r.known_keys(n, path, {"listen", "allow_uids", "allow_gids", "audit_file", "max_body_bytes",
-                           "idle_timeout"});
+                           "idle_timeout", "session_linger"});
     if (const node* v = n.member("listen"); !absent(v))
         if (auto s = r.string(*v, "daemon.listen"))
         {
@@ -462,6 +462,14 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
                 r.fail("daemon.idle_timeout", v, "must be positive");
             else
                 d.idle_timeout = *t;
+        }
+    if (const node* v = n.member("session_linger"); !absent(v))
+        if (auto t = r.duration(*v, "daemon.session_linger"))
+        {
+            if (t->count() <= 0)
+                r.fail("daemon.session_linger", v, "must be positive");
+            else
+                d.session_linger = *t;
         }
 }
 

@@ -383,6 +383,27 @@ class SandboxdTest(unittest.TestCase):
         self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/terminate", {"grace": "0s"})[0], 200)
         self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
 
+    def test_an_ended_session_nobody_closes_is_forgotten_after_its_linger(self):
+        self.d.write(DOC.replace("  idle_timeout: 2s\n", "  idle_timeout: 2s\n  session_linger: 1s\n"))
+        self.d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        ended = self.start({"command": "true"})
+        running = self.start({"command": "sleep", "args": ["100"]})
+        status, r = self.d.request("POST", f"/v1/sessions/{ended['id']}/wait")
+        self.assertEqual(status, 200)
+        # Still there at first: a client may come back for its output and exit.
+        self.assertEqual(self.d.request("GET", f"/v1/sessions/{ended['id']}")[0], 200)
+        end = time.time() + 10
+        while self.d.request("GET", f"/v1/sessions/{ended['id']}")[0] == 200 and time.time() < end:
+            time.sleep(0.1)
+        self.assertEqual(self.d.request("GET", f"/v1/sessions/{ended['id']}")[0], 404)
+        # A running session is never swept, however old.
+        self.assertEqual(self.d.request("GET", f"/v1/sessions/{running['id']}")[1]["running"], True)
+        with open(self.d.audit) as f:
+            self.assertIn('"event":"session_expired"', f.read())
+        self.d.request("POST", f"/v1/sessions/{running['id']}/terminate", {"grace": "0s"})
+        self.d.request("DELETE", f"/v1/sessions/{running['id']}")
+
     def test_an_idle_client_is_closed(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(self.d.sock)

@@ -4,9 +4,14 @@
 
 #include <sandbox/error.hpp>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,7 +21,7 @@ namespace sandboxd {
 namespace asio = boost::asio;
 
 daemon::daemon(asio::any_io_executor ex, daemon_options opts)
-    : ex_(ex), opts_(std::move(opts)), approvals_(ex)
+    : ex_(ex), opts_(std::move(opts)), approvals_(ex), sweep_timer_(ex)
 {
 }
 
@@ -53,6 +58,7 @@ sandbox::outcome<void> daemon::load()
     if (!reg)
         return reg.error();
     registry_ = std::make_shared<const sandbox::config::registry>(std::move(*reg));
+    sweep_timer_.cancel(); // the sweeper looks again with this document's session_linger
     if (doc->daemon.audit_file != audit_path_)
     {
         if (audit_fd_ >= 0)
@@ -96,6 +102,49 @@ void daemon::audit(boost::json::object line)
     const std::string text = boost::json::serialize(line) + "\n";
     // One write per line (O_APPEND): lines from the library's sink do not interleave.
     (void)!::write(audit_fd_, text.data(), text.size());
+}
+
+asio::awaitable<void> daemon::sweep_ended_sessions()
+{
+    for (;;)
+    {
+        // Looked at often enough for a short linger, at most every 30 s.
+        const auto linger = document().daemon.session_linger;
+        const auto every = std::min<std::chrono::nanoseconds>(std::max<std::chrono::nanoseconds>(
+                                                                   linger / 4, std::chrono::milliseconds(100)),
+                                                               std::chrono::seconds(30));
+        sweep_timer_.expires_after(every);
+        boost::system::error_code ec;
+        co_await sweep_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) // a reload: wait again with the new linger
+            continue;
+        const auto now = std::chrono::system_clock::now();
+        std::vector<std::shared_ptr<sandbox::session>> ended;
+        for (auto it = sessions_.begin(); it != sessions_.end();)
+        {
+            const auto info = it->second.session->info();
+            const bool stale = info.exit && info.started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(info.exit->wall_time + linger) <= now;
+            if (!stale)
+            {
+                ++it;
+                continue;
+            }
+            boost::json::object line{{"event", "session_expired"}, {"session", it->first}};
+            audit(std::move(line));
+            ended.push_back(std::move(it->second.session));
+            it = sessions_.erase(it);
+        }
+        for (auto& s : ended)
+        {
+            try
+            {
+                co_await s->close();
+            }
+            catch (const std::exception&)
+            {
+            }
+        }
+    }
 }
 
 asio::awaitable<void> daemon::end_sessions(std::chrono::nanoseconds grace)

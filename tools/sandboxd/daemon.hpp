@@ -11,6 +11,7 @@
 #include <sandbox/session.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
 
 #include <cstdint>
@@ -72,6 +73,10 @@ public:
     /// One JSON line in the audit file (when the document names one).
     void audit(boost::json::object line);
 
+    /// Closes and forgets the sessions whose command ended over `daemon.session_linger`
+    /// ago (a client that never came back for them); runs until the io_context stops.
+    boost::asio::awaitable<void> sweep_ended_sessions();
+
     /// Ends every session (terminate with `grace`, then close); used by SIGTERM.
     boost::asio::awaitable<void> end_sessions(std::chrono::nanoseconds grace);
 
@@ -80,6 +85,7 @@ private:
     daemon_options opts_;
     std::shared_ptr<const sandbox::config::registry> registry_;
     approval_board approvals_;
+    boost::asio::steady_timer sweep_timer_;
     std::map<std::string, session_record> sessions_;
     std::shared_ptr<sandbox::audit_file> audit_sink_;
     int audit_fd_ = -1;

@@ -193,6 +193,7 @@ int main(int argc, char** argv)
         asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
         asio::co_spawn(ioc, on_signals(signals, d, acceptor, owned_path, ioc), asio::detached);
         asio::co_spawn(ioc, sandboxd::serve(d, acceptor), asio::detached);
+        asio::co_spawn(ioc, d.sweep_ended_sessions(), asio::detached);
         ioc.run();
         return 0;
     }

@@ -109,6 +109,9 @@ struct daemon_config
     /// A connection silent this long (between requests, or while a request is being read) is
     /// closed.
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+    /// A session whose command has ended and that no client closed is closed (its output
+    /// log freed) this long after the end.
+    std::chrono::nanoseconds session_linger = std::chrono::minutes(10);
 };
 
 /// \brief A parsed and validated document: version "v1", its sandboxes sorted by name, and
