@@ -542,6 +542,11 @@ asio::awaitable<std::optional<failure>> bwrap_runner::check()
     co_return st_->unusable;
 }
 
+std::optional<failure> bwrap_runner::setup_error() const
+{
+    return st_->setup_error;
+}
+
 enforcement_report bwrap_runner::enforcement() const
 {
     enforcement_report e;

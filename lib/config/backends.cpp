@@ -215,7 +215,18 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
     for (std::size_t i = 0; i < writable.size(); ++i)
         o.writable_paths.push_back(resolve_settings_path(
             ctx.root, writable[i], ctx.path + ".writable_paths[" + std::to_string(i) + "]"));
-    return std::make_unique<bwrap_runner>(ctx.executor, std::move(o));
+    auto r = std::make_unique<bwrap_runner>(ctx.executor, std::move(o));
+    // A setting the runner refuses is a problem at that setting (the root at the entry's
+    // `root`), not a backend that cannot run here.
+    if (auto f = r->setup_error(); f && f->code == errc::validation)
+    {
+        const std::string entry = ctx.path.substr(0, ctx.path.rfind(".settings"));
+        f->diag.rule = f->diag.limit == "root"    ? entry + ".root"
+                       : f->diag.limit.empty()    ? ctx.path
+                                                  : ctx.path + "." + f->diag.limit;
+        throw_exception_from_error(*f, BOOST_CURRENT_LOCATION);
+    }
+    return r;
 }
 
 } // namespace sandbox::config::detail

@@ -428,10 +428,16 @@ BOOST_AUTO_TEST_CASE(backends_come_from_factories_and_settings_are_strict)
     fs::create_directory_symlink("/etc", root.path() / "out");
     auto via_link = refused(build(cfg::builder(), "bwrap", "    settings: {writable_paths: [out]}\n"));
     BOOST_TEST(has(via_link.diag.message, "escapes the root through a symlink"), via_link.diag.message);
-    // A value bwrap_runner itself refuses is refused too (reported today as not_available at
-    // `backend`, "cannot run here", though it is a bad setting: see the report).
+    // A value bwrap_runner itself refuses is a validation problem at that setting, not a
+    // backend that "cannot run here".
     auto root_user = refused(build(cfg::builder(), "bwrap", "    settings: {sandbox_user: root}\n"));
     BOOST_TEST(has(root_user.diag.message, "sandbox user \"root\""), root_user.diag.message);
+    BOOST_TEST((root_user.code == errc::validation));
+    BOOST_TEST(root_user.diag.rule == "sandboxes[\"x\"].settings.sandbox_user");
+    auto missing = refused(build(cfg::builder(), "bwrap", "    settings: {writable_paths: [not-there]}\n"));
+    BOOST_TEST((missing.code == errc::validation));
+    BOOST_TEST(missing.diag.rule == "sandboxes[\"x\"].settings.writable_paths", missing.diag.message);
+    BOOST_TEST(has(missing.diag.message, "must exist"), missing.diag.message);
 }
 
 BOOST_AUTO_TEST_CASE(capability_gate_lists_every_field_the_backend_cannot_enforce)

@@ -107,6 +107,11 @@ public:
     /// `errc::not_available` (or `errc::validation`, for bad options) that every call gets.
     boost::asio::awaitable<std::optional<failure>> check();
 
+    /// A bad option found when the runner was made (`errc::validation`, or
+    /// `errc::not_available` for a sandbox user the helper cannot become), with
+    /// `diag.limit` naming the option; null when the options are good. Runs no probe.
+    std::optional<failure> setup_error() const;
+
     struct state;
 
 private:
