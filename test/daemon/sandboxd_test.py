@@ -579,6 +579,32 @@ class SandboxdTest(unittest.TestCase):
         self.assertEqual(p.returncode, 125)
         self.assertIn("--tty needs a terminal", p.stderr)
 
+    def test_sandbox_run_connect_streams_a_stdin_file(self):
+        base = [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build"]
+        data = os.urandom(150000) + b"end\n"
+        path = os.path.join(self.d.dir, "input.bin")
+        with open(path, "wb") as f:
+            f.write(data)
+        # Posted in chunks: this daemon's body limit is 4 KiB, so the 64 KiB chunks are
+        # halved until they pass; every byte arrives, in order.
+        p = subprocess.run(base + ["--stdin-file", path, "--", "sha256sum"],
+                           capture_output=True, timeout=60)
+        import hashlib
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split()[0].decode(), hashlib.sha256(data).hexdigest())
+        # Without one, stdin is empty (as a local run's /dev/null): cat ends at once.
+        p = subprocess.run(base + ["--", "cat"], capture_output=True, timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (0, b""))
+        for extra in (["--json"], ["--tty"]):
+            p = subprocess.run(base + ["--stdin-file", path] + extra + ["--", "cat"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 125, extra)
+            self.assertIn("--stdin-file with --connect", p.stderr)
+        p = subprocess.run(base + ["--stdin-file", os.path.join(self.d.dir, "missing"), "--", "cat"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("missing", p.stderr)
+
     def test_sandbox_run_connect_streams_and_keeps_exit_statuses(self):
         base = [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build"]
         p = subprocess.run(base + ["--", "sh", "-c", "echo out; echo err >&2; exit 7"],

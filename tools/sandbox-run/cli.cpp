@@ -350,7 +350,7 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
         for (const char* flag :
              {"config", "check", "workspace", "backend", "root", "cgroup", "writable",
               "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve",
-              "allow-command", "ask", "ask-timeout", "audit", "stdin-file", "enforcement"})
+              "allow-command", "ask", "ask-timeout", "audit", "enforcement"})
             if (has(flag) && (std::string_view(flag) != "check" || cfg.check) &&
                 (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
                 return make_failure(errc::validation,
@@ -359,7 +359,21 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
                                         "decides it, or the client cannot do it yet)",
                                     "connect");
         cfg.tty = vm["tty"].as<bool>();
-        if (cfg.tty && cfg.json)
+        const bool json = vm["json"].as<bool>(); // (cfg.json is set after these flags)
+        if (has("stdin-file") && (cfg.tty || json))
+            return make_failure(errc::validation,
+                                "--stdin-file with --connect is streamed to the session: not "
+                                "with --tty (the terminal is stdin) or --json (one exec)",
+                                "stdin-file");
+        if (has("stdin-file"))
+        {
+            auto file = open_input_file(vm["stdin-file"].as<std::string>());
+            if (!file)
+                return file.error();
+            cfg.request.stdin_fd = std::move(file->fd);
+            cfg.stdin_fifo = file->fifo;
+        }
+        if (cfg.tty && json)
             return make_failure(errc::validation,
                                 "--tty and --json exclude each other (a terminal session is "
                                 "streamed to this terminal)",
@@ -1396,8 +1410,8 @@ std::string usage()
            "  --connect SOCKET    run COMMAND through the sandbox --sandbox NAME of the\n"
            "                      sandboxd listening on SOCKET (docs/sandboxd.md): output\n"
            "                      streamed, same exit status; the flags only narrow the\n"
-           "                      sandbox's policy; --tty attaches to a terminal session;\n"
-           "                      no --stdin-file or chain flags\n"
+           "                      sandbox's policy; --tty attaches to a terminal session,\n"
+           "                      --stdin-file is streamed to it; no chain flags\n"
            "  -h, --help          print this text and exit\n"
            "\n"
            "DUR is a number with an optional unit ns, us, ms, s, m or h (default: s), for\n"

@@ -10,6 +10,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -18,6 +19,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include <optional>
+
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace sandbox::cli {
@@ -77,6 +81,62 @@ std::pair<std::uint64_t, bool> emit(const json::object& o)
             o.at("eof").get_bool()};
 }
 
+// --stdin-file over the daemon: the file's bytes posted as the session's input, in chunks
+// (the first connection long-polls the output), then end of input. A chunk over the
+// daemon's body limit (413) is sent again in halves. A FIFO or pipe is read without blocking
+// the loop; a regular file is read as it is (it never blocks for long).
+// One input chunk posted on a connection of its own; the daemon closes a connection after
+// a 413 (the rest of that body is not read), so each post opens one. Returns the status.
+asio::awaitable<unsigned> post_input(run_config& cfg, const std::string& id, std::string body)
+{
+    connection c(co_await asio::this_coro::executor);
+    if (co_await c.open(cfg.connect))
+        co_return 0;
+    auto a = co_await c.call(http::verb::post, "/v1/sessions/" + id + "/input", std::move(body));
+    co_return a.status;
+}
+
+asio::awaitable<void> feed_input(run_config& cfg, std::string id)
+{
+    const int fd = cfg.request.stdin_fd->get();
+    auto ex = co_await asio::this_coro::executor;
+    std::optional<asio::posix::stream_descriptor> pipe;
+    if (cfg.stdin_fifo)
+        pipe.emplace(ex, ::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+    std::size_t chunk = 64 * 1024;
+    std::string buf(chunk, '\0');
+    for (bool open = true; open;)
+    {
+        std::size_t n = 0;
+        if (pipe)
+        {
+            auto [ec, got] = co_await pipe->async_read_some(asio::buffer(buf.data(), buf.size()),
+                                                           asio::as_tuple(asio::use_awaitable));
+            n = ec ? 0 : got;
+        }
+        else
+        {
+            const ssize_t got = ::read(fd, buf.data(), buf.size());
+            n = got > 0 ? static_cast<std::size_t>(got) : 0;
+        }
+        open = n > 0;
+        for (std::size_t at = 0; at < n;)
+        {
+            const std::size_t part = std::min(chunk, n - at);
+            const auto status = co_await post_input(cfg, id, buf.substr(at, part));
+            if (status == 413 && part > 1)
+                chunk = part / 2;
+            else if (status != 200)
+                co_return; // the command has ended, or its input is closed: nothing to feed
+            else
+                at += part;
+        }
+    }
+    connection c(ex);
+    if (!co_await c.open(cfg.connect))
+        co_await c.call(http::verb::post, "/v1/sessions/" + id + "/close-input", "");
+}
+
 // The streamed run: a session, its output long-polled until the end, its exit.
 asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted, std::string& id)
 {
@@ -90,6 +150,11 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted,
         co_return exit_status_for(ec, r);
     }
     id = std::string(json::parse(started.body).at("id").get_string());
+    if (cfg.request.stdin_fd)
+        asio::co_spawn(co_await asio::this_coro::executor, feed_input(cfg, id),
+                       [](std::exception_ptr) {}); // a lost daemon ends the run elsewhere
+    else
+        co_await c.call(http::verb::post, "/v1/sessions/" + id + "/close-input", "");
     std::uint64_t at = 0;
     for (;;)
     {
