@@ -910,15 +910,16 @@ BOOST_AUTO_TEST_CASE(cpu_of_orphans_a_member_reaps_is_not_counted_twice)
     check_close(r.cpu_time, inner);
 }
 
-/// How far past its cap a fast allocator may get. The helper aims at 1.2x; the check allows
-/// 1.25x. A sanitized helper is several times slower to list, judge and kill a tree, while
-/// the allocator's page faults run at full speed: 60 runs of two allocating threads reached
-/// at most 1.19x from the plain build and 1.29x from the sanitized one, so that build is
-/// held to 1.4x (the timing is what differs, not the logic under test).
+/// How far past its cap a fast allocator may get. The helper aims at 1.2x, but it can only
+/// look when it gets a cpu, and here the allocating threads fill both cores: in isolation 60
+/// runs of two allocating threads reached at most 1.19x, inside a full ctest run one reached
+/// 1.28x. The check is 1.35x (without the reach-time pacing: 2.3x, so it still catches that);
+/// a sanitized helper is several times slower to list, judge and kill (1.29x in isolation),
+/// so that build is held to 1.5x. The hard bound is the memory controller's (cgroup path).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr std::uint64_t overshoot_bound_percent = 140;
+constexpr std::uint64_t overshoot_bound_percent = 150;
 #else
-constexpr std::uint64_t overshoot_bound_percent = 125;
+constexpr std::uint64_t overshoot_bound_percent = 135;
 #endif
 
 /// Runs the test target with `args` under a 128 MiB memory cap and checks that the cap
@@ -951,8 +952,7 @@ BOOST_AUTO_TEST_CASE(memory_overshoot_of_threads_allocating_at_once_is_bounded)
 {
     // Two threads fault memory in twice as fast as one (without the bound: 2.3x measured).
     // Their process's private memory alone settles the sample that sees the RSS sum at the
-    // cap: the PSS read waited behind the faulting threads' memory-map lock, and 1 run in
-    // 30 passed 1.25x.
+    // cap: the PSS read waited behind the faulting threads' memory-map lock (1.30x seen).
     for (int round = 0; round < 3; ++round)
         check_killed_below_the_bound({"sleep", "300", "--then", "alloc-threads", "2", "2048"});
 }
