@@ -212,6 +212,7 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
     s.texts("extra_flags", o.extra_flags);
     s.text("sandbox_user", o.sandbox_user);
     s.done();
+    o.read_deny.insert(o.read_deny.end(), ctx.hidden_paths.begin(), ctx.hidden_paths.end());
     for (std::size_t i = 0; i < writable.size(); ++i)
         o.writable_paths.push_back(resolve_settings_path(
             ctx.root, writable[i], ctx.path + ".writable_paths[" + std::to_string(i) + "]"));

@@ -342,6 +342,27 @@ void decode_gate(reader& r, const node& n, const std::string& path, sandbox_entr
     e.allowed_commands = std::move(*list);
 }
 
+// `run_as`: caller or daemon, for the local backend only.
+void decode_run_as(reader& r, const node& n, const std::string& path, sandbox_entry& e)
+{
+    const node* v = n.member("run_as");
+    if (absent(v))
+        return;
+    const std::string where = member_path(path, "run_as");
+    auto s = r.string(*v, where);
+    if (!s)
+        return;
+    if (*s == "daemon")
+        e.run_as = run_as_user::daemon;
+    else if (*s != "caller")
+        r.fail(where, v, "caller or daemon");
+    else
+        e.run_as = run_as_user::caller;
+    if (e.backend != "local")
+        r.fail(where, v, "applies to the local backend only (bwrap runs commands as its "
+                         "settings.sandbox_user)");
+}
+
 sandbox_entry decode_entry(reader& r, const std::string& name, const node& n,
                            const std::string& path)
 {
@@ -354,7 +375,7 @@ sandbox_entry decode_entry(reader& r, const std::string& name, const node& n,
     if (!r.is_object(n, path))
         return e;
     r.known_keys(n, path, {"backend", "workspace", "root", "settings", "defaults",
-                                "allowed_commands", "command_match", "approval"});
+                                "allowed_commands", "command_match", "approval", "run_as"});
     if (const node* b = n.member("backend"); absent(b))
         r.fail(member_path(path, "backend"), &n, "is required (local, bwrap, or a registered one)");
     else if (auto s = r.string(*b, member_path(path, "backend")))
@@ -371,6 +392,7 @@ sandbox_entry decode_entry(reader& r, const std::string& name, const node& n,
     decode_gate(r, n, path, e);
     if (const node* a = n.member("approval"); !absent(a))
         decode_approval(r, *a, member_path(path, "approval"), e.approval);
+    decode_run_as(r, n, path, e);
     return e;
 }
 
@@ -422,13 +444,44 @@ void decode_ids(reader& r, const node& n, const std::string& path, std::vector<s
         }
 }
 
+// A positive count of the daemon section (a connection or session bound).
+void decode_count(reader& r, const node& n, const char* key, std::int64_t& out)
+{
+    const std::string path = std::string("daemon.") + key;
+    if (const node* v = n.member(key); !absent(v))
+        if (auto i = r.integer(*v, path))
+        {
+            if (*i <= 0)
+                r.fail(path, v, "must be positive");
+            else
+                out = *i;
+        }
+}
+
+// What one client or the clients together may hold of the daemon.
+void decode_daemon_bounds(reader& r, const node& n, daemon_config& d)
+{
+    decode_count(r, n, "max_connections_per_uid", d.max_connections_per_uid);
+    decode_count(r, n, "max_sessions_per_uid", d.max_sessions_per_uid);
+    decode_count(r, n, "max_sessions", d.max_sessions);
+    if (const node* v = n.member("session_output_budget"); !absent(v))
+        if (auto b = r.size(*v, "daemon.session_output_budget"))
+        {
+            if (*b <= 0)
+                r.fail("daemon.session_output_budget", v, "must be positive");
+            else
+                d.session_output_budget = *b;
+        }
+}
+
 void decode_daemon(reader& r, const node& n, daemon_config& d)
 {
     const std::string path = "daemon";
     if (!r.is_object(n, path))
         return;
     r.known_keys(n, path, {"listen", "allow_uids", "allow_gids", "audit_file", "max_body_bytes",
-                           "idle_timeout", "session_linger"});
+                           "idle_timeout", "session_linger", "max_connections_per_uid",
+                           "max_sessions_per_uid", "max_sessions", "session_output_budget"});
     if (const node* v = n.member("listen"); !absent(v))
         if (auto s = r.string(*v, "daemon.listen"))
         {
@@ -471,6 +524,7 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
             else
                 d.session_linger = *t;
         }
+    decode_daemon_bounds(r, n, d);
 }
 
 } // namespace

@@ -222,4 +222,9 @@ outcome<std::int64_t> parse_size(std::string_view text)
     return v << shift;
 }
 
+const char* to_string(run_as_user r) noexcept
+{
+    return r == run_as_user::daemon ? "daemon" : "caller";
+}
+
 } // namespace sandbox::config

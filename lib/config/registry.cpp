@@ -148,6 +148,8 @@ local_policy policy_of(const sandbox_entry& e, const std::string& root, const bu
     p.approval.ask = opts.ask;
     p.approval.deadline = e.approval.deadline;
     p.audit = opts.audit;
+    p.name = e.name;
+    p.call_numbers = opts.call_numbers;
     return p;
 }
 
@@ -292,7 +294,8 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
             problems.push_back(at_entry(e, "backend", "unknown backend \"" + e.backend + "\""));
         if (problems.size() != before)
             continue;
-        backend_context ctx{ex, *root, e.settings, entry_path(e) + ".settings"};
+        backend_context ctx{ex, *root, e.settings, entry_path(e) + ".settings",
+                            opts.hidden_paths};
         auto backend = make_backend(f->second, e, ctx, problems);
         if (!backend)
             continue;

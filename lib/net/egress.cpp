@@ -291,6 +291,10 @@ opened egress::finish(net_record r, open_status s, std::string message, std::str
 opened egress::refuse(net_protocol protocol, std::string requested, open_status why,
                       std::string message)
 {
+    // What the parser did not accept is not recorded: it may carry credentials
+    // (user:pass@host) or tokens (host/path?token=...). Only its size is.
+    if (why == open_status::bad_request)
+        requested = "(unparsed: " + std::to_string(requested.size()) + " bytes)";
     auto r = begin(protocol, requested, {}, 0);
     return finish(std::move(r), why, std::move(message), to_string(why), tcp::socket(ex_));
 }

@@ -66,6 +66,8 @@ boost::json::object to_json(const audit_record& r)
     boost::json::object o;
     o["time"] = rfc3339(r.time);
     o["call"] = r.call;
+    if (!r.sandbox.empty())
+        o["sandbox"] = r.sandbox;
     o["event"] = to_string(r.event);
     o["layer"] = r.layer;
     o["kind"] = to_string(r.kind);

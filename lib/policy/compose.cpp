@@ -48,6 +48,8 @@ std::unique_ptr<runner> compose_local(std::unique_ptr<runner> backend, local_pol
     l.allowed = std::move(policy.allowed_commands);
     l.match = policy.match;
     l.audit = std::move(policy.audit);
+    l.name = std::move(policy.name);
+    l.call_numbers = std::move(policy.call_numbers);
     return std::make_unique<policy_runner>(std::move(backend), std::move(l));
 }
 

@@ -128,11 +128,13 @@ process_manager* policy_runner::sessions() noexcept
 
 trail policy_runner::open_trail(const call_ref& call)
 {
-    ++calls_;
+    const std::uint64_t n = layers_.call_numbers ? ++*layers_.call_numbers : ++calls_;
     if (!layers_.audit)
         return {};
-    return trail(layers_.audit, calls_, call.kind, call.command, call.args,
-                 call.options.work_dir, call.tty.has_value(), call.session_id);
+    trail t(layers_.audit, n, call.kind, call.command, call.args, call.options.work_dir,
+            call.tty.has_value(), call.session_id);
+    t.name(layers_.name);
+    return t;
 }
 
 // The thread rule: the chain's state is touched on its executor, whoever calls.
@@ -242,7 +244,7 @@ asio::awaitable<void> policy_runner::approve(const call_ref& call, trail& t)
             t.deny("approval", *why + " (no approver configured)");
         // Built in its own statement: GCC 12 destroys a braced temporary inside a co_await
         // expression twice.
-        approval_request question{std::move(snap), *why};
+        approval_request question{std::move(snap), *why, layers_.name};
         asked answer = co_await ask_within(a.ask, std::move(question), a.deadline);
         if (answer.cancelled)
         {

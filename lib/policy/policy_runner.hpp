@@ -10,6 +10,7 @@
 #include "policy/trail.hpp"
 
 #include <memory>
+#include <atomic>
 #include <optional>
 
 namespace sandbox::detail {
@@ -22,6 +23,11 @@ struct chain_layers
     std::optional<std::vector<std::string>> allowed{};
     command_match match = command_match::exact;
     std::shared_ptr<audit_sink> audit{};
+    /// The chain's name in its audit records (a config document's sandbox); may be empty.
+    std::string name{};
+    /// Calls are numbered from this counter when set (shared by several chains), else from
+    /// the chain's own.
+    std::shared_ptr<std::atomic<std::uint64_t>> call_numbers{};
 };
 
 /// The live parts of a call being judged: the request (or spec) itself, whose options the

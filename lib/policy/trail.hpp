@@ -28,6 +28,8 @@ public:
     void note(audit_event e, std::string layer, std::string reason = {},
               const boost::system::error_code& ec = {});
     void started(const std::string& session_id);
+    /// Names the chain in every record (a config document's sandbox).
+    void name(const std::string& chain) { proto_.sandbox = chain; }
     /// How a call that reached the backend ended: `finished` when it ran (a result, or an
     /// error with a partial result), `refused` when the backend refused it.
     void ended(const exec_result* result, const boost::system::error_code& ec,

@@ -89,6 +89,7 @@ daemon:
 sandboxes:
   build:
     backend: local
+    run_as: daemon
     root: @ROOT@
     defaults:
       timeout: 30s

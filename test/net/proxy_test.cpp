@@ -816,4 +816,31 @@ BOOST_AUTO_TEST_CASE(userinfo_is_judged_as_the_host_after_the_at)
     BOOST_TEST(f.dns->calls() == 0u);
 }
 
+// Issue 32 item 11: what a client wrote that may be a credential or a token never reaches a
+// record, whether the parser accepted the request or not.
+BOOST_AUTO_TEST_CASE(records_carry_no_credentials_or_tokens)
+{
+    proxy_fixture f;
+    f.run([&]() -> asio::awaitable<void> {
+        for (const char* head :
+             {"CONNECT user:hunter2@denied.test:443 HTTP/1.1\r\n\r\n",
+              "CONNECT denied.test/p?token=hunter2:443 HTTP/1.1\r\n\r\n",
+              "GET http://user:hunter2@denied.test/?token=hunter2 HTTP/1.1\r\n\r\n"})
+        {
+            const std::string r = co_await exchange(f.port, head);
+            BOOST_TEST((starts_with(r, "HTTP/1.1 400 ") || starts_with(r, "HTTP/1.1 403 ")), r);
+        }
+    });
+    BOOST_REQUIRE_EQUAL(f.records.size(), 3u);
+    for (const auto& r : f.records)
+    {
+        BOOST_TEST_CONTEXT(r.requested_host)
+        {
+            BOOST_TEST(r.requested_host.find("hunter2") == std::string::npos);
+            BOOST_TEST(r.requested_host.find("user") == std::string::npos);
+            BOOST_TEST(r.reason.find("hunter2") == std::string::npos);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

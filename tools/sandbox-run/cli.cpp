@@ -1184,6 +1184,7 @@ std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_v
     json::object o{{"name", e.name},
                    {"backend", e.backend},
                    {"root", std::string(root)},
+                   {"run_as", sandbox::config::to_string(e.run_as)},
                    {"policy", std::move(policy)},
                    {"enforcement", json::parse(sandbox::to_json(enforcement))}};
     return json::serialize(o);

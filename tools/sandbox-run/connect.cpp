@@ -186,6 +186,9 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted,
     auto [ec, result] = result_from_json(waited.body);
     if (interrupted)
         co_return exit_cancelled;
+    if (ec) // a command the OS refused after the session was answered: said as a local run
+        say(sandbox::error_name(ec) + ": " + (result.diag.message.empty() ? ec.message()
+                                                                          : result.diag.message));
     co_return exit_status_for(ec, result);
 }
 
@@ -235,9 +238,11 @@ int run_connected(run_config& cfg)
             status = co_await once(c, cfg);
         else
             status = co_await streamed(c, cfg, interrupted, session_id);
+    }, [&](std::exception_ptr e) {
+        // However the run ended (a socket that is missing or no socket included), the signal
+        // wait must end too, or the io_context never runs out of work.
         boost::system::error_code ignored;
         signals.cancel(ignored);
-    }, [&](std::exception_ptr e) {
         if (!e)
             return;
         try
@@ -248,8 +253,6 @@ int run_connected(run_config& cfg)
         {
             say(std::string("the daemon's connection failed: ") + x.what());
         }
-        boost::system::error_code ignored;
-        signals.cancel(ignored);
     });
     ioc.run();
     return status;

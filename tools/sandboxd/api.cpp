@@ -7,9 +7,11 @@
 #include <sandbox/config/document.hpp>
 #include <sandbox/error.hpp>
 #include <sandbox/process_manager.hpp>
+#include <sandbox/resource_limits.hpp>
 #include <sandbox/utf8.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +21,8 @@
 #include <boost/url/parse.hpp>
 
 #include <charconv>
+
+#include <unistd.h>
 
 namespace sandboxd {
 
@@ -153,6 +157,31 @@ void put_bytes(json::object& o, const std::string& data)
         o["data_base64"] = base64(data);
 }
 
+// The error of a session whose command never started (the OS refused it after the session
+// was answered): the errno's class, else internal. None for a command that ran.
+boost::system::error_code end_error(const sandbox::exec_result& r)
+{
+    if (r.status != sandbox::exec_status::not_started)
+        return {};
+    if (r.diag.cause && (r.diag.cause.category() == boost::system::system_category() ||
+                         r.diag.cause.category() == boost::system::generic_category()))
+        return sandbox::errc_from_errno(r.diag.cause.value());
+    return errc::internal;
+}
+
+json::object error_json(const boost::system::error_code& ec, const sandbox::diagnostics& diag)
+{
+    json::object e{{"code", code_name(ec)},
+                   {"message", sandbox::sanitize_utf8(diag.message.empty() ? ec.message()
+                                                                           : sandbox::to_string(diag))}};
+    if (!diag.limit.empty())
+        e["limit"] = diag.limit;
+    if (diag.cause && (diag.cause.category() == boost::system::system_category() ||
+                       diag.cause.category() == boost::system::generic_category()))
+        e["errno"] = diag.cause.value();
+    return e;
+}
+
 json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i)
 {
     json::array argv;
@@ -177,6 +206,8 @@ json::object session_json(const std::string& sandbox_name, const sandbox::sessio
             {"duration_us", std::chrono::duration_cast<std::chrono::microseconds>(x.wall_time).count()},
             {"cpu_time_us", std::chrono::duration_cast<std::chrono::microseconds>(x.cpu_time).count()},
             {"peak_memory_bytes", x.peak_memory_bytes}};
+        if (const auto ec = end_error(x))
+            o["exit"].get_object()["error"] = error_json(ec, x.diag);
     }
     return o;
 }
@@ -186,11 +217,41 @@ struct route_error
     sandbox::failure f;
 };
 
-sandbox::runner& runner_of(daemon& d, const std::string& name)
+// The registry a call starts with, held by the call until it ends: a reload that removes,
+// renames or rebuilds the sandbox meanwhile destroys nothing the call uses, and nothing on a
+// completion path looks the sandbox up by name again.
+struct pinned_sandbox
 {
-    if (auto* r = d.registry()->find(name))
-        return *r;
-    throw route_error{failure_of(errc::not_found, "no sandbox named \"" + name + "\"")};
+    std::shared_ptr<const sandbox::config::registry> registry;
+    sandbox::runner* runner = nullptr;
+    std::string backend;
+};
+
+// A `local` sandbox runs commands as the daemon's user: for another uid only when the
+// document says so (`run_as: daemon`), never silently (a root daemon would run them as root).
+void check_run_as(const sandbox::config::sandbox_entry& e, const peer& who)
+{
+    const auto self = ::geteuid();
+    if (e.backend != "local" || e.run_as == sandbox::config::run_as_user::daemon ||
+        who.uid == self)
+        return;
+    throw route_error{failure_of(
+        errc::forbidden, "sandbox \"" + e.name + "\" runs commands as the daemon's user (uid " +
+                             std::to_string(self) + "), not as uid " + std::to_string(who.uid) +
+                             ": the config must say run_as: daemon to let other uids use it")};
+}
+
+// The sandbox a call of `who` runs in, pinned for the call's lifetime.
+pinned_sandbox pin(daemon& d, const std::string& name, const peer& who)
+{
+    pinned_sandbox p{d.registry(), nullptr, {}};
+    p.runner = p.registry->find(name);
+    if (!p.runner)
+        throw route_error{failure_of(errc::not_found, "no sandbox named \"" + name + "\"")};
+    const auto* entry = p.registry->entry(name);
+    check_run_as(*entry, who);
+    p.backend = entry->backend;
+    return p;
 }
 
 sandbox::config::call_document call_of(const request& req)
@@ -239,14 +300,57 @@ asio::awaitable<response> list_sandboxes(daemon& d, const request& req)
         out.push_back(json::object{
             {"name", name},
             {"backend", reg->entry(name)->backend},
+            {"run_as", sandbox::config::to_string(reg->entry(name)->run_as)},
             {"root", reg->root(name)},
             {"enforcement", json::parse(sandbox::to_json(reg->get(name).enforcement()))}});
     co_return json_response(req, http::status::ok, json::object{{"sandboxes", std::move(out)}});
 }
 
-asio::awaitable<response> exec(daemon& d, const request& req, const std::string& name)
+// An exec's end as a value: the error (none for any end of a command that ran) and the
+// result, partial when the exec failed.
+struct exec_outcome
 {
-    auto& r = runner_of(d, name);
+    boost::system::error_code ec;
+    sandbox::exec_result result;
+};
+
+asio::awaitable<exec_outcome> run_exec(sandbox::runner& r, sandbox::exec_request x)
+{
+    exec_outcome o;
+    try
+    {
+        o.result = co_await r.exec(std::move(x));
+    }
+    catch (const sandbox::error& e)
+    {
+        o.ec = e.code();
+        if (e.partial_result())
+            o.result = *e.partial_result();
+        o.result.diag = e.diag();
+    }
+    co_return o;
+}
+
+// The exec, cancelled (its tree killed) when the client goes away before it ends, as an HTTP
+// server cancels a request's work. Returns nothing then: nobody is left to answer.
+asio::awaitable<std::optional<exec_outcome>> exec_while_connected(sandbox::runner& r,
+                                                                 sandbox::exec_request x,
+                                                                 const client_watch& gone)
+{
+    if (!gone)
+        co_return co_await run_exec(r, std::move(x));
+    using namespace asio::experimental::awaitable_operators;
+    // run_exec never throws, so whichever ends first decides (the other is cancelled).
+    auto first = co_await (run_exec(r, std::move(x)) || gone());
+    if (first.index() == 0)
+        co_return std::get<0>(std::move(first));
+    co_return std::nullopt;
+}
+
+asio::awaitable<response> exec(daemon& d, const request& req, const std::string& name,
+                               const peer& who, const client_watch& gone)
+{
+    const auto p = pin(d, name, who);
     auto call = call_of(req);
     if (call.tty)
         throw route_error{failure_of(errc::validation, "tty: an exec has no terminal (start a "
@@ -255,32 +359,53 @@ asio::awaitable<response> exec(daemon& d, const request& req, const std::string&
     x.command = std::move(call.command);
     x.args = std::move(call.args);
     x.options = std::move(call.options);
-    boost::system::error_code ec;
-    sandbox::exec_result result;
-    try
+    auto done = co_await exec_while_connected(*p.runner, std::move(x), gone);
+    if (!done)
     {
-        result = co_await r.exec(std::move(x));
-    }
-    catch (const sandbox::error& e)
-    {
-        ec = e.code();
-        if (e.partial_result())
-            result = *e.partial_result();
-        result.diag = e.diag();
+        d.audit({{"event", "client_gone"}, {"sandbox", name}, {"peer_uid", who.uid},
+                 {"peer_pid", who.pid}, {"target", std::string(req.target())}});
+        throw client_went_away{};
     }
     // A command that ran answers 200 whatever its end; one that never ran, the error's status.
+    const auto& ec = done->ec;
     const bool ran = !ec || ec == errc::timeout || ec == errc::budget_exceeded;
     co_return text_json(req, ran ? http::status::ok : status_for(ec),
-                        sandbox::cli::result_to_json(ec, result, d.registry()->entry(name)->backend));
+                        sandbox::cli::result_to_json(ec, done->result, p.backend));
+}
+
+// A bound of the daemon that a request would pass: 429 (this client's share) or 503 (the
+// daemon's), code budget_exceeded, the config key as the limit.
+response refused(const request& req, const refusal& r)
+{
+    json::object e{{"code", "budget_exceeded"}, {"message", r.message}, {"limit", r.limit}};
+    return json_response(req, static_cast<http::status>(r.status),
+                         json::object{{"error", std::move(e)}});
+}
+
+// The cap of a new session's output log, written into its options so that what it reserves
+// of daemon.session_output_budget bounds what it may keep.
+std::int64_t output_cap(const daemon& d, sandbox::exec_options& o)
+{
+    const auto budget = d.document().daemon.session_output_budget;
+    auto& cap = o.limits.max_output_bytes;
+    cap = std::min(cap > 0 ? cap : sandbox::default_max_output_bytes, budget);
+    return cap;
 }
 
 asio::awaitable<response> start_session(daemon& d, const request& req, const std::string& name,
                                         const peer& who)
 {
-    auto& r = runner_of(d, name);
-    if (!r.sessions())
+    const auto p = pin(d, name, who);
+    if (!p.runner->sessions())
         throw route_error{failure_of(errc::not_available, "this sandbox has no sessions")};
     auto call = call_of(req);
+    const auto reserve = output_cap(d, call.options);
+    if (auto no = d.admit_session(who, reserve))
+    {
+        d.audit({{"event", "session_refused"}, {"sandbox", name}, {"peer_uid", who.uid},
+                 {"limit", no->limit}});
+        co_return refused(req, *no);
+    }
     sandbox::session_spec spec;
     spec.command = std::move(call.command);
     spec.args = std::move(call.args);
@@ -288,9 +413,19 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     if (call.tty)
         spec.tty = sandbox::terminal_size{static_cast<unsigned short>(call.tty->first),
                                           static_cast<unsigned short>(call.tty->second)};
-    auto s = co_await r.sessions()->start(std::move(spec));
-    const auto info = s->info();
-    d.sessions()[info.id] = session_record{s, d.registry(), name, who};
+    auto s = co_await p.runner->sessions()->start(std::move(spec));
+    auto info = s->info();
+    if (!info.exit) // a refusal of the command by the OS may be on its way: look once more
+    {
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        info = s->info();
+    }
+    if (info.exit && end_error(*info.exit)) // never started: answer as an exec would
+    {
+        co_await s->close();
+        throw route_error{sandbox::failure{end_error(*info.exit), info.exit->diag}};
+    }
+    d.sessions()[info.id] = session_record{s, p.registry, name, who, reserve};
     co_return json_response(req, http::status::created, session_json(name, info));
 }
 
@@ -407,7 +542,8 @@ asio::awaitable<response> session_action(daemon& d, const request& req, const st
             result = co_await s->wait();
         else
             result = co_await s->terminate(grace);
-        co_return text_json(req, http::status::ok, sandbox::cli::result_to_json({}, result));
+        co_return text_json(req, http::status::ok,
+                            sandbox::cli::result_to_json(end_error(result), result));
     }
     else
         throw route_error{failure_of(errc::not_found, "no such action: " + action)};
@@ -440,7 +576,8 @@ asio::awaitable<response> answer_approval(daemon& d, const request& req, const s
                             json::object{{"id", id}, {"decision", v->get_string()}});
 }
 
-asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
+asio::awaitable<response> route(daemon& d, const request& req, const peer& who,
+                                const client_watch& gone)
 {
     const auto seg = segments(req.target());
     const auto m = req.method();
@@ -456,7 +593,7 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who)
         }
         if (n == 4 && m == http::verb::post && seg[3] == "exec")
             {
-            response r_ = co_await exec(d, req, seg[2]);
+            response r_ = co_await exec(d, req, seg[2], who, gone);
             co_return r_;
         }
         if (n == 4 && m == http::verb::post && seg[3] == "sessions")
@@ -588,7 +725,7 @@ std::string event_line(const sandbox::session_event& e)
     else if (e.what == sandbox::session_event::kind::exited && e.exit)
         // The result as sandbox-run --json writes it (plain numbers, never 6.2E2).
         return R"({"type":"exit","offset":)" + std::to_string(e.offset) + R"(,"result":)" +
-               sandbox::cli::result_to_json({}, *e.exit) + "}\n";
+               sandbox::cli::result_to_json(end_error(*e.exit), *e.exit) + "}\n";
     else
         o = {{"type", "closed"}};
     return json::serialize(o) + "\n";
@@ -614,13 +751,14 @@ response error_response(const request& req, const boost::system::error_code& ec,
     return json_response(req, status, json::object{{"error", std::move(e)}});
 }
 
-asio::awaitable<response> handle(daemon& d, const request& req, const peer& who)
+asio::awaitable<response> handle(daemon& d, const request& req, const peer& who,
+                                 client_watch gone)
 {
     sandbox::failure f;
     try
     {
         {
-            response r_ = co_await route(d, req, who);
+            response r_ = co_await route(d, req, who, gone);
             co_return r_;
         }
     }

@@ -9,6 +9,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <functional>
 #include <optional>
 
 namespace sandboxd {
@@ -25,7 +26,18 @@ boost::beast::http::status status_for(const boost::system::error_code& ec);
 response error_response(const request& req, const boost::system::error_code& ec,
                         const std::string& message, const sandbox::diagnostics& diag = {});
 
-boost::asio::awaitable<response> handle(daemon& d, const request& req, const peer& who);
+/// Completes when the client that sent the request has gone (its end of the connection
+/// closed); cancellable (terminal), and then completes without error too.
+using client_watch = std::function<boost::asio::awaitable<void>()>;
+
+/// Thrown by `handle` when the client went away during a call that `gone` watched (an exec):
+/// the call was cancelled (its tree killed, audited `client_gone`); there is nobody to answer.
+struct client_went_away
+{
+};
+
+boost::asio::awaitable<response> handle(daemon& d, const request& req, const peer& who,
+                                        client_watch gone = {});
 
 /// The session whose output `req` asks to follow (`GET /v1/sessions/{id}/output?follow=1`),
 /// or null when it is not such a request (or names no session `who` may use: `handle`

@@ -2,9 +2,14 @@
 // coroutine waits on.
 #include "approvals.hpp"
 
+#include "cli.hpp" // call_to_json: a call in the shape of a request body
+
+#include <sandbox/utf8.hpp>
+
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 
@@ -47,6 +52,48 @@ sandbox::approver approval_board::approver()
     };
 }
 
+namespace {
+
+// The first bytes of the input an approved command would read, as text or base64.
+json::object input_json(const std::optional<std::string>& input)
+{
+    if (!input)
+        return {{"bytes", 0}};
+    constexpr std::size_t shown = 1024;
+    const std::string head = input->substr(0, shown);
+    json::object o{{"bytes", input->size()}, {"truncated", input->size() > shown}};
+    if (sandbox::sanitize_utf8(head) == head)
+        o["head"] = head;
+    else
+        o["head_bytes"] = head.size(); // binary: its size only
+    return o;
+}
+
+} // namespace
+
+// Everything the call would run with, so that the approver sees what it approves: the
+// effective options (the sandbox's defaults merged in) as a call body, the environment it
+// injects, its input, its network policy, its limits.
+json::object approval_board::describe(const item& it)
+{
+    const auto& c = it.request.call;
+    sandbox::exec_request x{c.command, c.args, c.options};
+    auto o = json::parse(sandbox::cli::call_to_json(x)).as_object();
+    o["id"] = it.id;
+    o["sandbox"] = it.request.sandbox;
+    o["kind"] = sandbox::to_string(c.kind);
+    o["work_dir"] = c.options.work_dir;
+    o["tty"] = c.tty.has_value();
+    o["input"] = input_json(c.options.input);
+    if (!o.contains("net"))
+        o["net"] = json::object{{"mode", sandbox::to_string(c.options.net.mode)}};
+    o["reason"] = it.request.reason;
+    o["asked_at_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           it.asked.time_since_epoch())
+                           .count();
+    return o;
+}
+
 json::array approval_board::list() const
 {
     std::vector<std::shared_ptr<item>> all;
@@ -58,21 +105,7 @@ json::array approval_board::list() const
     json::array out;
     for (const auto& it : all)
     {
-        const auto& c = it->request.call;
-        json::array args;
-        for (const auto& a : c.args)
-            args.emplace_back(a);
-        out.push_back(json::object{
-            {"id", it->id},
-            {"kind", sandbox::to_string(c.kind)},
-            {"command", c.command},
-            {"args", std::move(args)},
-            {"work_dir", c.options.work_dir},
-            {"tty", c.tty.has_value()},
-            {"reason", it->request.reason},
-            {"asked_at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                it->asked.time_since_epoch())
-                                .count()}});
+        out.push_back(describe(*it));
     }
     return out;
 }

@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,8 @@ public:
     struct item;
 
 private:
+    static boost::json::object describe(const item& it);
+
     boost::asio::any_io_executor ex_;
     std::map<std::string, std::shared_ptr<item>> items_;
     std::uint64_t next_ = 1;

@@ -13,6 +13,11 @@
 #include <chrono>
 #include <vector>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,7 +26,11 @@ namespace sandboxd {
 namespace asio = boost::asio;
 
 daemon::daemon(asio::any_io_executor ex, daemon_options opts)
-    : ex_(ex), opts_(std::move(opts)), approvals_(ex), sweep_timer_(ex)
+    : ex_(ex), opts_(std::move(opts)), approvals_(ex), sweep_timer_(ex),
+      call_numbers_(std::make_shared<std::atomic<std::uint64_t>>(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count())))
 {
 }
 
@@ -54,6 +63,11 @@ sandbox::outcome<void> daemon::load()
         o.workspaces[name] = dir;
     o.ask = approvals_.approver();
     o.audit = sink;
+    o.call_numbers = call_numbers_;
+    // No command may reach the daemon's socket: hidden where the backend can hide it (bwrap);
+    // a local command that connects anyway is refused by `in_own_tree`.
+    if (const auto sock = socket_path_for(*doc); !sock.empty())
+        o.hidden_paths.push_back(sock);
     auto reg = sandbox::config::builder().build(ex_, *doc, std::move(o));
     if (!reg)
         return reg.error();
@@ -71,6 +85,74 @@ sandbox::outcome<void> daemon::load()
     }
     audit_sink_ = std::move(sink);
     return {};
+}
+
+std::string daemon::socket_path_for(const sandbox::config::document& doc) const
+{
+    if (!opts_.listen.empty())
+        return opts_.listen;
+    if (!doc.daemon.listen.empty())
+        return doc.daemon.listen;
+    if (::geteuid() == 0)
+        return "/run/sandboxd.sock";
+    if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x == '/')
+        return std::string(x) + "/sandboxd.sock";
+    return {};
+}
+
+namespace {
+
+// The parent of `pid` by /proc/PID/stat (0 when it is gone or unreadable).
+int parent_of(int pid)
+{
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[512];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char* close_paren = std::strrchr(buf, ')'); // the name may hold spaces and parens
+    int ppid = 0;
+    if (!close_paren || std::sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return ppid;
+}
+
+// Now as the library's audit records write it: 2026-12-03T19:42:55.123Z.
+std::string rfc3339_now()
+{
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char buf[40];
+    const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+    return buf;
+}
+
+} // namespace
+
+bool daemon::in_own_tree(const peer& p) const
+{
+    // Every tree of ours hangs below this process: the helper is our child and the subreaper
+    // of its trees, so an orphan of a tree is re-parented inside it, never above us.
+    const int self = ::getpid();
+    int pid = p.pid;
+    for (int hops = 0; pid > 1 && hops < 4096; ++hops)
+    {
+        if (pid == self)
+            return p.pid != self; // a connection from ourselves is not one of our commands
+        pid = parent_of(pid);
+    }
+    return false;
 }
 
 bool daemon::admits(const peer& p) const
@@ -92,13 +174,55 @@ bool daemon::may_use(const peer& p, const session_record& r) const
     return p.uid == r.owner.uid || is_operator(p);
 }
 
+std::optional<refusal> daemon::admit_session(const peer& owner, std::int64_t output_bytes) const
+{
+    const auto& c = document().daemon;
+    std::int64_t mine = 0, reserved = 0;
+    for (const auto& [id, r] : sessions_)
+    {
+        mine += r.owner.uid == owner.uid ? 1 : 0;
+        reserved += r.output_reserved;
+    }
+    if (mine >= c.max_sessions_per_uid)
+        return refusal{429, "daemon.max_sessions_per_uid",
+                       "uid " + std::to_string(owner.uid) + " holds " + std::to_string(mine) +
+                           " sessions, the most daemon.max_sessions_per_uid allows: close one"};
+    if (static_cast<std::int64_t>(sessions_.size()) >= c.max_sessions)
+        return refusal{503, "daemon.max_sessions",
+                       "the daemon holds " + std::to_string(sessions_.size()) +
+                           " sessions, the most daemon.max_sessions allows"};
+    if (reserved + output_bytes > c.session_output_budget)
+        return refusal{503, "daemon.session_output_budget",
+                       "the sessions' output logs would pass daemon.session_output_budget (" +
+                           std::to_string(reserved) + " of " +
+                           std::to_string(c.session_output_budget) + " bytes reserved, " +
+                           std::to_string(output_bytes) + " asked)"};
+    return std::nullopt;
+}
+
+std::shared_ptr<void> daemon::hold_connection(std::uint32_t uid)
+{
+    auto& n = (*connections_)[uid];
+    if (n >= document().daemon.max_connections_per_uid)
+        return nullptr;
+    ++n;
+    // Weakly: a connection's frame may be destroyed after the daemon (with the io_context).
+    std::weak_ptr<connection_counts> counts = connections_;
+    return std::shared_ptr<void>(connections_.get(), [counts, uid](void*) {
+        auto c = counts.lock();
+        if (!c)
+            return;
+        auto it = c->find(uid);
+        if (it != c->end() && --it->second <= 0)
+            c->erase(it);
+    });
+}
+
 void daemon::audit(boost::json::object line)
 {
     if (audit_fd_ < 0)
         return;
-    line.emplace("time_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
+    line.emplace("time", rfc3339_now()); // the library's records' format
     const std::string text = boost::json::serialize(line) + "\n";
     // One write per line (O_APPEND): lines from the library's sink do not interleave.
     (void)!::write(audit_fd_, text.data(), text.size());

@@ -14,9 +14,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace sandboxd {
@@ -35,6 +37,15 @@ struct session_record
     std::shared_ptr<const sandbox::config::registry> registry; // keeps its runner alive
     std::string sandbox;
     peer owner;
+    std::int64_t output_reserved = 0; // its log's cap, counted against session_output_budget
+};
+
+/// Why a new session is refused (the HTTP status, the config key, the message), if it is.
+struct refusal
+{
+    unsigned status = 0;
+    std::string limit;
+    std::string message;
 };
 
 struct daemon_options
@@ -60,6 +71,14 @@ public:
     const daemon_options& options() const { return opts_; }
     boost::asio::any_io_executor get_executor() const { return ex_; }
 
+    /// The socket the daemon listens on: --listen, else the document's daemon.listen, else
+    /// `$XDG_RUNTIME_DIR/sandboxd.sock` (root: /run/sandboxd.sock); empty when none is known.
+    std::string socket_path() const { return socket_path_for(document()); }
+
+    /// Is this peer a process of one of the daemon's own trees (a command it started, or
+    /// anything that command started)? Such a peer is refused whatever its uid.
+    bool in_own_tree(const peer& p) const;
+
     /// May this peer use the daemon (its own uid, the document's allow-lists)?
     bool admits(const peer& p) const;
 
@@ -69,6 +88,14 @@ public:
 
     /// May this peer see and act on that session (its owner, or an operator)?
     bool may_use(const peer& p, const session_record& r) const;
+
+    /// May `owner` hold one more session whose log reserves `output_bytes`? Checks
+    /// daemon.max_sessions_per_uid (429), max_sessions and session_output_budget (503).
+    std::optional<refusal> admit_session(const peer& owner, std::int64_t output_bytes) const;
+
+    /// Counts a connection of `uid` while the returned guard lives; null when the uid holds
+    /// daemon.max_connections_per_uid already.
+    std::shared_ptr<void> hold_connection(std::uint32_t uid);
 
     /// One JSON line in the audit file (when the document names one).
     void audit(boost::json::object line);
@@ -81,13 +108,20 @@ public:
     boost::asio::awaitable<void> end_sessions(std::chrono::nanoseconds grace);
 
 private:
+    std::string socket_path_for(const sandbox::config::document& doc) const;
+
     boost::asio::any_io_executor ex_;
     daemon_options opts_;
     std::shared_ptr<const sandbox::config::registry> registry_;
     approval_board approvals_;
     boost::asio::steady_timer sweep_timer_;
     std::map<std::string, session_record> sessions_;
+    using connection_counts = std::map<std::uint32_t, std::int64_t>; // open ones by uid
+    std::shared_ptr<connection_counts> connections_ = std::make_shared<connection_counts>();
     std::shared_ptr<sandbox::audit_file> audit_sink_;
+    // Call numbers of every sandbox, across reloads: started from the clock (microseconds)
+    // so that a restarted daemon appending to the same file does not repeat one.
+    std::shared_ptr<std::atomic<std::uint64_t>> call_numbers_;
     int audit_fd_ = -1;
     std::string audit_path_;
 };

@@ -4,8 +4,8 @@
 //   sandboxd --config FILE [--listen PATH] [--workspace NAME=DIR]...
 //
 // SIGHUP reloads the document (a bad one keeps the old: logged), SIGTERM and SIGINT stop
-// accepting, end the sessions with their grace and exit 0. A socket passed by systemd
-// (LISTEN_FDS=1, LISTEN_PID=us) is used instead of --listen.
+// accepting, end the sessions with their grace and exit 0 (exit statuses: --help). A socket
+// passed by systemd (LISTEN_FDS=1, LISTEN_PID=us) is used instead of --listen.
 #include "daemon.hpp"
 #include "server.hpp"
 
@@ -20,8 +20,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,15 +37,6 @@ using local = asio::local::stream_protocol;
 
 void log(const std::string& line) { std::cerr << "sandboxd: " << line << std::endl; }
 
-std::string default_socket()
-{
-    if (::geteuid() == 0)
-        return "/run/sandboxd.sock";
-    if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x == '/')
-        return std::string(x) + "/sandboxd.sock";
-    return {};
-}
-
 // A socket file left by a daemon that died: removed when nobody answers on it.
 void remove_stale(const std::string& path)
 {
@@ -56,6 +49,17 @@ void remove_stale(const std::string& path)
     s.connect(local::endpoint(path), ec);
     if (ec == asio::error::connection_refused)
         ::unlink(path.c_str());
+}
+
+// The path a unix socket is bound to (empty when it has none).
+std::string bound_path(int fd)
+{
+    sockaddr_un a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.sun_family != AF_UNIX ||
+        a.sun_path[0] != '/')
+        return {};
+    return std::string(a.sun_path, ::strnlen(a.sun_path, sizeof a.sun_path));
 }
 
 // The listening socket: systemd's, or our own at `path` (mode 0600).
@@ -94,6 +98,30 @@ bool open_listener(local::acceptor& a, const std::string& path)
     return true;
 }
 
+// The soft descriptor limit raised to the hard one: every tunnel, follower and session pipe
+// is a descriptor, and 1,024 is soon spent by one busy client (systemd's unit sets the hard
+// limit with LimitNOFILE=). Returns the limit in force.
+rlim_t raise_nofile()
+{
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return 0;
+    if (r.rlim_cur < r.rlim_max)
+    {
+        rlimit want = r;
+        want.rlim_cur = r.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &want) == 0)
+            r = want;
+    }
+    return r.rlim_cur;
+}
+
+const char* exit_statuses = "Exit status:\n"
+                            "  0  stopped by SIGTERM or SIGINT (sessions ended with their grace)\n"
+                            "  1  could not start: the config document is invalid, the socket "
+                            "cannot be listened on, or an internal error\n"
+                            "  2  bad command line\n";
+
 struct flags
 {
     sandboxd::daemon_options d;
@@ -115,7 +143,8 @@ flags parse(int argc, char** argv)
         if (vm.count("help"))
         {
             std::cout << "Usage: sandboxd --config FILE [--listen PATH] [--workspace NAME=DIR]...\n"
-                      << desc;
+                      << desc << "\n"
+                      << exit_statuses;
             std::exit(0);
         }
         po::notify(vm);
@@ -173,6 +202,9 @@ int main(int argc, char** argv)
     auto f = parse(argc, argv);
     if (!f.ok)
         return 2;
+    const auto nofile = raise_nofile();
+    if (const char* fds = std::getenv("LISTEN_FDS"); fds && f.d.listen.empty())
+        f.d.listen = bound_path(3); // systemd's socket: hidden from commands like our own
     try
     {
         asio::io_context ioc;
@@ -182,13 +214,12 @@ int main(int argc, char** argv)
             log(r.error().diag.message);
             return 1;
         }
-        std::string path = f.d.listen.empty() ? d.document().daemon.listen : f.d.listen;
-        if (path.empty())
-            path = default_socket();
+        const std::string path = d.socket_path();
         local::acceptor acceptor(ioc);
         const bool activated = std::getenv("LISTEN_FDS") != nullptr;
         if (!open_listener(acceptor, path))
             return 1;
+        log("descriptor limit " + std::to_string(nofile));
         const std::string owned_path = activated ? std::string() : path;
         asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
         asio::co_spawn(ioc, on_signals(signals, d, acceptor, owned_path, ioc), asio::detached);

@@ -68,6 +68,18 @@ struct approval_config
     }
 };
 
+/// \brief Whose uid a `local` sandbox's commands may run as when `sandboxd` serves them.
+enum class run_as_user : int
+{
+    /// The caller's own: only a caller whose uid is the daemon's may use the sandbox (the
+    /// `local` backend cannot switch users, and must not run one uid's command as another).
+    caller = 0,
+    /// The daemon's user, whoever asked: every uid the daemon admits may use the sandbox.
+    daemon = 1,
+};
+
+SANDBOX_DECL const char* to_string(run_as_user r) noexcept;
+
 /// \brief One named sandbox of a document.
 struct sandbox_entry
 {
@@ -86,6 +98,9 @@ struct sandbox_entry
     std::optional<std::vector<std::string>> allowed_commands{};
     command_match match = command_match::exact;
     approval_config approval{};
+    /// `run_as`: for the `local` backend only (bwrap runs commands as its
+    /// `settings.sandbox_user`); see `run_as_user`.
+    run_as_user run_as = run_as_user::caller;
     /// Where the entry is in the text (its key), for messages; 0 when unknown.
     int line = 0;
     int column = 0;
@@ -112,6 +127,17 @@ struct daemon_config
     /// A session whose command has ended and that no client closed is closed (its output
     /// log freed) this long after the end.
     std::chrono::nanoseconds session_linger = std::chrono::minutes(10);
+    /// Connections one uid may hold open at once (followers, attaches and idle keep-alives
+    /// included); past it a new one is answered 429 and closed.
+    std::int64_t max_connections_per_uid = 64;
+    /// Sessions (running or ended, until closed or swept) one uid may hold; past it 429.
+    std::int64_t max_sessions_per_uid = 16;
+    /// Sessions the daemon holds for everybody; past it 503.
+    std::int64_t max_sessions = 128;
+    /// The output logs of all held sessions together: each session reserves its log's cap
+    /// (its `max_output_bytes`, 10 MiB when unset, and never more than this) until it is
+    /// closed or swept; a session that would pass it is refused 503.
+    std::int64_t session_output_budget = std::int64_t{512} << 20;
 };
 
 /// \brief A parsed and validated document: version "v1", its sandboxes sorted by name, and

@@ -12,6 +12,8 @@
 
 #include <boost/json/value.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +36,9 @@ struct backend_context
     const boost::json::value& settings;
     /// `sandboxes["name"].settings`, to prefix messages with.
     std::string path;
+    /// `build_options::hidden_paths`: a backend that can hide paths from its commands hides
+    /// these (the bwrap backend adds them to its read-deny list).
+    std::vector<std::string> hidden_paths{};
 };
 
 /// \brief Makes the backend runner of an entry. Throws `sandbox::error` to refuse (its code
@@ -51,6 +56,13 @@ struct build_options
     approver ask{};
     /// Every call of every sandbox is recorded here; null: no audit trail.
     std::shared_ptr<audit_sink> audit{};
+    /// Paths no command may see where the backend can hide them (sandboxd's own sockets):
+    /// absolute; passed to each factory as `backend_context::hidden_paths`.
+    std::vector<std::string> hidden_paths{};
+    /// Numbers the calls of every sandbox from this counter (each record also names its
+    /// sandbox); null: each sandbox numbers its own from 1. sandboxd keeps one across
+    /// reloads, started from the clock, so that a call number is unique in its audit file.
+    std::shared_ptr<std::atomic<std::uint64_t>> call_numbers{};
 };
 
 class builder;

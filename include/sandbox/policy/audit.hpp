@@ -45,8 +45,11 @@ SANDBOX_DECL std::ostream& operator<<(std::ostream& os, audit_event e);
 struct audit_record
 {
     std::chrono::system_clock::time_point time{};
-    /// Numbers the calls of one chain from 1: every record of a call has the same number.
+    /// Numbers the calls of one chain from 1 (or from the counter the chain shares:
+    /// `config::build_options::call_numbers`): every record of a call has the same number.
     std::uint64_t call = 0;
+    /// The chain's name when it has one: a config document's sandbox.
+    std::string sandbox{};
     audit_event event = audit_event::allowed;
     /// The step: "gate", "approval", "chain", "backend".
     std::string layer{};

@@ -52,6 +52,8 @@ struct approval_request
 {
     call_snapshot call{};
     std::string reason{};
+    /// The chain's name, when it has one: a config document's sandbox.
+    std::string sandbox{};
 };
 
 /// \brief An approver's answer. The zero value denies.

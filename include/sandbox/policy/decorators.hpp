@@ -10,7 +10,9 @@
 #include <sandbox/policy/call.hpp>
 #include <sandbox/runner.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -78,6 +80,12 @@ struct local_policy
     approval_options approval{};
     /// Unset: no records are built at all.
     std::shared_ptr<audit_sink> audit{};
+    /// The chain's name in its audit records and approval requests (a config document's
+    /// sandbox); may be empty.
+    std::string name{};
+    /// Calls are numbered from this counter when set (shared by several chains: a call's
+    /// number is then unique among them all), else from the chain's own, from 1.
+    std::shared_ptr<std::atomic<std::uint64_t>> call_numbers{};
 };
 
 /// \brief A chain for a host application that hands out a root directory: approval is

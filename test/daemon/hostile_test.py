@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""sandboxd against hostile clients and hostile commands (issue 32): reloads mid-call, clients
+that go away, floods of connections and sessions, followers that never read, commands that
+dial the daemon, descriptor exhaustion, refused commands, audit correlation.
+Usage: hostile_test.py SANDBOXD SANDBOX_RUN [unittest args]"""
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_test  # noqa: E402  (the Daemon fixture, clients and process helpers)
+from daemon_test import Daemon, alive, children_of, wait_gone  # noqa: E402
+
+SANDBOX_RUN = None
+
+BWRAP_BOX = """  walled:
+    backend: bwrap
+    root: @DIR@/ws
+"""
+
+
+def raw_request(sock_path, text, timeout=10):
+    """Sends `text` on a new connection and returns everything until the daemon closes."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(sock_path)
+        s.sendall(text.encode())
+        data = b""
+        while True:
+            part = s.recv(65536)
+            if not part:
+                return data
+            data += part
+
+
+def status_of(answer):
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+
+
+class Fixture(unittest.TestCase):
+    allow = ""
+
+    def setUp(self):
+        self.d = Daemon(self.allow)
+        self.pids = []
+
+    def tearDown(self):
+        pid = self.d.proc.pid
+        self.d.stop()
+        for p in self.pids:
+            self.assertTrue(wait_gone(p, 10), f"pid {p} outlived the daemon")
+        self.assertFalse(os.path.exists(self.d.dir))
+        self.assertNotIn(pid, children_of(os.getpid()))
+
+    def rewrite(self, old, new):
+        with open(self.d.doc) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        with open(self.d.doc + ".new", "w") as f:
+            f.write(text.replace(old, new))
+        os.replace(self.d.doc + ".new", self.d.doc)
+
+    def reload(self):
+        before = self.d.log().count("reloaded")
+        self.d.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while self.d.log().count("reloaded") == before and time.monotonic() < end:
+            time.sleep(0.02)
+        self.assertGreater(self.d.log().count("reloaded"), before, self.d.log())
+
+    def exec_in_thread(self, sandbox, body):
+        got = {}
+
+        def run():
+            got["r"] = self.d.request("POST", f"/v1/sandboxes/{sandbox}/exec", body)
+
+        th = threading.Thread(target=run)
+        th.start()
+        return th, got
+
+    def wait_file(self, path, seconds=10):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                with open(path) as f:
+                    text = f.read()
+                if text.endswith("\n"):
+                    return text.strip()
+            except FileNotFoundError:
+                pass
+            time.sleep(0.02)
+        self.fail(f"{path} was not written")
+
+
+
+class HostileTest(Fixture):
+    # -- 1: a reload under a running exec ----------------------------------------------------
+    def test_reload_that_removes_or_rebuilds_the_sandbox_under_an_exec(self):
+        for new_name in ("renamed", "box"):  # removed (renamed), then rebuilt with its name
+            marker = os.path.join(self.d.root, "started")
+            th, got = self.exec_in_thread("box", {
+                "command": "sh", "args": ["-c", f"echo $$ > {marker}; sleep 1; echo done"]})
+            self.pids.append(int(self.wait_file(marker)))
+            if new_name != "box":
+                self.rewrite("\n  box:\n", f"\n  {new_name}:\n")
+            self.reload()
+            th.join(30)
+            self.assertFalse(th.is_alive())
+            status, r = got["r"]
+            self.assertEqual((status, r["status"], r["stdout"]), (200, "exited", "done\n"), r)
+            self.assertEqual(r["backend"], "local")
+            self.assertIsNone(self.d.proc.poll(), self.d.log())
+            os.unlink(marker)
+            if new_name != "box":
+                self.rewrite(f"\n  {new_name}:\n", "\n  box:\n")
+                self.reload()
+
+    def test_reload_under_a_session_start_keeps_the_session_working(self):
+        s = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": "cat"})[1]
+        self.pids.append(s["pid"])
+        self.rewrite("\n  box:\n", "\n  gone:\n")
+        self.reload()
+        sid = s["id"]
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/input", b"x\n")[0], 200)
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/close-input")[0], 200)
+        status, r = self.d.request("POST", f"/v1/sessions/{sid}/wait")
+        self.assertEqual((status, r["status"]), (200, "exited"), r)
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
+
+    # -- 9: a client that goes away cancels its exec -----------------------------------------
+    def test_a_client_that_goes_away_cancels_its_exec(self):
+        marker = os.path.join(self.d.root, "pid")
+        c = self.d.conn()
+        c.request("POST", "/v1/sandboxes/box/exec", body=json.dumps({
+            "command": "sh", "args": ["-c", f"sleep 60 & echo $! > {marker}; wait"]}))
+        pid = int(self.wait_file(marker))
+        self.pids.append(pid)
+        self.assertTrue(alive(pid))
+        c.close()  # gone without an answer
+        self.assertTrue(wait_gone(pid, 10), "the exec's tree outlived its client")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not any(
+                a.get("event") == "client_gone" for a in self.d.audit()):
+            time.sleep(0.05)
+        gone = [a for a in self.d.audit() if a.get("event") == "client_gone"]
+        self.assertEqual(len(gone), 1, self.d.audit())
+        self.assertEqual(gone[0]["sandbox"], "box")
+        self.assertIn("cancelled", [a.get("status") for a in self.d.audit()
+                                    if a.get("event") == "finished"])
+        self.assertEqual(self.d.request("GET", "/v1/sandboxes")[0], 200)
+
+    # -- 17, 16: a command that cannot start -------------------------------------------------
+    def test_a_session_whose_command_cannot_start_is_refused_with_the_reason(self):
+        plain = os.path.join(self.d.root, "plain")
+        with open(plain, "w") as f:
+            f.write("not a program\n")
+        os.chmod(plain, 0o644)
+        for command, status, code in (("/nonexistent/cmd", 404, "not_found"),
+                                      (plain, 403, "forbidden")):
+            st, r = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": command})
+            self.assertEqual((st, r["error"]["code"]), (status, code), r)
+            self.assertIn(command, r["error"]["message"])
+            self.assertEqual(r["error"]["limit"], "command")
+        self.assertEqual(self.d.request("GET", "/v1/sessions")[1]["sessions"], [])
+
+    def test_connect_runs_of_commands_that_cannot_start_match_a_local_run(self):
+        plain = os.path.join(self.d.root, "plain")
+        with open(plain, "w") as f:
+            f.write("not a program\n")
+        os.chmod(plain, 0o644)
+        for command, want in (("/nonexistent/cmd", 127), (plain, 126)):
+            local = subprocess.run([SANDBOX_RUN, "--backend", "local", "--root", self.d.root,
+                                    "--", command], capture_output=True, text=True, timeout=60,
+                                   stdin=subprocess.DEVNULL)
+            remote = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "box",
+                                     "--", command], capture_output=True, text=True, timeout=60,
+                                    stdin=subprocess.DEVNULL)
+            self.assertEqual(local.returncode, want, local.stderr)
+            self.assertEqual(remote.returncode, want, remote.stderr)
+            self.assertIn(command, remote.stderr)
+            self.assertIn("not_found" if want == 127 else "forbidden", remote.stderr)
+
+    # -- 15, 18: the command-line client and the daemon's own statuses -----------------------
+    def test_connect_to_a_missing_or_non_socket_path_exits_125_at_once(self):
+        for path in (os.path.join(self.d.dir, "missing.sock"), self.d.doc):
+            for extra in ([], ["--json"]):
+                t0 = time.monotonic()
+                p = subprocess.run([SANDBOX_RUN, "--connect", path, "--sandbox", "box"] + extra +
+                                   ["--", "true"], capture_output=True, text=True, timeout=20,
+                                   stdin=subprocess.DEVNULL)
+                self.assertEqual(p.returncode, 125, p.stderr)
+                self.assertIn(path, p.stderr)
+                self.assertLess(time.monotonic() - t0, 10)
+
+    def test_sandboxd_help_names_its_exit_statuses(self):
+        p = subprocess.run([daemon_test.SANDBOXD, "--help"], capture_output=True, text=True,
+                           timeout=20)
+        self.assertEqual(p.returncode, 0)
+        for line in ("Exit status:", "  0  stopped by SIGTERM", "  1  could not start",
+                     "  2  bad command line"):
+            self.assertIn(line, p.stdout)
+        bad = subprocess.run([daemon_test.SANDBOXD, "--no-such-flag"], capture_output=True,
+                             timeout=20)
+        self.assertEqual(bad.returncode, 2)
+        missing = subprocess.run([daemon_test.SANDBOXD, "--config", "/nonexistent.yaml",
+                                  "--listen", os.path.join(self.d.dir, "x.sock")],
+                                 capture_output=True, timeout=20)
+        self.assertEqual(missing.returncode, 1)
+
+    # -- 3: a command cannot be the daemon's operator ----------------------------------------
+    def test_a_local_command_that_dials_the_daemon_is_refused(self):
+        status, r = self.d.request("POST", "/v1/sandboxes/box/exec", {
+            "command": "curl", "args": ["-sS", "--unix-socket", self.d.sock,
+                                        "http://sandboxd/v1/approvals"]})
+        self.assertEqual(status, 200, r)
+        body = json.loads(r["stdout"])
+        self.assertEqual(body["error"]["code"], "forbidden", r)
+        self.assertIn("started by this daemon", body["error"]["message"])
+        # A grandchild that left its parent (orphaned to the tree's reaper) is refused too.
+        status, r = self.d.request("POST", "/v1/sandboxes/box/exec", {
+            "command": "sh", "args": ["-c",
+                                      f"(setsid curl -sS --unix-socket {self.d.sock} "
+                                      f"http://sandboxd/v1/sessions > out.json &) ; sleep 1; "
+                                      "cat out.json"]})
+        self.assertEqual(json.loads(r["stdout"])["error"]["code"], "forbidden", r)
+        refused = [a for a in self.d.audit() if a.get("event") == "refused"]
+        self.assertEqual(len(refused), 2, refused)
+        self.assertEqual(refused[0]["reason"], "peer is a command of this daemon")
+
+    @unittest.skipUnless(shutil.which("bwrap"), "bubblewrap is not installed")
+    def test_a_bwrap_command_does_not_see_the_daemon_socket(self):
+        os.chmod(self.d.dir, 0o755)  # the sandbox user (nobody, for a root daemon) reaches it
+        os.chmod(self.d.root, 0o777)
+        self.rewrite("sandboxes:\n", "sandboxes:\n" + BWRAP_BOX.replace("@DIR@", self.d.dir))
+        self.reload()
+        status, r = self.d.request("POST", "/v1/sandboxes/walled/exec", {
+            "command": "sh", "args": ["-c", f"test -S {self.d.sock} && echo visible || echo hidden; "
+                                            f"curl -sS --unix-socket {self.d.sock} "
+                                            "http://sandboxd/v1/sessions; echo rc=$?"]})
+        self.assertEqual(status, 200, r)
+        self.assertTrue(r["stdout"].startswith("hidden\n"), r)
+        self.assertNotIn("sessions", r["stdout"])
+        self.assertNotIn("rc=0", r["stdout"])
+
+    # -- 4: another uid's commands do not run as the daemon's user unless the config says so
+    def as_uid(self, uid, method, path, body=None):
+        """One request from a child process running as `uid`: (status, JSON answer)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.setgid(uid)
+                os.setuid(uid)
+                status, answer = self.d.request(method, path, body, timeout=20)
+                os.write(w, json.dumps([status, answer]).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        return tuple(json.loads(out))
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to act as another uid")
+    def test_a_local_sandbox_runs_another_uids_commands_only_with_run_as_daemon(self):
+        os.chmod(self.d.dir, 0o755)
+        os.chmod(self.d.sock, 0o666)
+        self.rewrite("daemon:\n", "daemon:\n  allow_uids: [65534]\n")
+        self.reload()
+        marker = os.path.join(self.d.root, "ran")
+        call = {"command": "sh", "args": ["-c", f"id -u > {marker}"]}
+        for path in ("/v1/sandboxes/box/exec", "/v1/sandboxes/box/sessions"):
+            status, r = self.as_uid(65534, "POST", path, call)
+            self.assertEqual((status, r["error"]["code"]), (403, "forbidden"), r)
+            self.assertIn("run_as: daemon", r["error"]["message"])
+        self.assertFalse(os.path.exists(marker))  # nothing ran as root for uid 65534
+        listed = self.as_uid(65534, "GET", "/v1/sandboxes")[1]["sandboxes"]
+        self.assertEqual({b["name"]: b["run_as"] for b in listed}["box"], "caller")
+        self.rewrite("  box:\n    backend: local\n", "  box:\n    backend: local\n    run_as: daemon\n")
+        self.reload()
+        status, r = self.as_uid(65534, "POST", "/v1/sandboxes/box/exec", call)
+        self.assertEqual((status, r["status"]), (200, "exited"), r)
+        with open(marker) as f:
+            self.assertEqual(f.read().strip(), str(os.geteuid()))  # said, and so it is
+        checked = subprocess.run([SANDBOX_RUN, "--config", self.d.doc, "--check"],
+                                 capture_output=True, text=True, timeout=60,
+                                 stdin=subprocess.DEVNULL)
+        runs = {json.loads(x)["name"]: json.loads(x)["run_as"] for x in checked.stdout.splitlines()}
+        self.assertEqual((runs["box"], runs["quick"]), ("daemon", "caller"), checked.stderr)
+
+    # -- 10: the approver sees what would run -----------------------------------------------
+    def test_an_approval_shows_the_environment_input_network_and_sandbox(self):
+        th, got = self.exec_in_thread("guarded", {
+            "command": "rm", "args": ["-f", "nothing"], "stdin": "secret input",
+            "env": {"inject": {"LD_PRELOAD": "/tmp/evil.so", "BASH_ENV": "/tmp/rc"}},
+            "net": {"mode": "deny_all"}})
+        pending, end = [], time.monotonic() + 10
+        while not pending and time.monotonic() < end:
+            pending = self.d.request("GET", "/v1/approvals")[1]["approvals"]
+            time.sleep(0.05)
+        self.assertEqual(len(pending), 1, pending)
+        a = pending[0]
+        self.assertEqual(a["sandbox"], "guarded")
+        self.assertEqual(a["env"]["inject"], {"LD_PRELOAD": "/tmp/evil.so", "BASH_ENV": "/tmp/rc"})
+        self.assertEqual(a["input"], {"bytes": 12, "truncated": False, "head": "secret input"})
+        self.assertEqual(a["net"]["mode"], "deny_all")
+        self.assertEqual((a["command"], a["args"]), ("rm", ["-f", "nothing"]))
+        self.assertEqual(self.d.request("POST", f"/v1/approvals/{a['id']}",
+                                        {"decision": "deny"})[0], 200)
+        th.join(30)
+        self.assertEqual(got["r"][0], 403, got["r"])
+
+    # -- 12: audit correlation ---------------------------------------------------------------
+    def test_every_record_names_its_sandbox_and_call_numbers_do_not_repeat(self):
+        for sandbox in ("box", "quick", "box"):
+            self.assertEqual(self.d.request("POST", f"/v1/sandboxes/{sandbox}/exec",
+                                            {"command": "true"})[0], 200)
+        self.reload()
+        self.assertEqual(self.d.request("POST", "/v1/sandboxes/box/exec",
+                                        {"command": "true"})[0], 200)
+        records = self.d.audit()
+        calls = {}
+        for a in records:
+            self.assertIn("time", a, a)
+            self.assertNotIn("time_ms", a, a)
+            if "call" in a:
+                self.assertIn(a["sandbox"], ("box", "quick"), a)
+                calls.setdefault(a["call"], set()).add(a["sandbox"])
+            elif a.get("event") == "request" and "/sandboxes/" in a["target"]:
+                self.assertIn(a["sandbox"], ("box", "quick"), a)
+        self.assertEqual(len(calls), 4, records)  # four calls, four numbers
+        self.assertTrue(all(len(v) == 1 for v in calls.values()))
+        # A restarted daemon appending to the same file does not reuse a number.
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.d.proc.wait(30)
+        self.d.start()
+        self.assertEqual(self.d.request("POST", "/v1/sandboxes/box/exec",
+                                        {"command": "true"})[0], 200)
+        after = {a["call"] for a in self.d.audit() if "call" in a}
+        self.assertEqual(len(after), 5)
+
+
+class BoundsTest(Fixture):
+    allow = ("  max_connections_per_uid: 6\n  max_sessions_per_uid: 3\n  max_sessions: 4\n"
+             "  session_output_budget: 25MiB\n")
+
+    # -- 2: connections one uid may hold -----------------------------------------------------
+    def test_connections_per_uid_are_bounded_and_the_next_is_told_why(self):
+        held = []
+        for _ in range(6):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(self.d.sock)
+            held.append(s)
+        time.sleep(0.2)  # all six accepted
+        answer = raw_request(self.d.sock, "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(status_of(answer), 429, answer)
+        body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+        self.assertEqual(body["error"]["limit"], "daemon.max_connections_per_uid")
+        held.pop().close()
+        time.sleep(0.2)
+        self.assertEqual(self.d.request("GET", "/v1/sandboxes")[0], 200)
+        for s in held:
+            s.close()
+
+    # -- 7: sessions and their output logs ---------------------------------------------------
+    def test_sessions_per_uid_and_the_output_budget_are_bounded(self):
+        ids = []
+        for _ in range(2):  # 2 x 10 MiB reserved of 25 MiB
+            st, s = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": "cat"})
+            self.assertEqual(st, 201, s)
+            self.pids.append(s["pid"])
+            ids.append(s["id"])
+        st, r = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": "cat"})
+        self.assertEqual((st, r["error"]["limit"]), (503, "daemon.session_output_budget"), r)
+        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "cat", "resources": {"max_output_bytes": "1MiB"}})
+        self.assertEqual(st, 201, s)
+        self.pids.append(s["pid"])
+        ids.append(s["id"])
+        st, r = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "cat", "resources": {"max_output_bytes": "1MiB"}})
+        self.assertEqual((st, r["error"]["limit"]), (429, "daemon.max_sessions_per_uid"), r)
+        self.assertEqual(r["error"]["code"], "budget_exceeded")
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{ids.pop()}")[0], 200)
+        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "cat", "resources": {"max_output_bytes": "1MiB"}})
+        self.assertEqual(st, 201, s)
+        self.pids.append(s["pid"])
+        ids.append(s["id"])
+        for sid in ids:
+            self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
+        self.assertTrue(any(a.get("event") == "session_refused" for a in self.d.audit()))
+
+    # -- 8: a follower that does not read ----------------------------------------------------
+    def test_a_follower_that_does_not_read_is_dropped(self):
+        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "sh", "args": ["-c", "while :; do echo "
+                                                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"]})
+        self.assertEqual(st, 201, s)
+        self.pids.append(s["pid"])
+        f = socket.socket(socket.AF_UNIX)
+        f.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        f.connect(self.d.sock)
+        f.sendall(f"GET /v1/sessions/{s['id']}/output?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  .encode())
+        time.sleep(4)  # idle_timeout is 1 s: a line waits longer than that to be taken
+        f.settimeout(10)
+        ended = False
+        try:
+            while f.recv(1 << 20):
+                pass
+            ended = True
+        except (socket.timeout, ConnectionResetError):
+            ended = not isinstance(sys.exc_info()[1], socket.timeout)
+        f.close()
+        self.assertTrue(ended, "the stalled follower was not dropped")
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{s['id']}/terminate",
+                                        {"grace": "0s"})[0], 200)
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{s['id']}")[0], 200)
+
+
+class DescriptorTest(unittest.TestCase):
+    """A daemon whose descriptor table is full still answers (503) and recovers."""
+
+    def test_a_full_descriptor_table_is_answered_and_the_daemon_recovers(self):
+        def small_table():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+        d = Daemon.__new__(Daemon)
+        original = subprocess.Popen
+
+        def popen_with_limit(*a, **kw):
+            kw["preexec_fn"] = small_table
+            return original(*a, **kw)
+
+        subprocess.Popen = popen_with_limit
+        try:
+            Daemon.__init__(d, "  max_connections_per_uid: 1000\n")
+        finally:
+            subprocess.Popen = original
+        try:
+            flood = []
+            try:
+                for _ in range(60):  # more than the table holds
+                    s = socket.socket(socket.AF_UNIX)
+                    flood.append(s)
+                    s.connect(d.sock)
+                time.sleep(0.5)
+                answer = raw_request(d.sock, "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertEqual(status_of(answer), 503, answer)
+                self.assertIn(b"out of file descriptors", answer)
+                self.assertTrue(any(a.get("reason") == "out of descriptors" for a in d.audit()))
+            finally:
+                for s in flood:
+                    s.close()
+            time.sleep(0.5)
+            status, r = d.request("POST", "/v1/sandboxes/box/exec", {"command": "true"})
+            self.assertEqual((status, r["status"]), (200, "exited"), r)
+            self.assertIn("descriptor limit 48", d.log())
+        finally:
+            d.stop()
+
+
+def main():
+    global SANDBOX_RUN
+    if len(sys.argv) < 3:
+        sys.exit("usage: hostile_test.py SANDBOXD SANDBOX_RUN [unittest args]")
+    daemon_test.SANDBOXD = os.path.abspath(sys.argv.pop(1))
+    SANDBOX_RUN = os.path.abspath(sys.argv.pop(1))
+    prog = unittest.main(exit=False, verbosity=2)
+    try:
+        left = os.waitpid(-1, os.WNOHANG)
+        print("a child was left:", left, file=sys.stderr)
+        ok = False
+    except ChildProcessError:
+        ok = True
+    sys.exit(0 if ok and prog.result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()
