@@ -40,8 +40,15 @@ std::ostream& operator<<(std::ostream& os, audit_event e)
 
 namespace {
 
-// RFC 3339, UTC, milliseconds: 2026-12-01T03:37:01.123Z.
-std::string rfc3339(std::chrono::system_clock::time_point t)
+
+std::int64_t us_of(std::chrono::nanoseconds d)
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+} // namespace
+
+std::string to_rfc3339(std::chrono::system_clock::time_point t)
 {
     using namespace std::chrono;
     const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
@@ -54,17 +61,10 @@ std::string rfc3339(std::chrono::system_clock::time_point t)
     return buf;
 }
 
-std::int64_t us_of(std::chrono::nanoseconds d)
-{
-    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-}
-
-} // namespace
-
 boost::json::object to_json(const audit_record& r)
 {
     boost::json::object o;
-    o["time"] = rfc3339(r.time);
+    o["time"] = to_rfc3339(r.time);
     o["call"] = r.call;
     if (!r.sandbox.empty())
         o["sandbox"] = r.sandbox;

@@ -564,12 +564,35 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("box", self.names())  # the daemon goes on
 
 
-def main():
-    global SANDBOXD
-    if len(sys.argv) < 2:
-        sys.exit("usage: daemon_test.py SANDBOXD [unittest args]")
-    SANDBOXD = os.path.abspath(sys.argv.pop(1))
-    prog = unittest.main(exit=False, verbosity=2)
+def as_uid(uid, call):
+    """Runs call() in a forked child as `uid` (and the same gid); returns what it returned
+    (anything JSON can carry)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgid(uid)
+            os.setuid(uid)
+            os.write(w, json.dumps(call()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        out += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(out)
+
+
+def run_suite():
+    """unittest.main on this process's arguments; exits 0 only when every test passed and no
+    child of ours was left behind."""
+    prog = unittest.main(module="__main__", exit=False, verbosity=2)
     try:  # no child of ours left behind
         left = os.waitpid(-1, os.WNOHANG)
         print("a child was left:", left, file=sys.stderr)
@@ -577,6 +600,14 @@ def main():
     except ChildProcessError:
         ok = True
     sys.exit(0 if ok and prog.result.wasSuccessful() else 1)
+
+
+def main():
+    global SANDBOXD
+    if len(sys.argv) < 2:
+        sys.exit("usage: daemon_test.py SANDBOXD [unittest args]")
+    SANDBOXD = os.path.abspath(sys.argv.pop(1))
+    run_suite()
 
 
 if __name__ == "__main__":

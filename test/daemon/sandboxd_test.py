@@ -16,7 +16,7 @@ import unittest
 import websocket  # python3-websocket (websocket-client): a real WebSocket client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_test import alive, end_process, wait_gone  # noqa: E402  (one /proc reader for both suites)
+from daemon_test import alive, as_uid, end_process, wait_gone  # noqa: E402  (one /proc reader for both suites)
 
 SANDBOXD = SANDBOX_RUN = None
 
@@ -324,30 +324,14 @@ class SandboxdTest(unittest.TestCase):
 
     def as_uid(self, uid, method, path, body=None):
         """One request from a child process running as `uid`: (status, JSON answer)."""
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(r)
-                os.setgid(uid)
-                os.setuid(uid)
-                c = UnixConnection(self.d.sock, 10)
-                data = json.dumps(body).encode() if body is not None else None
-                c.request(method, path, body=data)
-                res = c.getresponse()
-                os.write(w, json.dumps([res.status, res.read().decode()]).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        out = b""
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            out += chunk
-        os.close(r)
-        os.waitpid(pid, 0)
-        status, text = json.loads(out)
+        def call():
+            c = UnixConnection(self.d.sock, 10)
+            data = json.dumps(body).encode() if body is not None else None
+            c.request(method, path, body=data)
+            res = c.getresponse()
+            return [res.status, res.read().decode()]
+
+        status, text = as_uid(uid, call)
         return status, json.loads(text) if text else None
 
     def test_a_session_is_used_only_by_its_owner_and_the_operator(self):

@@ -123,20 +123,6 @@ int parent_of(int pid)
     return ppid;
 }
 
-// Now as the library's audit records write it: 2026-12-03T19:42:55.123Z.
-std::string rfc3339_now()
-{
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    ::gmtime_r(&secs, &tm);
-    char buf[40];
-    const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
-    return buf;
-}
 
 } // namespace
 
@@ -222,7 +208,7 @@ void daemon::audit(boost::json::object line)
 {
     if (audit_fd_ < 0)
         return;
-    line.emplace("time", rfc3339_now()); // the library's records' format
+    line.emplace("time", sandbox::to_rfc3339(std::chrono::system_clock::now()));
     const std::string text = boost::json::serialize(line) + "\n";
     // One write per line (O_APPEND): lines from the library's sink do not interleave.
     (void)!::write(audit_fd_, text.data(), text.size());

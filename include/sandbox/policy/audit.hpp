@@ -77,6 +77,10 @@ struct audit_record
 /// The record as a JSON object (Boost.JSON): fields that do not apply are left out.
 SANDBOX_DECL boost::json::object to_json(const audit_record& r);
 
+/// \brief A time as audit records write it: RFC 3339, UTC, milliseconds
+/// (`2026-12-01T03:37:01.123Z`).
+SANDBOX_DECL std::string to_rfc3339(std::chrono::system_clock::time_point t);
+
 /// \brief Where audit records go. Called on the runner's executor, once per record; it
 /// should be quick and never block (it runs on the caller's loop).
 ///
