@@ -1,7 +1,8 @@
 // lib/config/json_reader.cpp: strict JSON into the tree, with positions. Boost.JSON's
 // basic_parser does the syntax; the handler builds the tree and refuses duplicate keys (which
-// boost::json::parse would resolve silently). The text is fed a byte at a time so that each
-// event knows where it happened (documents are small: at most max_document_bytes).
+// boost::json::parse would resolve silently) and nesting deeper than max_nesting_depth. The
+// text is fed a byte at a time so that each event knows where it happened (documents are
+// small: at most max_document_bytes).
 #include "config/decode.hpp"
 #include "config/tree.hpp"
 
@@ -20,8 +21,7 @@ struct json_handler
     static constexpr std::size_t max_key_size = std::size_t(-1);
     static constexpr std::size_t max_string_size = std::size_t(-1);
 
-    std::vector<node*> stack{};
-    std::vector<std::string> paths{};
+    open_containers open_{};
     std::optional<node> root{};
     std::string key{}, part{};
     bool have_key = false;
@@ -30,12 +30,12 @@ struct json_handler
 
     node* place()
     {
-        if (stack.empty())
+        if (open_.empty())
         {
             root.emplace();
             return &*root;
         }
-        node* top = stack.back();
+        node* top = open_.top();
         if (top->what == node::kind::array)
             return &top->items.emplace_back();
         auto& m = top->members.emplace_back(key, node{});
@@ -56,44 +56,35 @@ struct json_handler
 
     bool on_document_begin(boost::system::error_code&) { return true; }
     bool on_document_end(boost::system::error_code&) { return true; }
-    // The path of the value about to be placed.
+    // The path of the value about to be placed (built for a problem only).
     std::string here() const
     {
-        if (stack.empty())
+        if (open_.empty())
             return {};
-        if (stack.back()->what == node::kind::array)
-            return item_path(paths.back(), stack.back()->items.size());
-        return member_path(paths.back(), key);
+        if (open_.top()->what == node::kind::array)
+            return item_path(open_.path(), open_.top()->items.size());
+        return member_path(open_.path(), key);
     }
-    void open(node::kind k)
+    bool open(node::kind k, boost::system::error_code& ec)
     {
-        std::string path = here();
-        stack.push_back(value(k));
-        paths.push_back(std::move(path));
-    }
-    void close()
-    {
-        stack.pop_back();
-        paths.pop_back();
-    }
-    bool on_array_begin(boost::system::error_code&)
-    {
-        open(node::kind::array);
+        if (open_.full())
+        {
+            ec = boost::json::error::too_deep; // read_json says where
+            return false;
+        }
+        open_.push(value(k));
         return true;
     }
+    bool on_array_begin(boost::system::error_code& ec) { return open(node::kind::array, ec); }
     bool on_array_end(std::size_t, boost::system::error_code&)
     {
-        close();
+        open_.pop();
         return true;
     }
-    bool on_object_begin(boost::system::error_code&)
-    {
-        open(node::kind::object);
-        return true;
-    }
+    bool on_object_begin(boost::system::error_code& ec) { return open(node::kind::object, ec); }
     bool on_object_end(std::size_t, boost::system::error_code&)
     {
-        close();
+        open_.pop();
         return true;
     }
     bool on_string_part(boost::json::string_view s, std::size_t, boost::system::error_code&)
@@ -120,8 +111,8 @@ struct json_handler
         part.clear();
         key_line = line;
         key_column = column;
-        if (const node* dup = stack.back()->member(key))
-            problems.push_back({errc::validation, member_path(paths.back(), key), line, column,
+        if (const node* dup = open_.add_key(key))
+            problems.push_back({errc::validation, member_path(open_.path(), key), line, column,
                                 "duplicate key \"" + key + "\" (first at line " +
                                     std::to_string(dup->key_line) + ")"});
         have_key = true;
@@ -171,15 +162,14 @@ struct json_handler
     bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
 };
 
-} // namespace
+using json_parser = boost::json::basic_parser<json_handler>;
 
-read_result read_json(std::string_view text)
+// Feeds `text` to `p` a byte at a time, so that each event knows its line and column.
+boost::system::error_code feed(json_parser& p, std::string_view text)
 {
-    boost::json::basic_parser<json_handler> p(boost::json::parse_options{});
     auto& h = p.handler();
     boost::system::error_code ec;
-    std::size_t i = 0;
-    for (; i < text.size() && !ec; ++i)
+    for (std::size_t i = 0; i < text.size() && !ec; ++i)
     {
         if (text[i] == '\n')
         {
@@ -199,24 +189,41 @@ read_result read_json(std::string_view text)
                     text[k] == '\n' ? (++h.line, h.column = 0) : ++h.column;
                 ec = boost::json::error::extra_data;
             }
-            break;
+            return ec;
         }
     }
     if (!ec && !p.done())
         p.write_some(false, nullptr, 0, ec);
+    return ec;
+}
+
+problem syntax_problem(const json_handler& h, boost::system::error_code ec)
+{
+    const int column = std::max(h.column, 1);
+    if (ec == boost::json::error::too_deep)
+        return too_deep(h.here(), h.line, column);
+    std::string what = ec == boost::json::error::extra_data
+                           ? "multiple JSON documents (a second value follows the first)"
+                           : "not valid JSON: " + ec.message();
+    return {errc::validation, {}, h.line, column, std::move(what)};
+}
+
+} // namespace
+
+read_result read_json(std::string_view text)
+{
+    boost::json::parse_options options;
+    options.max_depth = max_nesting_depth + 1; // the handler refuses first, and says where
+    json_parser p(options);
+    auto& h = p.handler();
+    const auto ec = feed(p, text);
     read_result r;
     r.problems = std::move(h.problems);
     if (ec)
-    {
-        std::string what = ec == boost::json::error::extra_data
-                               ? "multiple JSON documents (a second value follows the first)"
-                               : "not valid JSON: " + ec.message();
-        r.problems.push_back({errc::validation, {}, h.line, std::max(h.column, 1), std::move(what)});
-        if (ec == boost::json::error::extra_data)
-            r.root = std::move(h.root); // the first value is whole: its problems count too
-        return r;
-    }
-    r.root = std::move(h.root);
+        r.problems.push_back(syntax_problem(h, ec));
+    // After extra data the first value is whole: its problems count too.
+    if (!ec || ec == boost::json::error::extra_data)
+        r.root = std::move(h.root);
     return r;
 }
 

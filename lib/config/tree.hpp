@@ -52,6 +52,44 @@ struct node
 
 const char* kind_name(node::kind k) noexcept;
 
+// The containers a reader has open while it builds the tree, outermost first. An open mapping
+// of many members indexes its keys (a hash table of member indexes), so that a duplicate is
+// found in constant time; a path is built only when a problem names it, from the key or index
+// each open container has in its parent.
+class open_containers
+{
+public:
+    bool empty() const noexcept { return frames_.empty(); }
+    node* top() const noexcept { return frames_.back().at; }
+    // Whether one more container would nest deeper than max_nesting_depth.
+    bool full() const noexcept { return frames_.size() >= max_nesting_depth; }
+    void push(node* n) { frames_.push_back({n}); }
+    void pop() noexcept { frames_.pop_back(); }
+    // The member of the innermost mapping first written with `key`, or null when `key` is new
+    // (then it is recorded as the key of the member added next).
+    const node* add_key(const std::string& key);
+    // The path of the innermost container.
+    std::string path() const;
+
+private:
+    struct frame
+    {
+        node* at;
+        // Open addressing: a key's hash in the high half, its member's index + 1 in the low
+        // half; 0 for a free slot. Empty while the mapping has fewer than `indexed_from`
+        // members (a scan is cheaper then).
+        std::vector<std::uint64_t> slots{};
+    };
+    static constexpr std::size_t indexed_from = 16;
+    static std::uint64_t& slot_of(frame& f, std::string_view key, std::uint64_t hash);
+    static void reindex(frame& f);
+
+    std::vector<frame> frames_{};
+};
+
+// The problem of a container that would nest deeper than max_nesting_depth.
+problem too_deep(std::string path, int line, int column);
+
 struct read_result
 {
     std::optional<node> root{};

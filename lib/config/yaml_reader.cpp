@@ -61,8 +61,7 @@ void resolve_plain(node& n, std::string text)
 struct yaml_reader
 {
     yaml_parser_t parser{};
-    std::vector<node*> stack{};
-    std::vector<std::string> paths{}; // of each open container, as problems name paths
+    open_containers open_{};
     bool broken = false;              // a syntax error: the tree is incomplete
     // Per open mapping: the key read and waiting for its value.
     std::vector<std::optional<std::pair<std::string, node>>> keys{};
@@ -79,16 +78,17 @@ struct yaml_reader
         problems.push_back({errc::validation, here(), line_of(m), column_of(m), std::move(what)});
     }
 
-    // The path of the value being read: its container's, and its key or index.
+    // The path of the value being read: its container's, and its key or index (built for a
+    // problem only).
     std::string here() const
     {
-        if (stack.empty())
+        if (open_.empty())
             return {};
-        const node* top = stack.back();
+        const node* top = open_.top();
         if (top->what == node::kind::array)
-            return item_path(paths.back(), top->items.size());
+            return item_path(open_.path(), top->items.size());
         const auto& pending = keys.back();
-        return pending ? member_path(paths.back(), pending->first) : paths.back();
+        return pending ? member_path(open_.path(), pending->first) : open_.path();
     }
 
     // Where a new value goes; null when it is a mapping's key (then it lands in `keys`).
@@ -97,12 +97,12 @@ struct yaml_reader
         node fresh;
         fresh.line = line_of(e.start_mark);
         fresh.column = column_of(e.start_mark);
-        if (stack.empty())
+        if (open_.empty())
         {
             root = std::move(fresh);
             return &*root;
         }
-        node* top = stack.back();
+        node* top = open_.top();
         if (top->what == node::kind::array)
             return &top->items.emplace_back(std::move(fresh));
         auto& pending = keys.back();
@@ -116,8 +116,8 @@ struct yaml_reader
         node key_node = std::move(pending->second);
         std::string key = std::move(pending->first);
         pending.reset();
-        if (const node* dup = top->member(key))
-            problems.push_back({errc::validation, member_path(paths.back(), key), key_node.line,
+        if (const node* dup = open_.add_key(key))
+            problems.push_back({errc::validation, member_path(open_.path(), key), key_node.line,
                                 key_node.column,
                                 "duplicate key \"" + key + "\" (first at line " +
                                     std::to_string(dup->key_line) + ")"});
@@ -159,26 +159,31 @@ struct yaml_reader
         }
     }
 
-    void open(const yaml_event_t& e, node::kind k, const yaml_char_t* tag, int implicit)
+    // False when the container would nest too deep (libyaml has no bound): reading stops.
+    bool open(const yaml_event_t& e, node::kind k, const yaml_char_t* tag, int implicit)
     {
+        if (open_.full())
+        {
+            problems.push_back(too_deep(here(), line_of(e.start_mark), column_of(e.start_mark)));
+            broken = true;
+            return false;
+        }
         check_tag(e, tag, implicit != 0);
-        const std::string path = here();
         node* n = place(e, false);
         if (n == nullptr) // a complex key: reported; read on into a throwaway node
             n = &junk.emplace_back();
         n->what = k;
-        stack.push_back(n);
-        paths.push_back(path);
+        open_.push(n);
         if (k == node::kind::object)
             keys.emplace_back();
+        return true;
     }
 
     void close(node::kind k)
     {
         if (k == node::kind::object)
             keys.pop_back();
-        stack.pop_back();
-        paths.pop_back();
+        open_.pop();
     }
 
     // One event; false at the end of the stream or on a syntax error.
@@ -206,11 +211,11 @@ struct yaml_reader
             place(e, true);
             break;
         case YAML_SEQUENCE_START_EVENT:
-            open(e, node::kind::array, e.data.sequence_start.tag, e.data.sequence_start.implicit);
-            break;
+            return open(e, node::kind::array, e.data.sequence_start.tag,
+                        e.data.sequence_start.implicit);
         case YAML_MAPPING_START_EVENT:
-            open(e, node::kind::object, e.data.mapping_start.tag, e.data.mapping_start.implicit);
-            break;
+            return open(e, node::kind::object, e.data.mapping_start.tag,
+                        e.data.mapping_start.implicit);
         case YAML_SEQUENCE_END_EVENT: close(node::kind::array); break;
         case YAML_MAPPING_END_EVENT: close(node::kind::object); break;
         case YAML_STREAM_END_EVENT: return false;

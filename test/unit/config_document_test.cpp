@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -584,6 +585,111 @@ BOOST_AUTO_TEST_CASE(sizes_are_integers_with_binary_units)
         {"8388608T", "it is too large"}};
     for (const auto& [text, why] : bad)
         expect_refused(cfg::parse_size(text), text, "a byte count: " + why);
+}
+
+namespace {
+
+// `levels` lists, each the only item of the one around it.
+std::string nested(std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+// The path of the innermost of `levels` nested lists at `path`.
+std::string nested_path(std::string path, std::size_t levels)
+{
+    for (std::size_t i = 1; i < levels; ++i)
+        path += "[0]";
+    return path;
+}
+
+// A JSON entry "b" (also YAML) whose settings are `settings`, all on line 1.
+const std::string json_settings =
+    R"({"version": "v1", "sandboxes": {"b": {"backend": "local", "root": "/tmp", "settings": )";
+std::string json_entry(const std::string& settings) { return json_settings + settings + "}}}"; }
+
+// A flow mapping of `keys` keys "k00000"... (~13 bytes each), each mapped to "v".
+std::string wide_mapping(int keys)
+{
+    std::string s = "{";
+    char member[32];
+    for (int i = 0; i < keys; ++i)
+    {
+        std::snprintf(member, sizeof member, "%s\"k%05d\":\"v\"", i ? "," : "", i);
+        s += member;
+    }
+    return s + "}";
+}
+
+const std::string limit_named =
+    "nest deeper than the limit of " + std::to_string(cfg::max_nesting_depth) + " levels";
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_document_may_nest_to_the_limit_and_not_one_level_deeper)
+{
+    // Settings are the 4th level: the root, sandboxes and "b" hold them.
+    const std::size_t inside = cfg::max_nesting_depth - 3, column = 14 + inside + 1;
+    BOOST_TEST(cfg::check_document(entry("    settings: " + nested(inside) + "\n")).empty());
+    expect_one(entry("    settings: " + nested(inside + 1) + "\n"), nested_path(b + ".settings", inside + 1),
+               limit_named, {6, static_cast<int>(column)});
+    BOOST_TEST(cfg::check_document(json_entry(nested(inside))).empty());
+    expect_one(json_entry(nested(inside + 1)), nested_path(b + ".settings", inside + 1), limit_named,
+               {1, static_cast<int>(json_settings.size() + inside + 1)});
+    // Mappings count as lists do: sandboxes' mapping is the 2nd level.
+    std::string mappings = "version: v1\nsandboxes: ", past = "sandboxes[\"a\"]";
+    for (int i = 0; i < 100; ++i)
+        mappings += "{a: ";
+    mappings += "1" + std::string(100, '}') + "\n";
+    for (std::size_t level = 4; level <= cfg::max_nesting_depth + 1; ++level)
+        past += ".a";
+    const auto deep = cfg::parse_document(mappings);
+    BOOST_TEST_REQUIRE(!deep.has_value());
+    BOOST_TEST((deep.error().code == errc::validation));
+    BOOST_TEST(contains(deep.error().diag.message, limit_named), deep.error().diag.message);
+    BOOST_TEST(deep.error().diag.rule == past);
+}
+
+BOOST_AUTO_TEST_CASE(a_call_nested_too_deep_is_refused_with_the_limit)
+{
+    const auto at_limit = cfg::parse_call(R"({"command": "x", "args": )" + nested(cfg::max_nesting_depth - 1) + "}");
+    BOOST_TEST_REQUIRE(!at_limit.has_value());
+    BOOST_TEST(!contains(at_limit.error().diag.message, limit_named), at_limit.error().diag.message);
+    BOOST_TEST(contains(at_limit.error().diag.message, "args[0]: must be a string"), at_limit.error().diag.message);
+    const auto deeper = cfg::parse_call(R"({"command": "x", "args": )" + nested(cfg::max_nesting_depth) + "}");
+    BOOST_TEST_REQUIRE(!deeper.has_value());
+    BOOST_TEST((deeper.error().code == errc::validation));
+    BOOST_TEST(contains(deeper.error().diag.message, limit_named), deeper.error().diag.message);
+    BOOST_TEST(deeper.error().diag.rule == nested_path("args", cfg::max_nesting_depth));
+}
+
+BOOST_AUTO_TEST_CASE(thirty_thousand_levels_are_one_problem_at_the_limit)
+{
+    // 60 KB; read to the end, it took gigabytes (a path per open level). Not timed here:
+    // bench/parse_bench measures it.
+    const std::string deep = nested(30000);
+    const std::size_t past = cfg::max_nesting_depth + 1;
+    expect_one(deep, nested_path("", past), limit_named, {1, static_cast<int>(past)}); // YAML
+    expect_one("{\"a\": " + deep + "}", nested_path("a", past - 1), limit_named, {1, static_cast<int>(5 + past)});
+    const auto call = cfg::parse_call("{\"args\": " + deep + "}");
+    BOOST_TEST_REQUIRE(!call.has_value());
+    BOOST_TEST(contains(call.error().diag.message, limit_named), call.error().diag.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_wide_mapping_is_read_and_its_one_duplicate_found)
+{
+    // 80,000 keys in one mapping (~1 MiB): each key once, then one again on the next line.
+    const std::string wide = wide_mapping(80000), dup = ",\n\"k00000\": \"w\"}";
+    const std::string json = json_entry(R"({"env": {"inject": )" + wide + "}}");
+    BOOST_TEST_REQUIRE(json.size() <= cfg::max_document_bytes);
+    const auto doc = cfg::parse_document(json);
+    BOOST_TEST_REQUIRE(doc.has_value(), doc.error().diag.message);
+    const auto& settings = doc->sandboxes.at(0).settings.as_object();
+    BOOST_TEST(settings.at("env").as_object().at("inject").as_object().size() == 80000u);
+    const std::string with_dup = json_entry(R"({"env": {"inject": )" + wide.substr(0, wide.size() - 1) + dup + "}}");
+    expect_one(with_dup, b + ".settings.env.inject.k00000", "duplicate key \"k00000\" (first at line 1)", {2, 8});
+    expect_one("--- " + with_dup, b + ".settings.env.inject.k00000",
+               "duplicate key \"k00000\" (first at line 1)", {2, 1}); // YAML: at the key
+    const auto call = cfg::parse_call(R"({"command": "env", "env": {"inject": )" + wide + "}}");
+    BOOST_TEST_REQUIRE(call.has_value(), call.error().diag.message);
+    BOOST_TEST(call->options.env.inject.size() == 80000u);
 }
 
 BOOST_AUTO_TEST_CASE(a_call_is_written_like_the_defaults)

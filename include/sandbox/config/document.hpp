@@ -26,6 +26,10 @@ namespace sandbox::config {
 /// The largest document `parse_document` reads (1 MiB): a bigger one is `errc::validation`.
 inline constexpr std::size_t max_document_bytes = 1 << 20;
 
+/// How deep lists and mappings may nest in a document or a call (the schema needs 7 levels;
+/// the rest is room for a backend's `settings`): one level deeper is `errc::validation`.
+inline constexpr std::size_t max_nesting_depth = 64;
+
 /// \brief One problem found in a document.
 struct problem
 {
