@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -99,6 +100,19 @@ class Fixture(unittest.TestCase):
             time.sleep(0.02)
         self.fail(f"{path} was not written")
 
+    def add_bwrap_box(self, root):
+        """A bwrap sandbox "walled" over `root` (made reachable for the sandbox user)."""
+        os.chmod(self.d.dir, 0o755)  # the sandbox user (nobody, for a root daemon) reaches it
+        os.chmod(root, 0o777)
+        self.rewrite("sandboxes:\n", "sandboxes:\n" + BWRAP_BOX.replace("@DIR@/ws", root))
+        self.reload()
+
+    def plain_file(self):
+        plain = os.path.join(self.d.root, "plain")
+        with open(plain, "w") as f:
+            f.write("not a program\n")
+        os.chmod(plain, 0o644)
+        return plain
 
 
 class HostileTest(Fixture):
@@ -124,15 +138,34 @@ class HostileTest(Fixture):
                 self.reload()
 
     def test_reload_under_a_session_start_keeps_the_session_working(self):
-        s = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": "cat"})[1]
-        self.pids.append(s["pid"])
-        self.rewrite("\n  box:\n", "\n  gone:\n")
+        # The start waits for its approval ("guarded": rm* needs one) while a reload removes
+        # the sandbox; it is then approved and must start on the runner it began with.
+        got = {}
+
+        def start():
+            got["r"] = self.d.request("POST", "/v1/sandboxes/guarded/sessions",
+                                      {"command": "rm", "args": ["-i", "/nonexistent"]})
+
+        th = threading.Thread(target=start)
+        th.start()
+        pending, end = [], time.monotonic() + 10
+        while not pending and time.monotonic() < end:
+            pending = self.d.request("GET", "/v1/approvals")[1]["approvals"]
+            time.sleep(0.02)
+        self.assertEqual(len(pending), 1)
+        self.rewrite("\n  guarded:\n", "\n  gone:\n")
         self.reload()
+        self.assertEqual(self.d.request("POST", f"/v1/approvals/{pending[0]['id']}",
+                                        {"decision": "allow"})[0], 200)
+        th.join(30)
+        status, s = got["r"]
+        self.assertEqual(status, 201, s)
+        self.pids.append(s["pid"])
+        self.assertIsNone(self.d.proc.poll(), self.d.log())
         sid = s["id"]
-        self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/input", b"x\n")[0], 200)
         self.assertEqual(self.d.request("POST", f"/v1/sessions/{sid}/close-input")[0], 200)
         status, r = self.d.request("POST", f"/v1/sessions/{sid}/wait")
-        self.assertEqual((status, r["status"]), (200, "exited"), r)
+        self.assertEqual((status, r["status"], r["exit_code"]), (200, "exited", 1), r)
         self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
 
     # -- 9: a client that goes away cancels its exec -----------------------------------------
@@ -158,35 +191,59 @@ class HostileTest(Fixture):
         self.assertEqual(self.d.request("GET", "/v1/sandboxes")[0], 200)
 
     # -- 17, 16: a command that cannot start -------------------------------------------------
-    def test_a_session_whose_command_cannot_start_is_refused_with_the_reason(self):
-        plain = os.path.join(self.d.root, "plain")
-        with open(plain, "w") as f:
-            f.write("not a program\n")
-        os.chmod(plain, 0o644)
+    def session_refusal(self, sandbox, command):
+        """The error of a session whose command cannot start: from the start's answer, or
+        (when the OS refused it only after the answer) from the session's exit."""
+        st, r = self.d.request("POST", f"/v1/sandboxes/{sandbox}/sessions", {"command": command})
+        if st != 201:
+            return st, r["error"]
+        self.pids.append(r["pid"])
+        status, w = self.d.request("POST", f"/v1/sessions/{r['id']}/wait")
+        self.assertEqual((status, w["status"]), (200, "not_started"), w)
+        info = self.d.request("GET", f"/v1/sessions/{r['id']}")[1]
+        self.assertEqual(info["exit"]["error"]["code"], w["error"]["code"])
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{r['id']}")[0], 200)
+        return {"not_found": 404, "forbidden": 403}.get(w["error"]["code"], 0), w["error"]
+
+    def check_refused_sessions(self, sandbox, plain):
         for command, status, code in (("/nonexistent/cmd", 404, "not_found"),
                                       (plain, 403, "forbidden")):
-            st, r = self.d.request("POST", "/v1/sandboxes/box/sessions", {"command": command})
-            self.assertEqual((st, r["error"]["code"]), (status, code), r)
-            self.assertIn(command, r["error"]["message"])
-            self.assertEqual(r["error"]["limit"], "command")
+            st, e = self.session_refusal(sandbox, command)
+            self.assertEqual((st, e["code"], e["limit"]), (status, code, "command"), e)
+            self.assertIn(os.path.basename(command), e["message"])
+
+    def test_a_session_whose_command_cannot_start_is_refused_with_the_reason(self):
+        plain = self.plain_file()
+        self.check_refused_sessions("box", plain)
         self.assertEqual(self.d.request("GET", "/v1/sessions")[1]["sessions"], [])
 
-    def test_connect_runs_of_commands_that_cannot_start_match_a_local_run(self):
-        plain = os.path.join(self.d.root, "plain")
-        with open(plain, "w") as f:
-            f.write("not a program\n")
-        os.chmod(plain, 0o644)
+    @unittest.skipUnless(shutil.which("bwrap"), "bubblewrap is not installed")
+    def test_a_bwrap_session_whose_command_cannot_start_tells_the_reason(self):
+        plain = self.plain_file()
+        self.add_bwrap_box(self.d.root)
+        self.check_refused_sessions("walled", plain)
+
+    def check_connect_refusals(self, sandbox, plain):
         for command, want in (("/nonexistent/cmd", 127), (plain, 126)):
             local = subprocess.run([SANDBOX_RUN, "--backend", "local", "--root", self.d.root,
                                     "--", command], capture_output=True, text=True, timeout=60,
                                    stdin=subprocess.DEVNULL)
-            remote = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "box",
+            remote = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", sandbox,
                                      "--", command], capture_output=True, text=True, timeout=60,
                                     stdin=subprocess.DEVNULL)
             self.assertEqual(local.returncode, want, local.stderr)
             self.assertEqual(remote.returncode, want, remote.stderr)
-            self.assertIn(command, remote.stderr)
+            self.assertIn(os.path.basename(command), remote.stderr)
             self.assertIn("not_found" if want == 127 else "forbidden", remote.stderr)
+
+    def test_connect_runs_of_commands_that_cannot_start_match_a_local_run(self):
+        self.check_connect_refusals("box", self.plain_file())
+
+    @unittest.skipUnless(shutil.which("bwrap"), "bubblewrap is not installed")
+    def test_connect_runs_in_bwrap_of_commands_that_cannot_start_match_a_local_run(self):
+        plain = self.plain_file()
+        self.add_bwrap_box(self.d.root)
+        self.check_connect_refusals("walled", plain)
 
     # -- 15, 18: the command-line client and the daemon's own statuses -----------------------
     def test_connect_to_a_missing_or_non_socket_path_exits_125_at_once(self):
@@ -237,10 +294,16 @@ class HostileTest(Fixture):
 
     @unittest.skipUnless(shutil.which("bwrap"), "bubblewrap is not installed")
     def test_a_bwrap_command_does_not_see_the_daemon_socket(self):
-        os.chmod(self.d.dir, 0o755)  # the sandbox user (nobody, for a root daemon) reaches it
-        os.chmod(self.d.root, 0o777)
-        self.rewrite("sandboxes:\n", "sandboxes:\n" + BWRAP_BOX.replace("@DIR@", self.d.dir))
-        self.reload()
+        # The socket outside /tmp and /run (the sandbox has its own of each), in a directory
+        # the sandbox sees read-only: only hiding it keeps it out of reach.
+        outside = tempfile.mkdtemp(prefix="sandboxd-hostile-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, outside, True)
+        os.chmod(outside, 0o755)  # searchable by the sandbox user: visible unless hidden
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.d.proc.wait(30)
+        self.d.sock = os.path.join(outside, "d.sock")
+        self.d.start()
+        self.add_bwrap_box(self.d.root)
         status, r = self.d.request("POST", "/v1/sandboxes/walled/exec", {
             "command": "sh", "args": ["-c", f"test -S {self.d.sock} && echo visible || echo hidden; "
                                             f"curl -sS --unix-socket {self.d.sock} "
@@ -335,6 +398,34 @@ class HostileTest(Fixture):
         self.assertEqual(len(after), 5)
 
 
+    # -- 8: a follower that does not read ----------------------------------------------------
+    def test_a_follower_that_does_not_read_is_dropped(self):
+        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "sh", "args": ["-c", "while :; do echo "
+                                                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"]})
+        self.assertEqual(st, 201, s)
+        self.pids.append(s["pid"])
+        f = socket.socket(socket.AF_UNIX)
+        f.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        f.connect(self.d.sock)
+        f.sendall(f"GET /v1/sessions/{s['id']}/output?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  .encode())
+        time.sleep(4)  # idle_timeout is 1 s: a line waits longer than that to be taken
+        f.settimeout(10)
+        ended = False
+        try:
+            while f.recv(1 << 20):
+                pass
+            ended = True
+        except (socket.timeout, ConnectionResetError):
+            ended = not isinstance(sys.exc_info()[1], socket.timeout)
+        f.close()
+        self.assertTrue(ended, "the stalled follower was not dropped")
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{s['id']}/terminate",
+                                        {"grace": "0s"})[0], 200)
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{s['id']}")[0], 200)
+
+
 class BoundsTest(Fixture):
     allow = ("  max_connections_per_uid: 6\n  max_sessions_per_uid: 3\n  max_sessions: 4\n"
              "  session_output_budget: 25MiB\n")
@@ -385,34 +476,6 @@ class BoundsTest(Fixture):
         for sid in ids:
             self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
         self.assertTrue(any(a.get("event") == "session_refused" for a in self.d.audit()))
-
-    # -- 8: a follower that does not read ----------------------------------------------------
-    def test_a_follower_that_does_not_read_is_dropped(self):
-        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
-                               {"command": "sh", "args": ["-c", "while :; do echo "
-                                                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"]})
-        self.assertEqual(st, 201, s)
-        self.pids.append(s["pid"])
-        f = socket.socket(socket.AF_UNIX)
-        f.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        f.connect(self.d.sock)
-        f.sendall(f"GET /v1/sessions/{s['id']}/output?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n"
-                  .encode())
-        time.sleep(4)  # idle_timeout is 1 s: a line waits longer than that to be taken
-        f.settimeout(10)
-        ended = False
-        try:
-            while f.recv(1 << 20):
-                pass
-            ended = True
-        except (socket.timeout, ConnectionResetError):
-            ended = not isinstance(sys.exc_info()[1], socket.timeout)
-        f.close()
-        self.assertTrue(ended, "the stalled follower was not dropped")
-        self.assertEqual(self.d.request("POST", f"/v1/sessions/{s['id']}/terminate",
-                                        {"grace": "0s"})[0], 200)
-        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{s['id']}")[0], 200)
-
 
 class DescriptorTest(unittest.TestCase):
     """A daemon whose descriptor table is full still answers (503) and recovers."""

@@ -1081,6 +1081,12 @@ std::string result_to_json(const boost::system::error_code& ec, const sandbox::e
             message = ec.message();
         json_writer e;
         e.field("code", error_name(ec)).field("message", sanitize_utf8(message));
+        // What a client needs to classify it as a local run would (command_refused).
+        if (!r.diag.limit.empty())
+            e.field("limit", std::string_view(r.diag.limit));
+        if (r.diag.cause && (r.diag.cause.category() == boost::system::system_category() ||
+                             r.diag.cause.category() == boost::system::generic_category()))
+            e.field("errno", static_cast<std::int64_t>(r.diag.cause.value()));
         o.object("error", e);
     }
     return o.str();
