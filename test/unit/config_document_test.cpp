@@ -112,6 +112,10 @@ BOOST_AUTO_TEST_CASE(an_empty_map_of_sandboxes_is_a_good_document)
     BOOST_TEST(doc->sandboxes.empty());
     BOOST_TEST(doc->daemon.max_body_bytes == 1 << 20);
     BOOST_TEST(doc->daemon.idle_timeout.count() == 60'000'000'000);
+    BOOST_TEST(doc->daemon.max_connections_per_uid == 64);
+    BOOST_TEST(doc->daemon.max_sessions_per_uid == 16);
+    BOOST_TEST(doc->daemon.max_sessions == 128);
+    BOOST_TEST(doc->daemon.session_output_budget == std::int64_t{512} << 20);
     BOOST_TEST(cfg::parse_document("---\nversion: \"v1\"\nsandboxes: {}\n").has_value());
 }
 
@@ -226,6 +230,13 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
         {"version: v1\ndaemon: {max_body_bytes: 0}\nsandboxes: {}\n", "daemon.max_body_bytes", "must be positive", "0}"},
         {"version: v1\ndaemon: {idle_timeout: \"0\"}\nsandboxes: {}\n", "daemon.idle_timeout", "must be positive", "\"0\""},
         {"version: v1\ndaemon: {port: 80}\nsandboxes: {}\n", "daemon.port", "unknown key (known here: listen, allow_uids", "port"},
+        {"version: v1\ndaemon: {max_connections_per_uid: 0}\nsandboxes: {}\n", "daemon.max_connections_per_uid", "must be positive", "0}"},
+        {"version: v1\ndaemon: {max_sessions_per_uid: -2}\nsandboxes: {}\n", "daemon.max_sessions_per_uid", "must be positive", "-2"},
+        {"version: v1\ndaemon: {max_sessions: \"9\"}\nsandboxes: {}\n", "daemon.max_sessions", "must be an integer", "\"9\""},
+        {"version: v1\ndaemon: {session_output_budget: 0}\nsandboxes: {}\n", "daemon.session_output_budget", "must be positive", "0}"},
+        // run_as: caller or daemon, local entries only.
+        {top("{backend: local, root: /tmp, run_as: root}"), b + ".run_as", "caller or daemon", "root}"},
+        {top("{backend: bwrap, root: /tmp, run_as: daemon}"), b + ".run_as", "applies to the local backend only", "daemon}"},
     };
     for (const auto& r : rules)
         expect_one(r.doc, r.path, r.message, position_of(r.doc, r.anchor));
@@ -396,6 +407,27 @@ BOOST_AUTO_TEST_CASE(a_refused_net_field_is_not_reported_again_by_the_policy_che
     BOOST_TEST_REQUIRE(ps.size() == 2u, listed(ps));
     check(ps[0], n, "scheme 'ftp'");
     check(ps[1], n + ".dns", "unknown key");
+}
+
+BOOST_AUTO_TEST_CASE(run_as_and_the_daemon_bounds_are_read)
+{
+    const auto doc = cfg::parse_document(
+        "version: v1\n"
+        "daemon: {max_connections_per_uid: 8, max_sessions_per_uid: 2, max_sessions: 5, "
+        "session_output_budget: 3MiB}\n"
+        "sandboxes:\n"
+        "  shared: {backend: local, root: /tmp, run_as: daemon}\n"
+        "  mine: {backend: local, root: /tmp, run_as: caller}\n"
+        "  plain: {backend: local, root: /tmp}\n");
+    BOOST_TEST_REQUIRE(doc.has_value(), doc.error().diag.message);
+    BOOST_TEST(doc->daemon.max_connections_per_uid == 8);
+    BOOST_TEST(doc->daemon.max_sessions_per_uid == 2);
+    BOOST_TEST(doc->daemon.max_sessions == 5);
+    BOOST_TEST(doc->daemon.session_output_budget == 3 << 20);
+    BOOST_TEST((doc->find("shared")->run_as == cfg::run_as_user::daemon));
+    BOOST_TEST((doc->find("mine")->run_as == cfg::run_as_user::caller));
+    BOOST_TEST((doc->find("plain")->run_as == cfg::run_as_user::caller)); // the safe default
+    BOOST_TEST(std::string(cfg::to_string(cfg::run_as_user::daemon)) == "daemon");
 }
 
 BOOST_AUTO_TEST_CASE(json_and_yaml_decode_to_the_same_values)
