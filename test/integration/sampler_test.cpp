@@ -976,7 +976,11 @@ BOOST_AUTO_TEST_CASE(a_member_that_holds_up_the_pss_read_holds_up_nothing)
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.budget == sandbox::budget_kind::memory);
     BOOST_TEST(contains(r.diag.message, "judged by the RSS sum"), "diag: " << r.diag);
-    BOOST_TEST(r.diag.observed >= 200 * mib);
+    // Judged by the RSS sum, which counts the shared 100 MiB twice: it reached the cap while
+    // the PSS (about 100 MiB) could not. How far past the cap it got before the sample that
+    // saw it depends on when that sample ran (175 MiB in one CI run, up to 200): at the cap
+    // is what holds.
+    BOOST_TEST(r.diag.observed >= 150 * mib);
     BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(r.wall_time).count() < 2000);
     BOOST_TEST(sbx_test::wait_gone(sbx_test::read_pids(pidfile), 5000ms));
 }
