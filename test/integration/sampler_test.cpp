@@ -975,7 +975,12 @@ BOOST_AUTO_TEST_CASE(a_member_that_holds_up_the_pss_read_holds_up_nothing)
     BOOST_TEST_INFO(described);
     BOOST_TEST(ec == sandbox::errc::budget_exceeded);
     BOOST_TEST(r.budget == sandbox::budget_kind::memory);
-    BOOST_TEST(contains(r.diag.message, "judged by the RSS sum"), "diag: " << r.diag);
+    // Which rule ends it is a race, so it is not checked: the late PSS read that leaves the
+    // RSS sum to judge ("judged by the RSS sum" in the diagnostic, most runs), or the rule
+    // that settles a tree on one member's private memory without any PSS read (about 1 run
+    // in 4 here in isolation, and under ASan, whose shadow and quarantine inflate it). What
+    // the test is about holds either way: the stall lasts seconds, and the tree is killed
+    // at the cap in under 2 s and is gone.
     // Judged by the RSS sum, which counts the shared 100 MiB twice: it reached the cap while
     // the PSS (about 100 MiB) could not. How far past the cap it got before the sample that
     // saw it depends on when that sample ran (175 MiB in one CI run, up to 200): at the cap
