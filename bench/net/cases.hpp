@@ -17,7 +17,7 @@ struct options
 void run_decision(const options& o);
 /// 100 parallel slow lookups against one lookup (bench/net/resolver.cpp).
 void run_resolver(const options& o);
-/// Tunnel throughput, relay cpu per GiB, setup latency, idle tunnel memory, 4,000 idle
+/// Tunnel throughput, relay cpu per GiB, setup latency, idle and stalled tunnel memory, 4,000 idle
 /// tunnels, and the caller's loop stall while a tunnel streams (bench/net/relay.cpp).
 void run_relay(const options& o);
 

@@ -11,6 +11,10 @@
 //   idle_tunnel_memory      KiB of process RSS per idle tunnel (4,000, each sent "hello");
 //                           baseline: KiB per connection for as many direct connections
 //   idle_tunnels_rss        MiB of process RSS with the idle tunnels open; baseline: before
+//   stalled_tunnel_memory   KiB of process RSS per stalled tunnel (512: the client sends until
+//                           its socket is full, the destination never reads); baseline: KiB
+//                           per idle tunnel measured in the same run
+//   stalled_tunnels_rss     MiB of process RSS with the stalled tunnels open; baseline: before
 //   loop_stall_while_streaming  ms of the worst lateness of a 1 ms timer on the proxy's loop
 //                           while a tunnel streams; baseline: the same timer on the idle loop
 //   loop_stall_p99_while_streaming  the same at the 99th percentile
@@ -422,7 +426,8 @@ std::size_t raise_fd_limit(std::size_t want)
     return std::min(want, fit);
 }
 
-void run_idle(proxy_rig& px, sink& s, const options& o)
+/// Returns KiB per idle tunnel.
+double run_idle(proxy_rig& px, sink& s, const options& o)
 {
     const std::size_t n = raise_fd_limit(o.quick ? 200 : 4000);
     const double base = rss_per_connection(s, n, [&] {
@@ -444,6 +449,56 @@ void run_idle(proxy_rig& px, sink& s, const options& o)
     bench::print_json(bench_name, "idle_tunnels_rss", total / 1024, "MiB", before / 1024);
     for (int i = 0; i < 10'000 && px.connections() > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return ours;
+}
+
+/// Sends until the socket would block, a few rounds apart, so that the proxy behind it has
+/// met the destination's full receive window and stalled.
+void fill_until_blocked(const std::vector<int>& fds)
+{
+    static const std::vector<char> block(64 * 1024, 'x');
+    for (int round = 0; round < 3; ++round)
+    {
+        for (int fd : fds)
+            while (::send(fd, block.data(), block.size(), MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+            {
+            }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+struct stalled_figures
+{
+    double per_tunnel_kib = 0, before_kib = 0, after_kib = 0;
+};
+
+/// Tunnels whose destination never reads: what the proxy keeps for a stalled direction.
+/// Run before the idle tunnels (whose freed pages it would otherwise reuse and count as
+/// nothing); printed against their figure.
+stalled_figures run_stalled(proxy_rig& px, sink& s, const options& o)
+{
+    const std::size_t n = raise_fd_limit(o.quick ? 64 : 512);
+    const auto open_idle = [&] {
+        const int fd = dial(px.port());
+        open_tunnel(fd, s.port());
+        send_all(fd, "hello", 5);
+        return fd;
+    };
+    s.hold(true);
+    const double before = rss_kib();
+    std::vector<int> fds;
+    for (std::size_t i = 0; i < n; ++i)
+        fds.push_back(open_idle());
+    await_held(s, n);
+    fill_until_blocked(fds);
+    const double after = rss_kib();
+    for (int fd : fds)
+        ::close(fd);
+    s.release_held();
+    s.hold(false);
+    for (int i = 0; i < 10'000 && px.connections() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return {(after - before) / static_cast<double>(n), before, after};
 }
 
 /// Every lateness (ms) of a 1 ms timer on the proxy's loop until `until` is set.
@@ -512,7 +567,11 @@ void run_relay(const options& o)
     run_throughput(px, s, o);
     run_setup(px, s, o);
     run_stall(px, s, o);
-    run_idle(px, s, o);
+    const stalled_figures stalled = run_stalled(px, s, o);
+    const double idle = run_idle(px, s, o);
+    bench::print_json(bench_name, "stalled_tunnel_memory", stalled.per_tunnel_kib, "KiB", idle);
+    bench::print_json(bench_name, "stalled_tunnels_rss", stalled.after_kib / 1024, "MiB",
+                      stalled.before_kib / 1024);
 }
 
 } // namespace net_bench

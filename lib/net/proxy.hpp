@@ -1,7 +1,7 @@
 // lib/net/proxy.hpp: the egress proxy's server side: listeners (handed over by a sandbox's
 // init, or a test's own), one port for HTTP and SOCKS5 (the first byte tells them apart),
 // the HTTP front (CONNECT, absolute-form forwarding), the tunnel cap, and the relay
-// (buffers only while bytes move, half-close per direction, idle timeout).
+// (no buffer of its own while a direction waits, half-close per direction, idle timeout).
 #ifndef SANDBOX_LIB_NET_PROXY_HPP
 #define SANDBOX_LIB_NET_PROXY_HPP
 

@@ -1,11 +1,13 @@
 // lib/net/relay.cpp: the byte pump between a client and its destination.
 //
-// Each direction waits for readability with no buffer, then borrows a buffer from a small
-// per-thread free list, reads without blocking and writes what it read, until the socket
-// would block; then the buffer goes back. An idle tunnel therefore holds no buffer. A write
-// is tried at once (the receiver usually has room) and awaited only when it would block; a
-// handler moves at most four buffers before it lets the loop run others, so the loop it
-// shares (the caller's) stays responsive.
+// Each direction waits for readability with no buffer, then moves chunks without ever
+// keeping bytes the receiver did not take: it peeks at what the source has into the
+// thread's scratch buffer, writes what the receiver accepts now, and drops exactly that
+// much from the source. What the receiver refuses stays in the source's kernel buffer, so
+// a stalled direction holds no memory of the proxy's and TCP's flow control slows the
+// sender; the direction then waits for the receiver to be writable. A handler moves at
+// most two chunks before it lets the loop run others, so the loop it shares (the caller's)
+// stays responsive.
 // EOF on one side is passed on as shutdown(send) on the other (half-close per direction).
 // One timer, re-armed only when it fires, closes a tunnel with no traffic either way.
 #include "relay.hpp"
@@ -18,8 +20,10 @@
 #include <boost/asio/write.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <cerrno>
 #include <memory>
-#include <vector>
+
+#include <sys/socket.h>
 
 namespace sandbox::net {
 
@@ -30,45 +34,15 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t buffer_bytes = 256 * 1024;
-constexpr std::size_t pool_keep = 32;
 
-/// The free list of copy buffers of this thread (the proxy's loop runs on one thread at a
-/// time; a buffer goes back to the list of the thread that frees it).
-std::vector<std::unique_ptr<char[]>>& free_buffers()
+/// The copy buffer of this thread: used only between two suspensions (a chunk is peeked,
+/// written and dropped in one go), so one per thread serves every tunnel of the loop.
+char* scratch_buffer()
 {
-    thread_local std::vector<std::unique_ptr<char[]>> list;
-    return list;
+    thread_local const std::unique_ptr<char[]> buf =
+        std::make_unique_for_overwrite<char[]>(buffer_bytes);
+    return buf.get();
 }
-
-/// A buffer borrowed while bytes move.
-class buffer_lease
-{
-public:
-    buffer_lease()
-    {
-        auto& list = free_buffers();
-        if (list.empty())
-            p_ = std::make_unique_for_overwrite<char[]>(buffer_bytes);
-        else
-        {
-            p_ = std::move(list.back());
-            list.pop_back();
-        }
-    }
-    ~buffer_lease()
-    {
-        auto& list = free_buffers();
-        if (list.size() < pool_keep)
-            list.push_back(std::move(p_));
-    }
-    buffer_lease(const buffer_lease&) = delete;
-    buffer_lease& operator=(const buffer_lease&) = delete;
-
-    char* data() const noexcept { return p_.get(); }
-
-private:
-    std::unique_ptr<char[]> p_;
-};
 
 struct relay_state
 {
@@ -90,12 +64,13 @@ void finish(relay_state& st, const char* reason)
     st.server.cancel(ignored);
 }
 
-/// Buffers one handler moves before it lets the loop run others (a post): 256 KiB, tens of
+/// Chunks one handler moves before it lets the loop run others (a post): 512 KiB, tens of
 /// microseconds of copying, so the loop it shares stays responsive.
 constexpr int buffers_per_turn = 2;
 
 /// Writes `n` bytes: at once when the receiver has room (no wait, no post), else the rest
-/// asynchronously. False when the relay must end.
+/// asynchronously. False when the relay must end. Only for `first`, which the relay already
+/// holds (a request's pipelined bytes, an upstream's early bytes: at most a head's size).
 asio::awaitable<bool> write_chunk(relay_state& st, tcp::socket& to, const char* data,
                                   std::size_t n, std::uint64_t& count)
 {
@@ -136,36 +111,97 @@ asio::awaitable<bool> write_first(relay_state& st, tcp::socket& to, std::string 
     co_return ok;
 }
 
-/// Moves what `from` has now to `to`, with one borrowed buffer, yielding to the loop every
-/// few buffers. False when the direction ended (EOF passed on, an error, or the relay
-/// stopping).
-asio::awaitable<bool> move_ready(relay_state& st, tcp::socket& from, tcp::socket& to,
-                                 std::uint64_t& count)
+/// What a direction waits for next.
+enum class next_wait
 {
-    buffer_lease buf;
-    for (int turn = 1; !st.stopping; ++turn)
+    readable, ///< `from` has nothing more now
+    writable, ///< `to` is full: the bytes stay in `from`'s kernel buffer meanwhile
+    yield,    ///< moved its share of this turn: let the loop run others
+    ended,    ///< EOF passed on, an error, or the relay stopping
+};
+
+next_wait broken(relay_state& st)
+{
+    finish(st, "reset");
+    return next_wait::ended;
+}
+
+/// Moves one chunk without ever holding bytes the receiver did not take: peeks at what
+/// `from` has (MSG_PEEK), writes what `to` takes now, then drops exactly that much from
+/// `from` (MSG_TRUNC discards on TCP without a copy). Whatever `to` refuses stays in the
+/// kernel's receive buffer of `from`, so a stalled direction holds no memory of ours, and
+/// the sender is slowed by TCP's own flow control. The buffer is the thread's one scratch
+/// buffer, never held across a suspension.
+next_wait move_chunk(relay_state& st, tcp::socket& from, tcp::socket& to, std::uint64_t& count)
+{
+    char* buf = scratch_buffer();
+    ssize_t n;
+    while ((n = ::recv(from.native_handle(), buf, buffer_bytes, MSG_PEEK | MSG_DONTWAIT)) < 0 &&
+           errno == EINTR)
+    {
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return next_wait::readable;
+    if (n == 0)
     {
         boost::system::error_code ec;
-        const std::size_t n = from.read_some(asio::buffer(buf.data(), buffer_bytes), ec);
-        if (ec == asio::error::would_block || ec == asio::error::try_again)
-            co_return true;
-        if (ec == asio::error::eof)
-        {
-            to.shutdown(tcp::socket::shutdown_send, ec);
-            co_return false;
-        }
-        if (ec)
-        {
-            finish(st, "reset");
-            co_return false;
-        }
-        st.last = clock_type::now();
-        if (!co_await write_chunk(st, to, buf.data(), n, count))
-            co_return false;
-        if (turn % buffers_per_turn == 0)
-            co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        to.shutdown(tcp::socket::shutdown_send, ec);
+        return next_wait::ended;
     }
-    co_return false;
+    if (n < 0)
+        return broken(st);
+    boost::system::error_code ec;
+    const std::size_t wrote = to.write_some(asio::buffer(buf, static_cast<std::size_t>(n)), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again)
+        return broken(st);
+    if (wrote > 0)
+    {
+        ssize_t dropped;
+        while ((dropped = ::recv(from.native_handle(), nullptr, wrote, MSG_TRUNC | MSG_DONTWAIT)) <
+                   0 &&
+               errno == EINTR)
+        {
+        }
+        if (dropped != static_cast<ssize_t>(wrote))
+            return broken(st);
+        count += wrote;
+        st.last = clock_type::now();
+    }
+    return wrote < static_cast<std::size_t>(n) ? next_wait::writable : next_wait::yield;
+}
+
+/// Moves what `from` has now, a few chunks per turn. Returns what to wait for.
+next_wait move_ready(relay_state& st, tcp::socket& from, tcp::socket& to, std::uint64_t& count)
+{
+    for (int turn = 0; turn < buffers_per_turn; ++turn)
+    {
+        if (st.stopping)
+            return next_wait::ended;
+        const next_wait w = move_chunk(st, from, to, count);
+        if (w != next_wait::yield)
+            return w;
+    }
+    return next_wait::yield;
+}
+
+/// Waits for what `w` names. False when the relay is ending.
+asio::awaitable<bool> wait_for(relay_state& st, next_wait w, tcp::socket& from, tcp::socket& to)
+{
+    if (w == next_wait::yield)
+    {
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        co_return !st.stopping;
+    }
+    tcp::socket& s = w == next_wait::readable ? from : to;
+    const auto what = w == next_wait::readable ? tcp::socket::wait_read : tcp::socket::wait_write;
+    auto [ec] = co_await s.async_wait(what, asio::as_tuple(asio::use_awaitable));
+    if (ec)
+    {
+        if (!st.stopping && ec != asio::error::operation_aborted)
+            finish(st, "reset");
+        co_return false;
+    }
+    co_return !st.stopping;
 }
 
 /// One direction, until EOF (passed on), an error or the relay stopping.
@@ -174,17 +210,11 @@ asio::awaitable<void> pump(relay_state& st, tcp::socket& from, tcp::socket& to,
 {
     if (!co_await write_first(st, to, std::move(first), count))
         co_return;
-    while (!st.stopping)
+    next_wait w = next_wait::readable;
+    while (co_await wait_for(st, w, from, to))
     {
-        auto [ec] = co_await from.async_wait(tcp::socket::wait_read,
-                                             asio::as_tuple(asio::use_awaitable));
-        if (ec)
-        {
-            if (!st.stopping && ec != asio::error::operation_aborted)
-                finish(st, "reset");
-            co_return;
-        }
-        if (!co_await move_ready(st, from, to, count))
+        w = move_ready(st, from, to, count);
+        if (w == next_wait::ended)
             co_return;
     }
 }

@@ -1,7 +1,7 @@
-// lib/net/relay.hpp: copies bytes both ways between a client and its destination. A buffer
-// is held only while bytes move (an idle tunnel holds none); a FIN from one side is passed
-// on (shutdown of that direction) without cutting the other; traffic either way resets the
-// idle timer.
+// lib/net/relay.hpp: copies bytes both ways between a client and its destination. Bytes a
+// receiver does not take stay in the sender's kernel buffer (an idle or stalled tunnel holds
+// no buffer of the proxy's); a FIN from one side is passed on (shutdown of that direction)
+// without cutting the other; bytes moved either way reset the idle timer.
 #ifndef SANDBOX_LIB_NET_RELAY_HPP
 #define SANDBOX_LIB_NET_RELAY_HPP
 
