@@ -421,6 +421,10 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
     plan.cgroup = opts.cgroup;
+    if (network->host)
+        plan.settle = [network = network->host](std::function<void()> done) {
+            network->settle(std::move(done));
+        };
     plan.tree_resources = std::make_shared<tree_hold>(
         tree_hold{std::move(protect->lease), std::move(network->host)});
     if (st.user)
@@ -464,6 +468,11 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts)), st_(std::make_shared<state>())
 {
     opts_.root = launch::canonical_root(opts_.root);
+    if (!opts_.proxy.sandbox_budget)
+        opts_.proxy.sandbox_budget = std::make_shared<tunnel_budget>(
+            opts_.proxy.limits.max_sandbox_tunnels
+                ? opts_.proxy.limits.max_sandbox_tunnels
+                : std::max<std::size_t>(process_tunnel_budget().limit() / 4, 64));
     prepare_state(*st_, opts_);
     auto reg = std::make_unique<session_registry>(
         ex_,

@@ -8,10 +8,12 @@
 
 #include <boost/json/object.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,10 +35,48 @@ struct net_limits
     std::chrono::milliseconds tunnel_idle_timeout{600'000};
     /// Largest HTTP request head (request line and headers); larger is answered 431.
     std::size_t max_head_bytes = 64 * 1024;
-    /// Connections open at once through one sandbox's proxy; more are answered 503 (SOCKS5:
-    /// reply 01).
+    /// Connections open at once through the proxy of one exec or session; more are answered
+    /// 503 (SOCKS5: reply 01) with a `tunnel_cap` record, and the open ones keep working.
     std::size_t max_tunnels = 512;
+    /// Connections open at once through the proxies of every exec and session of one runner
+    /// (one sandbox): its `tunnel_budget`. 0: a quarter of the process's budget (see
+    /// `process_tunnel_budget`), at least 64.
+    std::size_t max_sandbox_tunnels = 0;
 };
+
+/// \brief A count of open proxy connections shared by many execs and sessions: one per
+/// runner (a sandbox), and the process's own behind every runner. Each connection through a
+/// proxy holds two descriptors (the client's and the destination's) for its whole life, so
+/// a budget is what keeps one sandbox's command from spending the descriptors every other
+/// client of the process needs. Thread-safe.
+class tunnel_budget
+{
+public:
+    /// At most `limit` connections at once (0 is taken as 1).
+    SANDBOX_DECL explicit tunnel_budget(std::size_t limit) noexcept;
+    tunnel_budget(const tunnel_budget&) = delete;
+    tunnel_budget& operator=(const tunnel_budget&) = delete;
+
+    /// \brief Takes one connection's share; false (nothing taken) when the budget is spent.
+    SANDBOX_DECL bool try_acquire() noexcept;
+    /// Gives back one share taken by `try_acquire`.
+    SANDBOX_DECL void release() noexcept;
+    std::size_t limit() const noexcept { return limit_; }
+    std::size_t in_use() const noexcept { return used_.load(std::memory_order_relaxed); }
+
+private:
+    std::size_t limit_;
+    std::atomic<std::size_t> used_{0};
+};
+
+/// \brief The process's budget, fixed at first use from the soft RLIMIT_NOFILE (raise it
+/// before the first connection, as sandboxd does at start): half of what is left after a
+/// reserve of an eighth of the limit (at least 64 descriptors) for everything else the
+/// process does. 448 connections under the common 1,024; 28,672 under 65,536.
+SANDBOX_DECL tunnel_budget& process_tunnel_budget();
+
+/// The budget `process_tunnel_budget` gives for a descriptor limit of `nofile`.
+SANDBOX_DECL std::size_t tunnel_budget_for_descriptors(std::uint64_t nofile) noexcept;
 
 /// \brief How the egress proxy resolves names and how long it waits.
 struct proxy_options
@@ -47,6 +87,9 @@ struct proxy_options
     std::vector<std::pair<std::string, std::string>> resolve{};
     /// DNS servers as "ADDRESS" or "ADDRESS:PORT" ("[V6]:PORT"); empty: /etc/resolv.conf.
     std::vector<std::string> dns_servers{};
+    /// The sandbox's budget, shared by every exec and session this proxy serves. A runner
+    /// that is given none makes its own of `limits.max_sandbox_tunnels`.
+    std::shared_ptr<tunnel_budget> sandbox_budget{};
 };
 
 /// How a sandboxed client asked for a destination.

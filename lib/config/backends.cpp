@@ -100,6 +100,19 @@ public:
             fail(key, "must be a non-negative byte count");
     }
 
+    void count(std::string_view key, std::size_t& out)
+    {
+        const auto* v = get(key);
+        if (!v)
+            return;
+        if (v->is_int64() && v->get_int64() > 0)
+            out = static_cast<std::size_t>(v->get_int64());
+        else if (v->is_uint64() && v->get_uint64() > 0)
+            out = static_cast<std::size_t>(v->get_uint64());
+        else
+            fail(key, "must be a positive whole number");
+    }
+
     void duration(std::string_view key, std::chrono::nanoseconds& out)
     {
         const auto* v = get(key);
@@ -200,7 +213,8 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
 {
     settings_reader s(ctx, {"default_max_output_bytes", "cgroup", "sample_interval", "binary",
                             "writable_paths", "read_deny", "write_deny", "unix_sockets",
-                            "extra_flags", "sandbox_user"});
+                            "extra_flags", "sandbox_user", "max_tunnels",
+                            "max_sandbox_tunnels"});
     bwrap_runner_options o;
     common(s, o);
     s.text("binary", o.bwrap_path);
@@ -211,6 +225,8 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
     s.texts("unix_sockets", o.unix_sockets);
     s.texts("extra_flags", o.extra_flags);
     s.text("sandbox_user", o.sandbox_user);
+    s.count("max_tunnels", o.proxy.limits.max_tunnels);
+    s.count("max_sandbox_tunnels", o.proxy.limits.max_sandbox_tunnels);
     s.done();
     o.read_deny.insert(o.read_deny.end(), ctx.hidden_paths.begin(), ctx.hidden_paths.end());
     for (std::size_t i = 0; i < writable.size(); ++i)

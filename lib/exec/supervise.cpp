@@ -830,7 +830,13 @@ void supervision::finish()
         svc_.release(unique_fd(channel_.release()));
     boost::system::error_code ignored;
     channel_.close(ignored);
-    complete(ec, std::move(r));
+    auto settle = std::move(plan_.settle);
+    if (!settle || (rep && rep->reason == end_reason::supervisor_lost) ||
+        (!rep && !std::holds_alternative<not_spawned>(ending_)))
+        return complete(ec, std::move(r));
+    // The backend's records about the tree (the proxy's `closed` ones) come first.
+    auto result = std::make_shared<exec_result>(std::move(r));
+    settle([self = shared_from_this(), ec, result] { self->complete(ec, std::move(*result)); });
 }
 
 // The worker could not make the execution's cgroup (a cgroup directory was required).

@@ -153,6 +153,15 @@ sandbox_network::sandbox_network(std::shared_ptr<egress> gate, unique_fd host_en
     asio::dispatch(st_->gate->get_executor(), [st = st_] { st->wait(); });
 }
 
+void sandbox_network::settle(std::function<void()> done)
+{
+    asio::dispatch(st_->gate->get_executor(), [st = st_, done = std::move(done)]() mutable {
+        boost::system::error_code ignored;
+        st->host.close(ignored);
+        st->proxy.stop(std::move(done));
+    });
+}
+
 sandbox_network::~sandbox_network()
 {
     auto ex = st_->gate->get_executor(); // before st_ moves into the handler

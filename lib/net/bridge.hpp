@@ -12,6 +12,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <functional>
 #include <memory>
 
 namespace sandbox::net {
@@ -33,6 +34,10 @@ public:
     /// Starts reading listeners from `host_end` and serving them with `gate`.
     SANDBOX_DECL sandbox_network(std::shared_ptr<egress> gate, unique_fd host_end);
     SANDBOX_DECL ~sandbox_network();
+
+    /// \brief Stops the proxy and calls `done` on its executor once every connection has
+    /// ended and emitted its `closed` record (the exec's records come before its result).
+    SANDBOX_DECL void settle(std::function<void()> done);
 
     struct state;
 

@@ -178,6 +178,7 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
     if (auto c = check_limits(o.limits); !c)
         return c.error();
     cfg.limits = o.limits;
+    cfg.sandbox_budget = o.sandbox_budget;
     auto rules = rule_set::compile(p);
     if (!rules)
         return rules.error();
@@ -289,13 +290,14 @@ opened egress::finish(net_record r, open_status s, std::string message, std::str
 }
 
 opened egress::refuse(net_protocol protocol, std::string requested, open_status why,
-                      std::string message)
+                      std::string message, std::string rule)
 {
     // What the parser did not accept is not recorded: it may carry credentials
     // (user:pass@host) or tokens (host/path?token=...). Only its size is.
     if (why == open_status::bad_request)
         requested = "(unparsed: " + std::to_string(requested.size()) + " bytes)";
     auto r = begin(protocol, requested, {}, 0);
+    r.rule = std::move(rule);
     return finish(std::move(r), why, std::move(message), to_string(why), tcp::socket(ex_));
 }
 

@@ -61,6 +61,9 @@ struct egress_config
     /// sends everything no deny rule or guard refuses to the upstream.
     bool has_allow_rules = false;
     net_limits limits{};
+    /// The sandbox's connection budget (shared with its other execs and sessions); empty:
+    /// only `limits.max_tunnels` and the process's budget count.
+    std::shared_ptr<tunnel_budget> sandbox_budget{};
     /// Gets every record, on the egress's executor. May be empty.
     net_record_handler on_record{};
 };
@@ -128,9 +131,10 @@ public:
     boost::asio::awaitable<opened> open(net_protocol protocol, std::string requested,
                                         authority target);
     /// \brief Records a request refused before it had a destination (unparsable, over the
-    /// tunnel cap, an unsupported command) and returns the refusal to send.
+    /// tunnel cap, an unsupported command) and returns the refusal to send. `rule` goes to
+    /// the record (for a cap: which one, "max_tunnels 512").
     opened refuse(net_protocol protocol, std::string requested, open_status why,
-                  std::string message);
+                  std::string message, std::string rule = {});
     /// \brief Emits the `closed` record of a connection `open` connected.
     void closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
                 std::string reason);

@@ -504,7 +504,7 @@ std::string requested_for_cap(const head_parser& p)
 }
 
 asio::awaitable<void> serve_one(egress& gate, tcp::socket& client, std::string first,
-                                bool over_cap, clock_type::time_point deadline)
+                                const std::string& over_cap, clock_type::time_point deadline)
 {
     const auto limit = gate.limits().max_head_bytes;
     head_result h = co_await read_head(client, std::move(first), limit, deadline);
@@ -522,11 +522,13 @@ asio::awaitable<void> serve_one(egress& gate, tcp::socket& client, std::string f
         co_return;
     }
     const bool is_connect = p.get().method() == http::verb::connect;
-    if (over_cap)
+    if (!over_cap.empty())
     {
-        co_await refuse(gate, client, is_connect ? net_protocol::connect : net_protocol::http,
-                        requested_for_cap(p), open_status::tunnel_cap,
-                        "too many connections through this proxy");
+        const opened r = gate.refuse(is_connect ? net_protocol::connect : net_protocol::http,
+                                     requested_for_cap(p), open_status::tunnel_cap,
+                                     "too many connections through this proxy (" + over_cap + ")",
+                                     over_cap);
+        co_await answer(client, http_status(r.status), r.message);
         co_return;
     }
     if (is_connect)
@@ -654,7 +656,7 @@ asio::awaitable<std::size_t> read_before(tcp::socket& s, asio::mutable_buffer b,
 }
 
 asio::awaitable<void> serve_http(std::shared_ptr<egress> gate, tcp::socket client,
-                                 std::string first, bool over_cap,
+                                 std::string first, std::string over_cap,
                                  clock_type::time_point head_deadline)
 {
     try

@@ -63,11 +63,11 @@ boost::asio::awaitable<std::size_t> read_before(boost::asio::ip::tcp::socket& s,
 /// \brief Serves one HTTP client to its end: the head (complete before `head_deadline`,
 /// at most `limits.max_head_bytes`), the checks, `egress::open` (or a refusal with its
 /// record), the reply, the relay, the `closed` record. `first`: bytes the proxy already
-/// read. `over_cap`: the proxy's connection cap is reached (a valid request is answered
-/// 503 and recorded as `tunnel_cap`). Terminal cancellation (the proxy's stop) closes it.
+/// read. `over_cap`: the connection cap that is reached ("max_tunnels 512"; empty: none),
+/// so that a valid request is answered 503 and recorded as `tunnel_cap` with it as the rule. Terminal cancellation (the proxy's stop) closes it.
 boost::asio::awaitable<void> serve_http(std::shared_ptr<egress> gate,
                                         boost::asio::ip::tcp::socket client, std::string first,
-                                        bool over_cap,
+                                        std::string over_cap,
                                         std::chrono::steady_clock::time_point head_deadline);
 
 } // namespace sandbox::net

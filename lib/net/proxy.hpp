@@ -10,7 +10,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 namespace sandbox::net {
@@ -30,6 +32,12 @@ public:
     /// \brief Closes the listeners and every connection (each gets its `closed` record with
     /// reason "stopped"). Idempotent.
     void stop();
+    /// \brief `stop`, then calls `drained` once every connection has ended and emitted its
+    /// last record, or after `bound` if some connection has not ended by then (a connection
+    /// ends within a turn of the loop once stopped; the bound is for a defect, never a
+    /// wait the caller should see). `drained` runs on the egress's executor, once.
+    void stop(std::function<void()> drained,
+              std::chrono::milliseconds bound = std::chrono::milliseconds(2000));
     /// Connections open now (being decided, or relaying).
     std::size_t connections() const noexcept;
 

@@ -276,17 +276,17 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
 } // namespace
 
 awaitable<void> serve_socks5(std::shared_ptr<egress> gate, tcp::socket client, std::string first,
-                             bool over_cap)
+                             std::string over_cap)
 {
     inbox in{client, std::move(first)};
     auto got = co_await within(handshake(in), gate->limits().socks_handshake_timeout);
     if (!got || !got->complete)
         co_return close_now(client);
     request req = std::move(*got);
-    if (req.target && over_cap)
+    if (req.target && !over_cap.empty())
     {
         gate->refuse(net_protocol::socks5, req.requested, open_status::tunnel_cap,
-                     "too many connections open");
+                     "too many connections open (" + over_cap + ")", over_cap);
         co_return co_await refuse_and_close(client, rep_of(open_status::tunnel_cap));
     }
     if (!req.target)

@@ -16,11 +16,11 @@ namespace sandbox::net {
 /// \brief Serves one SOCKS5 client to its end: handshake (within
 /// `socks_handshake_timeout`), the request, `egress::open`, the reply, the relay, the
 /// `closed` record. `first` holds the bytes the proxy already read (the version byte at
-/// least). `over_cap`: the proxy's connection cap is reached; the request is answered
-/// REP 01 and recorded as `tunnel_cap`. Terminal cancellation (the proxy's stop) closes it.
+/// least). `over_cap`: the connection cap that is reached (empty: none); the request is
+/// answered REP 01 and recorded as `tunnel_cap` with it as the rule. Terminal cancellation (the proxy's stop) closes it.
 boost::asio::awaitable<void> serve_socks5(std::shared_ptr<egress> gate,
                                           boost::asio::ip::tcp::socket client,
-                                          std::string first, bool over_cap);
+                                          std::string first, std::string over_cap);
 
 } // namespace sandbox::net
 

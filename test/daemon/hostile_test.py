@@ -519,6 +519,68 @@ class DescriptorTest(unittest.TestCase):
             d.stop()
 
 
+
+class TunnelBudgetTest(Fixture):
+    # -- 2: a sandbox's tunnels count against its own budget, not the daemon's descriptors --
+    def test_a_sandbox_spends_its_tunnel_budget_not_the_daemons(self):
+        held = []
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def hold():  # the destination: accepts and keeps every connection, never answers
+            listener.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    held.append(listener.accept()[0])
+                except OSError:
+                    pass
+
+        th = threading.Thread(target=hold)
+        th.start()
+        self.addCleanup(lambda: (stop.set(), th.join(), listener.close(),
+                                 [c.close() for c in held]))
+        root = tempfile.mkdtemp(prefix="sandboxd-tunnels-", dir=self.d.dir)
+        os.chmod(self.d.dir, 0o755)
+        os.chmod(root, 0o777)
+        self.rewrite("sandboxes:\n", "sandboxes:\n" + f"""  tunnels:
+    backend: bwrap
+    root: {root}
+    settings:
+      max_sandbox_tunnels: 6
+    defaults:
+      net:
+        mode: allow_list
+        rules:
+          - {{action: allow, host: 127.0.0.1, port: {port}}}
+""")
+        self.reload()
+        # Ten tunnels kept open at once: the first six are connected, the rest refused.
+        script = (
+            "import os, socket\n"
+            "port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])\n"
+            "kept = []\n"
+            "for i in range(10):\n"
+            "    s = socket.create_connection(('127.0.0.1', port))\n"
+            f"    s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n"
+            "    print(s.recv(12).decode().split(' ')[1], flush=True)\n"
+            "    kept.append(s)\n")
+        status, r = self.d.request("POST", "/v1/sandboxes/tunnels/exec", {
+            "command": "/usr/bin/python3", "args": ["-c", script]})
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["stdout"].split(), ["200"] * 6 + ["503"] * 4, r)
+        capped = [a["net"] for a in self.d.audit()
+                  if a.get("net", {}).get("reason") == "tunnel_cap"]
+        self.assertEqual(len(capped), 4, capped)
+        self.assertTrue(all(c.get("rule") == "max_sandbox_tunnels 6" for c in capped), capped)
+        # Every share came back: the next exec of the sandbox gets its six again.
+        status, r = self.d.request("POST", "/v1/sandboxes/tunnels/exec", {
+            "command": "/usr/bin/python3", "args": ["-c", script]})
+        self.assertEqual(r["stdout"].split(), ["200"] * 6 + ["503"] * 4, r)
+
+
 def main():
     global SANDBOX_RUN
     if len(sys.argv) < 3:

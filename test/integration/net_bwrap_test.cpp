@@ -441,6 +441,45 @@ BOOST_FIXTURE_TEST_CASE(environment_direct_connects_and_time_zero, net_fixture)
     BOOST_TEST(out == want);
 }
 
+// Every record of an exec's connections reaches `on_net_record` before the exec completes:
+// a tunnel the command leaves open (its destination never answers or closes) ends with the
+// tree, and its `closed` record is among those the completion handler has seen. Three
+// runs in a row.
+BOOST_FIXTURE_TEST_CASE(every_record_arrives_before_the_result, net_fixture)
+{
+    tcp_listener target; // never accepts during the runs: the backlog completes the dials
+    for (int run = 0; run < 3; ++run)
+    {
+        sandbox::exec_request req;
+        req.command = "/bin/bash";
+        req.args = {"-c", "exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'CONNECT "
+                          "files.test:" + std::to_string(target.port) +
+                              " HTTP/1.1\\r\\n\\r\\n' >&3; head -c 12 <&3; echo tunnel-data >&3"};
+        req.options = allow_files();
+        req.options.env.inject["PATH"] = "/usr/bin:/bin";
+        std::vector<sandbox::net_record> mine;
+        req.on_net_record = [&mine](const sandbox::net_record& r) { mine.push_back(r); };
+        std::optional<std::vector<sandbox::net_record>> at_completion;
+        sandbox::exec_result result;
+        sandbox::async_exec(runner, std::move(req),
+                            [&](boost::system::error_code ec, sandbox::exec_result r) {
+                                BOOST_TEST(!ec, r.diag);
+                                result = std::move(r);
+                                at_completion = mine;
+                            });
+        ioc.restart();
+        ioc.run_for(40s);
+        BOOST_REQUIRE(at_completion.has_value());
+        BOOST_TEST(result.out.data == "HTTP/1.1 200", result.err.data);
+        BOOST_REQUIRE_EQUAL(at_completion->size(), 2u);
+        BOOST_TEST((at_completion->at(0).event == sandbox::net_event::decision));
+        BOOST_TEST((at_completion->at(0).verdict == sandbox::net_verdict::allowed));
+        BOOST_TEST((at_completion->at(1).event == sandbox::net_event::closed));
+        BOOST_TEST(at_completion->at(1).bytes_up == 12u); // "tunnel-data\n"
+        BOOST_TEST(mine.size() == 2u); // nothing came after
+    }
+}
+
 // A session under allow_list has its proxy for its whole life; when it ends, its tunnels
 // close (the host's server sees end of file) with a `closed` record.
 BOOST_FIXTURE_TEST_CASE(a_session_keeps_its_proxy_until_it_ends, net_fixture)

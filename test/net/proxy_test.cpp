@@ -47,8 +47,21 @@ struct proxy_fixture
     std::shared_ptr<egress> gate{};
     std::unique_ptr<egress_proxy> proxy{};
     std::uint16_t port = 0;
+    /// A second exec's proxy on this loop, with a config like the first's (its budget
+    /// shared): returns its port. Stopped with the fixture's.
+    std::uint16_t add_proxy()
+    {
+        auto second = std::make_shared<egress>(ioc.get_executor(), egress_config(gate->config()));
+        more.push_back(std::make_unique<egress_proxy>(second));
+        tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        const auto p = a.local_endpoint().port();
+        more.back()->add_listener(std::move(a));
+        return p;
+    }
+    std::vector<std::unique_ptr<egress_proxy>> more{};
 
-    explicit proxy_fixture(net_limits limits = short_limits())
+    explicit proxy_fixture(net_limits limits = short_limits(),
+                           std::shared_ptr<tunnel_budget> budget = nullptr)
     {
         net_policy p;
         p.mode = net_mode::allow_list;
@@ -65,6 +78,7 @@ struct proxy_fixture
         cfg.dns = dns;
         cfg.guard = address_guard{};
         cfg.limits = limits;
+        cfg.sandbox_budget = std::move(budget);
         cfg.on_record = [this](const net_record& r) { records.push_back(r); };
         gate = std::make_shared<egress>(ioc.get_executor(), std::move(cfg));
         proxy = std::make_unique<egress_proxy>(gate);
@@ -91,12 +105,15 @@ struct proxy_fixture
         asio::co_spawn(ioc, body(), [&](std::exception_ptr e) {
             done = true;
             proxy->stop();
+            for (auto& p : more)
+                p->stop();
             if (e)
                 std::rethrow_exception(e);
         });
         ioc.run_for(30s);
         BOOST_REQUIRE(done);
         proxy.reset();
+        more.clear();
         ioc.restart();
         ioc.run_for(5s);
     }
@@ -747,13 +764,72 @@ BOOST_AUTO_TEST_CASE(a_connection_flood_pauses_accepting_at_the_ceiling)
         co_await t.async_wait(asio::use_awaitable);
         BOOST_TEST(f.proxy->connections() == 65u);
         BOOST_TEST(f.records.empty()); // nothing was read, so nothing was decided
-        // One silent client goes: the waiting one is accepted and answered (over the cap).
-        silent.front().close();
+        // One silent client being refused goes: the waiting one is accepted and answered
+        // (over the cap: the first silent one still holds the only share).
+        silent.back().close();
         std::string extra;
         BOOST_TEST(starts_with(co_await read_head(late, extra), "HTTP/1.1 503 "));
     });
     BOOST_REQUIRE(!f.records.empty());
     BOOST_TEST(f.records.front().reason == "tunnel_cap");
+}
+
+// Two execs of one sandbox share its budget: past it, a new connection through either is
+// answered 503 with a record naming the budget, the open ones keep working, and a share
+// given back is taken by the next connection.
+BOOST_AUTO_TEST_CASE(the_sandbox_budget_is_shared_by_its_proxies)
+{
+    auto budget = std::make_shared<tunnel_budget>(2);
+    auto limits = proxy_fixture::short_limits();
+    proxy_fixture a(limits, budget);
+    const std::uint16_t b_port = a.add_proxy(); // another exec of the same sandbox
+    origin o(a.ioc);
+    o.serve(echo);
+    a.run([&]() -> asio::awaitable<void> {
+        const auto open = [&](std::uint16_t proxy) -> asio::awaitable<std::pair<tcp::socket, std::string>> {
+            auto c = co_await dial(proxy);
+            co_await send(c, connect_head(o.port()));
+            std::string extra;
+            std::string head = co_await read_head(c, extra);
+            co_return std::pair{std::move(c), std::move(head)};
+        };
+        auto [c1, h1] = co_await open(a.port);
+        auto [c2, h2] = co_await open(b_port);
+        BOOST_TEST(starts_with(h1, "HTTP/1.1 200 "));
+        BOOST_TEST(starts_with(h2, "HTTP/1.1 200 "));
+        BOOST_TEST(budget->in_use() == 2u);
+        auto [c3, h3] = co_await open(a.port);
+        BOOST_TEST(starts_with(h3, "HTTP/1.1 503 "), h3);
+        // The open tunnels keep working.
+        co_await send(c2, "still");
+        BOOST_TEST(co_await read_n(c2, 5) == "still");
+        c1.close();
+        BOOST_TEST(co_await eventually([&] { return budget->in_use() == 1u; }));
+        auto [c4, h4] = co_await open(b_port);
+        BOOST_TEST(starts_with(h4, "HTTP/1.1 200 "), h4);
+        o.close();
+    });
+    const auto capped = std::find_if(a.records.begin(), a.records.end(), [](const net_record& r) {
+        return r.reason == "tunnel_cap";
+    });
+    BOOST_REQUIRE(capped != a.records.end());
+    BOOST_TEST(capped->rule == "max_sandbox_tunnels 2");
+    BOOST_TEST(budget->in_use() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_process_budget_leaves_a_reserve_and_two_descriptors_per_tunnel)
+{
+    BOOST_TEST(tunnel_budget_for_descriptors(1024) == 448u);
+    BOOST_TEST(tunnel_budget_for_descriptors(65536) == 28672u);
+    BOOST_TEST(tunnel_budget_for_descriptors(64) == 1u);
+    BOOST_TEST(tunnel_budget_for_descriptors(0) == 1u);
+    tunnel_budget b(2);
+    BOOST_TEST(b.try_acquire());
+    BOOST_TEST(b.try_acquire());
+    BOOST_TEST(!b.try_acquire());
+    b.release();
+    BOOST_TEST(b.try_acquire());
+    BOOST_TEST(b.in_use() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(idle_tunnel_closes_but_a_streaming_one_does_not)

@@ -62,7 +62,7 @@ struct socks_rig
     egress_rig eg;
     tcp::acceptor front{listen_on(ctx, "127.0.0.1")};
     tcp::acceptor dest{listen_on(ctx, "127.0.0.2")};
-    bool over_cap = false;
+    std::string over_cap{}; // the cap that is spent ("" none)
     std::string dest_got;
     bool dest_served = false;
 
@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(dial_refused_is_rep_05)
 BOOST_AUTO_TEST_CASE(over_the_cap_is_rep_01_recorded_as_tunnel_cap)
 {
     socks_rig rig({allow("127.0.0.2")});
-    rig.over_cap = true;
+    rig.over_cap = "max_tunnels 1";
     const std::string got = talk(
         rig, greeting + socks_request(1, 1, std::string("\x7f\x00\x00\x02", 4), rig.dest_port()));
     BOOST_REQUIRE_EQUAL(got.size(), 12u);

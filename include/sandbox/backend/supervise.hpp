@@ -87,6 +87,12 @@ struct spawn_plan
     /// reports the whole tree gone. When no report comes (the worker was lost, or the caller
     /// went away mid-run), once the helper that ran the tree has been reaped.
     std::shared_ptr<void> tree_resources{};
+    /// Called once the worker has reported the tree gone (or nothing was spawned), before
+    /// the result is delivered: the backend settles what the tree used and calls `done`
+    /// (on the supervision's executor, at most once) when every record about it is out
+    /// (bwrap: the egress proxy has stopped and each connection's `closed` record has
+    /// reached `on_net_record`). Not called when the worker was lost. Empty: nothing to wait for.
+    std::function<void(std::function<void()> done)> settle{};
 };
 
 /// What every backend on the supervisor enforces: the environment policy, the sampled caps

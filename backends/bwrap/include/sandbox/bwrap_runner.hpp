@@ -58,6 +58,8 @@ struct bwrap_runner_options : common_runner_options
     std::string sandbox_user{};
     /// The egress proxy's limits and resolver, for calls under `net_mode::allow_list` and
     /// `net_mode::proxy` (each call or session gets its own proxy, on the runner's executor).
+    /// Every call and session of the runner counts its connections against one budget:
+    /// `proxy.sandbox_budget`, or one the runner makes of `limits.max_sandbox_tunnels`.
     proxy_options proxy{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
