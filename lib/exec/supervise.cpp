@@ -824,15 +824,16 @@ void supervision::finish()
     const auto* rep = report();
     if (capped())
         svc_.on_capped_end(rep);
+    // The worker said the tree is gone (or nothing was spawned), unless it was lost.
+    const bool tree_gone = rep ? rep->reason != end_reason::supervisor_lost
+                               : std::holds_alternative<not_spawned>(ending_);
     // A worker that reported is idle again and serves the next execution.
-    if (rep ? rep->reason != end_reason::supervisor_lost
-            : std::holds_alternative<not_spawned>(ending_))
+    if (tree_gone)
         svc_.release(unique_fd(channel_.release()));
     boost::system::error_code ignored;
     channel_.close(ignored);
     auto settle = std::move(plan_.settle);
-    if (!settle || (rep && rep->reason == end_reason::supervisor_lost) ||
-        (!rep && !std::holds_alternative<not_spawned>(ending_)))
+    if (!settle || !tree_gone)
         return complete(ec, std::move(r));
     // The backend's records about the tree (the proxy's `closed` ones) come first.
     auto result = std::make_shared<exec_result>(std::move(r));
