@@ -138,11 +138,17 @@ struct origin
     }
     std::uint16_t port() const { return port_; }
 
-    void serve(std::function<asio::awaitable<void>(tcp::socket)> f)
+    using handler = std::function<asio::awaitable<void>(tcp::socket)>;
+
+    void serve(handler f)
     {
-        asio::co_spawn(acceptor.get_executor(), loop(std::move(f)), asio::detached);
+        asio::co_spawn(acceptor.get_executor(),
+                       loop(std::make_shared<handler>(std::move(f))), asio::detached);
     }
-    asio::awaitable<void> loop(std::function<asio::awaitable<void>(tcp::socket)> f)
+    // Each connection's coroutine shares the handler: a lambda coroutine reads its captures
+    // through the closure, which must outlive the accept loop (close() ends the loop while
+    // connections may still be served).
+    asio::awaitable<void> loop(std::shared_ptr<handler> f)
     {
         for (;;)
         {
@@ -150,8 +156,12 @@ struct origin
             if (ec)
                 co_return;
             ++accepted;
-            asio::co_spawn(acceptor.get_executor(), f(std::move(s)), asio::detached);
+            asio::co_spawn(acceptor.get_executor(), serve_one(f, std::move(s)), asio::detached);
         }
+    }
+    static asio::awaitable<void> serve_one(std::shared_ptr<handler> f, tcp::socket s)
+    {
+        co_await (*f)(std::move(s));
     }
     void close()
     {
@@ -531,6 +541,8 @@ BOOST_AUTO_TEST_CASE(stalled_directions_lose_nothing_when_reading_resumes)
         asio::co_spawn(s.get_executor(), writer(), asio::detached);
         co_await eventually([&] { return origin_may_read; });
         origin_got = co_await read_all(s);
+        // The writer uses this frame's socket and closure: it must end first.
+        co_await eventually([&] { return origin_sent_all; });
     });
     f.run([&]() -> asio::awaitable<void> {
         auto c = co_await dial(f.port);
@@ -554,6 +566,7 @@ BOOST_AUTO_TEST_CASE(stalled_directions_lose_nothing_when_reading_resumes)
         const std::string got = extra + co_await read_all(c);
         BOOST_TEST(got.size() == total);
         BOOST_TEST((got == pattern(0, total)));
+        BOOST_TEST(co_await eventually([&] { return client_sent_all; }));
         BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
         o.close();
     });
