@@ -9,6 +9,9 @@
 //                       same bytes without the "--- "
 //   unknown_keys_call   parse_call of a ~1 MiB body with 80,000 unknown keys at the top
 //                       (refused: one problem each, every one in the message)
+//   syntax_error_call   parse_call of a ~1 MiB body whose one string ends in a control
+//                       character (refused, at that character: the extra passes that find
+//                       it); the baseline parses the same body without it
 //   deep_json_call      parse_call of 30,000 nested lists (refused: too deep); the baseline
 //                       parses them all (max_depth lifted)
 //   deep_yaml_document  parse_document of the same bytes, read as YAML (refused)
@@ -79,6 +82,13 @@ std::string wide_call(int keys)
 std::string unknown_keys_call(int keys)
 {
     return R"({"command":"env",)" + wide_object(keys).substr(1);
+}
+
+// A call whose command is a ~1 MiB string; `last` ends it (a control character there is a
+// syntax error at the last value's last byte: the positional passes' worst case).
+std::string long_string_call(char last)
+{
+    return R"({"command":")" + std::string((1 << 20) - 40, 'x') + last + "\"}";
 }
 
 std::string document_with(const std::string& defaults)
@@ -167,6 +177,7 @@ int main(int argc, char** argv)
         {"wide_json_call", wide_call(80000), wide_call(80000), call_ok, true},
         {"wide_yaml_document", "--- " + wide_yaml, wide_yaml, document_ok, true},
         {"unknown_keys_call", unknown_keys_call(80000), unknown_keys_call(80000), call_ok, false},
+        {"syntax_error_call", long_string_call('\x01'), long_string_call('y'), call_ok, false},
         {"deep_json_call", deep, deep, call_ok, false},
         {"deep_yaml_document", deep, deep, document_ok, false},
         {"typical_call", typical_call_text, typical_call_text, call_ok, true},

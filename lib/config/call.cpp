@@ -77,12 +77,7 @@ outcome<call_document> parse_call(std::string_view json)
     }
     if (problems.empty())
         return c;
-    std::string message;
-    for (std::size_t i = 0; i < problems.size(); ++i)
-        message += (i ? "\n" : "") + to_string(problems[i]);
-    auto f = make_failure(errc::validation, std::move(message));
-    f.diag.rule = problems.front().path;
-    return f;
+    return detail::failure_of_problems(problems, "");
 }
 
 } // namespace sandbox::config

@@ -41,10 +41,12 @@ public:
     // A list of non-empty strings.
     std::optional<std::vector<std::string>> strings(const node& n, const std::string& path);
 
-    std::size_t count() const noexcept { return problems_.size(); }
+    // How many problems this reader found (listed or not: see add_problem).
+    std::size_t count() const noexcept { return failures_; }
 
 private:
     std::vector<problem>& problems_;
+    std::size_t failures_ = 0;
 };
 
 // An entry's `defaults` (also the options of a call); problems go to `r`.

@@ -70,14 +70,7 @@ outcome<document> decode(std::string_view text, std::vector<problem>& problems)
     in_document_order(problems);
     if (problems.empty())
         return d;
-    std::string message = problems.size() == 1
-                              ? "sandbox config: "
-                              : "sandbox config: " + std::to_string(problems.size()) + " problems:\n";
-    for (std::size_t i = 0; i < problems.size(); ++i)
-        message += (i ? "\n" : "") + to_string(problems[i]);
-    auto f = make_failure(problems.front().code, std::move(message));
-    f.diag.rule = problems.front().path;
-    return f;
+    return detail::failure_of_problems(problems, "sandbox config: ");
 }
 
 } // namespace

@@ -1,18 +1,74 @@
 // lib/config/json_reader.cpp: strict JSON into the tree, with positions. Boost.JSON's
 // basic_parser does the syntax; the handler builds the tree and refuses duplicate keys (which
 // boost::json::parse would resolve silently) and nesting deeper than max_nesting_depth. The
-// text is fed a byte at a time so that each event knows where it happened (documents are
-// small: at most max_document_bytes).
+// text is parsed in one pass; a cursor that knows only token boundaries (white space, the
+// separators, where a string or a scalar ends) walks beside the parser, one token per event,
+// to say where each value starts. Only a syntax error costs more passes (at most three, each
+// whole up to where the last one narrowed it) to find the offending byte.
 #include "config/decode.hpp"
 #include "config/tree.hpp"
 
 #include <boost/json/basic_parser_impl.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace sandbox::config::detail {
 namespace {
+
+// Where the parser is, by tokens: each event of the parser is one token of the text, in order,
+// so moving to the next token's first byte (past white space, ',' and ':') and then past its
+// end gives every value its line and column without feeding the parser byte by byte.
+struct token_cursor
+{
+    std::string_view text{};
+    std::size_t at = 0;       // the next byte to look at
+    int line = 1, column = 0; // of the byte before `at`
+
+    bool more() const noexcept { return at < text.size(); }
+    void step() noexcept
+    {
+        const char c = text[at++];
+        if (c == '\n')
+        {
+            ++line;
+            column = 0;
+        }
+        else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
+            ++column;
+    }
+    // Onto the first byte of the next token: `line` and `column` are then its own.
+    void to_token() noexcept
+    {
+        while (more() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' ||
+                          text[at] == '\n' || text[at] == ',' || text[at] == ':'))
+            step();
+        if (more())
+            step();
+    }
+    // From a string's opening quote to past its closing one.
+    void past_string() noexcept
+    {
+        while (more())
+        {
+            const char c = text[at];
+            step();
+            if (c == '\\' && more())
+                step();
+            else if (c == '"')
+                return;
+        }
+    }
+    // From a number's or a literal's first byte to its last.
+    void past_scalar() noexcept
+    {
+        while (more() && text[at] != ' ' && text[at] != '\t' && text[at] != '\r' &&
+               text[at] != '\n' && text[at] != ',' && text[at] != ']' && text[at] != '}')
+            step();
+    }
+};
 
 struct json_handler
 {
@@ -25,7 +81,7 @@ struct json_handler
     std::optional<node> root{};
     std::string key{}, part{};
     bool have_key = false;
-    int line = 1, column = 0; // of the byte fed last
+    token_cursor pos{};
     std::vector<problem> problems{};
 
     node* place()
@@ -44,12 +100,19 @@ struct json_handler
         have_key = false;
         return &m.second;
     }
+    // The value whose token starts next: placed, with its position; the cursor then moves past
+    // the token (a container's only token is its opening bracket).
     node* value(node::kind k)
     {
+        pos.to_token();
         node* n = place();
         n->what = k;
-        n->line = line;
-        n->column = column;
+        n->line = pos.line;
+        n->column = pos.column;
+        if (k == node::kind::string)
+            pos.past_string();
+        else if (k != node::kind::array && k != node::kind::object)
+            pos.past_scalar();
         return n;
     }
     int key_line = 0, key_column = 0;
@@ -69,6 +132,7 @@ struct json_handler
     {
         if (open_.full())
         {
+            pos.to_token();
             ec = boost::json::error::too_deep; // read_json says where
             return false;
         }
@@ -78,12 +142,14 @@ struct json_handler
     bool on_array_begin(boost::system::error_code& ec) { return open(node::kind::array, ec); }
     bool on_array_end(std::size_t, boost::system::error_code&)
     {
+        pos.to_token();
         open_.pop();
         return true;
     }
     bool on_object_begin(boost::system::error_code& ec) { return open(node::kind::object, ec); }
     bool on_object_end(std::size_t, boost::system::error_code&)
     {
+        pos.to_token();
         open_.pop();
         return true;
     }
@@ -109,12 +175,20 @@ struct json_handler
         part.append(s.data(), s.size());
         key = std::move(part);
         part.clear();
-        key_line = line;
-        key_column = column;
+        pos.to_token();
+        key_line = pos.line;
+        key_column = pos.column;
+        pos.past_string();
         if (const node* dup = open_.add_key(key))
-            problems.push_back({errc::validation, member_path(open_.path(), key), line, column,
-                                "duplicate key \"" + key + "\" (first at line " +
-                                    std::to_string(dup->key_line) + ")"});
+        {
+            if (!listing(problems))
+                add_problem(problems, {});
+            else
+                add_problem(problems,
+                            {errc::validation, member_path(open_.path(), key), key_line, key_column,
+                             "duplicate key \"" + key + "\" (first at line " +
+                                 std::to_string(dup->key_line) + ")"});
+        }
         have_key = true;
         return true;
     }
@@ -164,65 +238,99 @@ struct json_handler
 
 using json_parser = boost::json::basic_parser<json_handler>;
 
-// Feeds `text` to `p` a byte at a time, so that each event knows its line and column.
-boost::system::error_code feed(json_parser& p, std::string_view text)
+// The line and column of byte `offset` of `text` (1-based; a UTF-8 character is one column).
+std::pair<int, int> line_column(std::string_view text, std::size_t offset)
 {
-    auto& h = p.handler();
-    boost::system::error_code ec;
-    for (std::size_t i = 0; i < text.size() && !ec; ++i)
-    {
-        if (text[i] == '\n')
-        {
-            ++h.line;
-            h.column = 0;
-        }
-        else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80)
-            ++h.column;
-        p.write_some(true, text.data() + i, 1, ec);
-        if (!ec && p.done())
-        {
-            // A whole value: only white space may follow.
-            const auto next = text.find_first_not_of(" \t\r\n", i + 1);
-            if (next != std::string_view::npos)
-            {
-                for (std::size_t k = i + 1; k <= next; ++k)
-                    text[k] == '\n' ? (++h.line, h.column = 0) : ++h.column;
-                ec = boost::json::error::extra_data;
-            }
-            return ec;
-        }
-    }
-    if (!ec && !p.done())
-        p.write_some(false, nullptr, 0, ec);
-    return ec;
+    token_cursor c{text};
+    while (c.at <= offset && c.more())
+        c.step();
+    return {c.line, std::max(c.column, 1)};
 }
 
-problem syntax_problem(const json_handler& h, boost::system::error_code ec)
+struct parse_end
 {
-    const int column = std::max(h.column, 1);
-    if (ec == boost::json::error::too_deep)
-        return too_deep(h.here(), h.line, column);
-    std::string what = ec == boost::json::error::extra_data
+    boost::system::error_code ec{};
+    std::size_t offset = 0; // of the offending byte, for a syntax error
+};
+
+// Parses `text` into `p`'s handler: whole up to `whole_up_to`, then `step` bytes at a time, so
+// that a syntax error past `whole_up_to` is known to lie in the piece where it was found
+// (`offset` is that piece's first byte; with a step of 1, the offending byte).
+parse_end feed(json_parser& p, std::string_view text, std::size_t whole_up_to, std::size_t step)
+{
+    p.handler().pos.text = text;
+    parse_end e;
+    std::size_t used = whole_up_to < text.size()
+                           ? p.write_some(true, text.data(), whole_up_to, e.ec)
+                           : p.write_some(false, text.data(), text.size(), e.ec);
+    for (std::size_t i = used; !e.ec && !p.done() && i < text.size(); i += step)
+    {
+        used = i + p.write_some(true, text.data() + i, std::min(step, text.size() - i), e.ec);
+        e.offset = i;
+    }
+    if (!e.ec && !p.done())
+        p.write_some(false, nullptr, 0, e.ec);
+    if (!e.ec && p.done())
+    {
+        // A whole value: only white space may follow.
+        const auto next = text.find_first_not_of(" \t\r\n", used);
+        if (next != std::string_view::npos)
+        {
+            e.ec = boost::json::error::extra_data;
+            e.offset = next;
+        }
+    }
+    // The text ended inside a value: the error is at its last byte.
+    if (e.ec == boost::json::error::incomplete)
+        e.offset = text.empty() ? 0 : text.size() - 1;
+    return e;
+}
+
+problem syntax_problem(const json_handler& h, std::string_view text, const parse_end& e)
+{
+    if (e.ec == boost::json::error::too_deep)
+        return too_deep(h.here(), h.pos.line, std::max(h.pos.column, 1));
+    std::string what = e.ec == boost::json::error::extra_data
                            ? "multiple JSON documents (a second value follows the first)"
-                           : "not valid JSON: " + ec.message();
-    return {errc::validation, {}, h.line, column, std::move(what)};
+                           : "not valid JSON: " + e.ec.message();
+    const auto [line, column] = line_column(text, std::min(e.offset, text.size() - 1));
+    return {errc::validation, {}, line, column, std::move(what)};
+}
+
+boost::json::parse_options json_options()
+{
+    boost::json::parse_options options;
+    options.max_depth = max_nesting_depth + 1; // the handler refuses first, and says where
+    return options;
 }
 
 } // namespace
 
 read_result read_json(std::string_view text)
 {
-    boost::json::parse_options options;
-    options.max_depth = max_nesting_depth + 1; // the handler refuses first, and says where
-    json_parser p(options);
-    auto& h = p.handler();
-    const auto ec = feed(p, text);
+    std::optional<json_parser> p(std::in_place, json_options());
+    auto e = feed(*p, text, text.size(), 1);
+    // A syntax error lies past the last token the handler saw: parse again, whole up to there,
+    // then in pieces of 4 KiB, 64 bytes and 1 byte, each pass whole up to the piece the last
+    // one failed in. A few fast passes, never one byte at a time over a long stretch.
+    std::size_t from = p->handler().pos.at, step = 4096;
+    while (e.ec && e.ec != boost::json::error::too_deep && e.ec != boost::json::error::extra_data &&
+           e.ec != boost::json::error::incomplete)
+    {
+        p.emplace(json_options());
+        e = feed(*p, text, from, step);
+        if (step == 1)
+            break;
+        from = e.offset;
+        step = step > 64 ? 64 : 1;
+    }
+    auto& h = p->handler();
     read_result r;
     r.problems = std::move(h.problems);
-    if (ec)
-        r.problems.push_back(syntax_problem(h, ec));
+    if (e.ec)
+        add_problem(r.problems, syntax_problem(h, text, e));
     // After extra data the first value is whole: its problems count too.
-    if (!ec || ec == boost::json::error::extra_data)
+    if (!e.ec || e.ec == boost::json::error::extra_data)
         r.root = std::move(h.root);
     return r;
 }

@@ -40,9 +40,46 @@ const char* kind_name(node::kind k) noexcept
     return "a value";
 }
 
+bool add_problem(std::vector<problem>& sink, problem p)
+{
+    if (sink.size() < max_listed_problems)
+    {
+        sink.push_back(std::move(p));
+        return true;
+    }
+    // The last problem counts the rest: "... and N more problems (only the first 100 are
+    // listed)"; N is read back from its own message.
+    constexpr std::string_view lead = "... and ";
+    std::size_t more = 1;
+    if (sink.size() == max_listed_problems)
+        sink.push_back({errc::validation, {}, 0, 0, {}});
+    else
+        more += std::stoul(sink.back().message.substr(lead.size()));
+    sink.back().message = std::string(lead) + std::to_string(more) +
+                          " more problems (only the first " + std::to_string(max_listed_problems) +
+                          " are listed)";
+    return false;
+}
+
+failure failure_of_problems(const std::vector<problem>& problems, std::string_view lead)
+{
+    std::string message(lead);
+    if (problems.size() > max_listed_problems)
+        message += "more than " + std::to_string(max_listed_problems) + " problems:\n";
+    else if (problems.size() > 1)
+        message += std::to_string(problems.size()) + " problems:\n";
+    for (std::size_t i = 0; i < problems.size(); ++i)
+        message += (i ? "\n" : "") + to_string(problems[i]);
+    auto f = make_failure(problems.front().code, std::move(message));
+    f.diag.rule = problems.front().path;
+    return f;
+}
+
 void reader::fail(const std::string& path, const node* at, std::string message, errc code)
 {
-    problems_.push_back({code, path, at ? at->line : 0, at ? at->column : 0, std::move(message)});
+    ++failures_;
+    add_problem(problems_,
+                {code, path, at ? at->line : 0, at ? at->column : 0, std::move(message)});
 }
 
 bool reader::known_keys(const node& obj, const std::string& path,
@@ -56,12 +93,18 @@ bool reader::known_keys(const node& obj, const std::string& path,
             found = found || k == key;
         if (found)
             continue;
+        good = false;
+        ++failures_;
+        if (!listing(problems_))
+        {
+            add_problem(problems_, {});
+            continue;
+        }
         std::string list;
         for (auto k : known)
             list += (list.empty() ? "" : ", ") + std::string(k);
-        problems_.push_back({errc::validation, member_path(path, key), value.key_line,
-                             value.key_column, "unknown key (known here: " + list + ")"});
-        good = false;
+        add_problem(problems_, {errc::validation, member_path(path, key), value.key_line,
+                                value.key_column, "unknown key (known here: " + list + ")"});
     }
     return good;
 }

@@ -2,6 +2,7 @@
 // from the catalog, the capability gate, the composed chain; every problem reported, and what
 // was built destroyed in reverse order when the build fails.
 #include "config/backends.hpp"
+#include "config/tree.hpp"
 
 #include <sandbox/config/registry.hpp>
 #include <sandbox/error.hpp>
@@ -111,7 +112,8 @@ std::optional<std::string> resolve_root(const sandbox_entry& e, const build_opti
         auto it = opts.workspaces.find(e.workspace);
         if (it == opts.workspaces.end())
         {
-            problems.push_back(at_entry(e, field, "unknown workspace \"" + e.workspace + "\""));
+            detail::add_problem(problems,
+                                at_entry(e, field, "unknown workspace \"" + e.workspace + "\""));
             return std::nullopt;
         }
         root = it->second;
@@ -120,12 +122,12 @@ std::optional<std::string> resolve_root(const sandbox_entry& e, const build_opti
     auto real = std::filesystem::canonical(root, ec);
     if (ec)
     {
-        problems.push_back(at_entry(e, field, "\"" + root + "\": " + ec.message()));
+        detail::add_problem(problems, at_entry(e, field, "\"" + root + "\": " + ec.message()));
         return std::nullopt;
     }
     if (!std::filesystem::is_directory(real, ec))
     {
-        problems.push_back(at_entry(e, field, "\"" + root + "\" is not a directory"));
+        detail::add_problem(problems, at_entry(e, field, "\"" + root + "\" is not a directory"));
         return std::nullopt;
     }
     return real.string();
@@ -161,8 +163,9 @@ std::unique_ptr<runner> make_backend(const backend_factory& make, const sandbox_
     {
         auto r = make(ctx);
         if (!r)
-            problems.push_back(at_entry(e, "backend", "the factory of \"" + e.backend +
-                                                          "\" made no runner"));
+            detail::add_problem(
+                problems,
+                at_entry(e, "backend", "the factory of \"" + e.backend + "\" made no runner"));
         return r;
     }
     catch (const sandbox::error& x)
@@ -170,14 +173,14 @@ std::unique_ptr<runner> make_backend(const backend_factory& make, const sandbox_
         const auto code = x.code().category() == error_category()
                               ? static_cast<errc>(x.code().value())
                               : errc::validation;
-        problems.push_back(at_entry(e, x.diag().rule.empty() ? "settings" : "", x.diag().message,
-                                    code));
+        detail::add_problem(
+            problems, at_entry(e, x.diag().rule.empty() ? "settings" : "", x.diag().message, code));
         if (!x.diag().rule.empty())
             problems.back().path = x.diag().rule;
     }
     catch (const std::exception& x)
     {
-        problems.push_back(at_entry(e, "settings", x.what()));
+        detail::add_problem(problems, at_entry(e, "settings", x.what()));
     }
     return nullptr;
 }
@@ -245,14 +248,7 @@ namespace {
 
 outcome<registry> fail_with(std::vector<problem>& problems)
 {
-    std::string message = problems.size() == 1
-                              ? "sandbox config: "
-                              : "sandbox config: " + std::to_string(problems.size()) + " problems:\n";
-    for (std::size_t i = 0; i < problems.size(); ++i)
-        message += (i ? "\n" : "") + to_string(problems[i]);
-    auto f = make_failure(problems.front().code, std::move(message));
-    f.diag.rule = problems.front().path;
-    return f;
+    return detail::failure_of_problems(problems, "sandbox config: ");
 }
 
 } // namespace
@@ -286,12 +282,13 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
         const std::size_t before = problems.size();
         auto root = resolve_root(e, opts, problems);
         if (e.approval.any() && !opts.ask)
-            problems.push_back(at_entry(e, "approval",
-                                        "approval predicates need an approver (the "
-                                        "application's build_options::ask)"));
+            detail::add_problem(problems, at_entry(e, "approval",
+                                                   "approval predicates need an approver (the "
+                                                   "application's build_options::ask)"));
         auto f = factories_.find(e.backend);
         if (f == factories_.end())
-            problems.push_back(at_entry(e, "backend", "unknown backend \"" + e.backend + "\""));
+            detail::add_problem(problems,
+                                at_entry(e, "backend", "unknown backend \"" + e.backend + "\""));
         if (problems.size() != before)
             continue;
         backend_context ctx{ex, *root, e.settings, entry_path(e) + ".settings",
@@ -315,7 +312,7 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
         }
         catch (const sandbox::error& x)
         {
-            problems.push_back(at_entry(e, "", x.diag().message));
+            detail::add_problem(problems, at_entry(e, "", x.diag().message));
         }
     }
     if (!problems.empty())

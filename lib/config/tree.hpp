@@ -4,6 +4,7 @@
 #define SANDBOX_LIB_CONFIG_TREE_HPP
 
 #include <sandbox/config/document.hpp>
+#include <sandbox/failure.hpp>
 
 #include <boost/json/value.hpp>
 
@@ -86,6 +87,25 @@ private:
 
     std::vector<frame> frames_{};
 };
+
+// At most this many problems are listed for one document or call; past it, one last problem
+// says how many more there were (a document of 80,000 bad keys costs a bounded message and
+// bounded time, not one line each).
+inline constexpr std::size_t max_listed_problems = 100;
+
+// Adds `p` to `sink` while it lists fewer than max_listed_problems; past that, counts it in
+// one last problem that says how many more there were. Whether `p` was listed.
+bool add_problem(std::vector<problem>& sink, problem p);
+// Whether `sink` still lists problems (one more would be listed): callers that build an
+// expensive message check first.
+inline bool listing(const std::vector<problem>& sink) noexcept
+{
+    return sink.size() < max_listed_problems;
+}
+
+// The failure that lists `problems` (at least one), each on its line after `lead`, counted when
+// there are several: the first one's code, its path as the rule.
+failure failure_of_problems(const std::vector<problem>& problems, std::string_view lead);
 
 // The problem of a container that would nest deeper than max_nesting_depth.
 problem too_deep(std::string path, int line, int column);

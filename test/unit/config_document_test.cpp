@@ -258,8 +258,8 @@ BOOST_AUTO_TEST_CASE(json_problems_have_the_same_paths_and_point_at_their_line)
     };
     for (const auto& [body, r] : rules)
         expect_one(json(body), r.path, r.message, {3, -1});
-    // JSON positions point at the end of the value: the closing quote of "v2".
-    expect_one(R"({"version": "v2", "sandboxes": {}})", "version", "not supported", {1, 16});
+    // JSON positions point where the value starts, as YAML's do: the opening quote of "v2".
+    expect_one(R"({"version": "v2", "sandboxes": {}})", "version", "not supported", {1, 13});
 }
 
 BOOST_AUTO_TEST_CASE(a_problem_is_written_with_its_path_and_position)
@@ -337,6 +337,10 @@ BOOST_AUTO_TEST_CASE(syntax_errors_have_a_line_and_nothing_else_is_reported)
     expect_one("{\"version\": \"v9\", \"sandboxes\": {}", "", "not valid JSON", {1, -1});
     expect_one("{\"version\": \"v9\", // no comments\n \"sandboxes\": {}}", "", "not valid JSON", {1, 19});
     expect_one("{\"version\": \"v9\", \"sandboxes\": {},}", "", "not valid JSON", {1, 35});
+    // Deep inside a long string (found by narrowing passes, not a byte at a time): at the
+    // control character, after `{"a": "` and 10,000 x.
+    expect_one("{\"a\": \"" + std::string(10000, 'x') + "\x01\"}", "", "not valid JSON", {1, 10008});
+    expect_one("{\"a\": [1, 2,\n" + std::string(5000, ' ') + "tru]}", "", "not valid JSON", {2, 5004});
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_document_is_one_problem)
@@ -716,12 +720,56 @@ BOOST_AUTO_TEST_CASE(a_wide_mapping_is_read_and_its_one_duplicate_found)
     const auto& settings = doc->sandboxes.at(0).settings.as_object();
     BOOST_TEST(settings.at("env").as_object().at("inject").as_object().size() == 80000u);
     const std::string with_dup = json_entry(R"({"env": {"inject": )" + wide.substr(0, wide.size() - 1) + dup + "}}");
-    expect_one(with_dup, b + ".settings.env.inject.k00000", "duplicate key \"k00000\" (first at line 1)", {2, 8});
+    // JSON and YAML alike: at the key's first byte.
+    expect_one(with_dup, b + ".settings.env.inject.k00000", "duplicate key \"k00000\" (first at line 1)", {2, 1});
     expect_one("--- " + with_dup, b + ".settings.env.inject.k00000",
-               "duplicate key \"k00000\" (first at line 1)", {2, 1}); // YAML: at the key
+               "duplicate key \"k00000\" (first at line 1)", {2, 1});
     const auto call = cfg::parse_call(R"({"command": "env", "env": {"inject": )" + wide + "}}");
     BOOST_TEST_REQUIRE(call.has_value(), call.error().diag.message);
     BOOST_TEST(call->options.env.inject.size() == 80000u);
+}
+
+BOOST_AUTO_TEST_CASE(json_values_are_placed_where_their_token_starts)
+{
+    // Strings with escapes and multi-byte characters, numbers, literals and containers, each
+    // refused by the schema so that its position shows.
+    const std::string text = "{\"version\": \"v1\",\n \"sandboxes\": {\"b\": {\"backend\": \"local\", "
+                             "\"root\": \"/tmp\",\n  \"defaults\": {\"env\": {\"inject\": {\"\\\"\u00e9\": 1}},"
+                             "\n   \"timeout\": true,   \"network\": [], \"cwd\": null}}}}";
+    const auto doc = cfg::parse_document(text);
+    BOOST_TEST_REQUIRE(!doc.has_value());
+    const auto& m = doc.error().diag.message;
+    // On line 3 the key `"\"é"` is 5 columns wide (é is one), so `1` is at column 42; a
+    // problem about a key is at the key's opening quote.
+    for (const char* part : {"(line 3, column 42)", "(line 4, column 15)", "network: unknown key",
+                             "(line 4, column 23)", "cwd: unknown key", "(line 4, column 38)"})
+        BOOST_TEST(contains(m, part), m << " lacks " << part);
+}
+
+BOOST_AUTO_TEST_CASE(problems_past_a_hundred_are_counted_not_listed)
+{
+    // 80,000 unknown keys (~1 MiB): the first hundred listed, the rest counted in one line.
+    std::string body = R"({"command": "true")";
+    for (int i = 0; i < 80000; ++i)
+        body += ", \"x" + std::to_string(i) + "\": 1";
+    body += "}";
+    BOOST_TEST_REQUIRE(body.size() <= cfg::max_document_bytes);
+    const auto call = cfg::parse_call(body);
+    BOOST_TEST_REQUIRE(!call.has_value());
+    const auto& m = call.error().diag.message;
+    BOOST_TEST(contains(m, "more than 100 problems:"), m.substr(0, 200));
+    BOOST_TEST(contains(m, "x99: unknown key"));
+    BOOST_TEST(!contains(m, "x100: unknown key"));
+    BOOST_TEST(contains(m, "... and 79900 more problems (only the first 100 are listed)"));
+    BOOST_TEST(m.size() < 100 * 200u);
+    // Duplicates alike, in a document.
+    std::string dups = R"({"version": "v1", "sandboxes": {"b": {"backend": "local", "root": "/tmp", "defaults": {"env": {"inject": {"K": "1")";
+    for (int i = 0; i < 500; ++i)
+        dups += R"(, "K": "1")";
+    dups += "}}}}}}";
+    const auto doc = cfg::parse_document(dups);
+    BOOST_TEST_REQUIRE(!doc.has_value());
+    BOOST_TEST(contains(doc.error().diag.message, "... and 400 more problems"), doc.error().diag.message.substr(0, 300));
 }
 
 BOOST_AUTO_TEST_CASE(a_call_is_written_like_the_defaults)
