@@ -14,6 +14,7 @@
 #include "net/bridge.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -45,8 +46,10 @@ struct bwrap_runner::state
     std::optional<bwrap::host_user> user; // a root caller's sandbox user; unset: the caller
     std::vector<std::string> unwritable;  // the root, writable paths: that user cannot write
     std::optional<failure> setup_error; // a bad option, found at construction
-    bool probed = false;
-    std::optional<failure> unusable; // set by the probe
+    bool probed = false;                // the probe has decided
+    std::optional<failure> unusable;    // what it decided, when bwrap cannot run here
+    // While a probe runs: the others wait on this timer (cancelled when the probe ends).
+    std::shared_ptr<asio::steady_timer> probing{};
 };
 
 namespace {
@@ -487,21 +490,64 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
 
 bwrap_runner::~bwrap_runner() = default;
 
-// Runs bwrap once, with the namespaces every command gets, on /bin/true.
-asio::awaitable<void> bwrap_runner::ensure_usable()
+namespace {
+
+// A probe's verdict: decided (usable, or not with why), or undecided: it could not run for
+// want of resources the host has now and may have again (a fork refused, memory, its
+// timeout on a loaded host) or was cut short, which says nothing about bwrap.
+struct probe_verdict
 {
-    auto st = st_;
-    if (st->probed)
-        co_return;
+    bool decided = true;
+    std::optional<failure> unusable{};
+};
+
+bool for_want_of_resources(const boost::system::error_code& ec, const exec_result& r,
+                           std::string_view err)
+{
+    if (ec == std::errc::resource_unavailable_try_again || ec == std::errc::not_enough_memory ||
+        ec == std::errc::no_space_on_device || ec == std::errc::too_many_files_open ||
+        ec == std::errc::too_many_files_open_in_system)
+        return true;
+    // Cut short (its timeout, a signal, the caller cancelling): bwrap did not say.
+    if (ec == asio::error::operation_aborted || r.status == exec_status::timed_out ||
+        r.status == exec_status::signaled || r.status == exec_status::cancelled)
+        return true;
+    for (std::string_view what : {"Resource temporarily unavailable", "Cannot allocate memory",
+                                  "No space left on device", "Too many open files", "Cannot fork"})
+        if (err.find(what) != std::string_view::npos)
+            return true;
+    return false;
+}
+
+probe_verdict judge_probe(const boost::system::error_code& ec, const exec_result& r)
+{
+    if (!ec && r.status == exec_status::exited && r.exit_code == 0)
+        return {};
+    std::string why = r.err.data.substr(0, 300);
+    while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
+        why.pop_back();
+    if (for_want_of_resources(ec, r, why))
+        return {false, std::nullopt};
+    return {true, make_failure(
+                      errc::not_available,
+                      "bwrap cannot create its namespaces on this host (user namespaces "
+                      "may be disabled): " +
+                          (why.empty() ? (ec ? ec.message() : "exit " + std::to_string(r.exit_code))
+                                       : why),
+                      "backend")};
+}
+
+// Runs bwrap once, with the namespaces every command gets, on /bin/true.
+asio::awaitable<probe_verdict> probe_once(bwrap_runner::executor_type ex,
+                                          const bwrap_runner_options& opts,
+                                          std::shared_ptr<bwrap_runner::state> st)
+{
     if (st->bwrap.empty())
-    {
-        st->unusable = make_failure(errc::not_available,
-                                    "bubblewrap (bwrap) was not found; install the Debian "
-                                    "package bubblewrap or set bwrap_runner_options::bwrap_path",
-                                    "backend");
-        st->probed = true;
-        co_return;
-    }
+        co_return probe_verdict{true, make_failure(errc::not_available,
+                                                   "bubblewrap (bwrap) was not found; install "
+                                                   "the Debian package bubblewrap or set "
+                                                   "bwrap_runner_options::bwrap_path",
+                                                   "backend")};
     backend::spawn_plan plan;
     bwrap::sandbox_view v;
     v.root = "/tmp";
@@ -514,32 +560,49 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
     plan.backend_name = "bwrap";
     // The probe is often the context's first execution, and the first one decides where the
     // helper keeps its trees: without the runner's setting the helper would start with none.
-    plan.cgroup = opts_.cgroup;
+    plan.cgroup = opts.cgroup;
     if (auto as = st->user ? backend::run_as_user(plan, st->user->uid, st->user->gid)
                            : outcome<void>();
         !as)
+        co_return probe_verdict{true, as.error()};
+    auto [ec, r] =
+        co_await backend::async_supervise(ex, std::move(plan), asio::as_tuple(asio::use_awaitable));
+    co_return judge_probe(ec, r);
+}
+
+} // namespace
+
+// One probe at a time, whatever the number of calls that start together (200 first calls
+// would otherwise start 200 probes, each a bwrap of the sandbox user's beside their own
+// commands). A call that finds a probe running waits for its verdict; an undecided verdict
+// lets the calls go on (each meets its own error, if any) and the next call probes again.
+asio::awaitable<void> bwrap_runner::ensure_usable()
+{
+    auto st = st_;
+    while (!st->probed)
     {
-        st->unusable = as.error();
+        if (auto running = st->probing)
+        {
+            co_await running->async_wait(asio::as_tuple(asio::use_awaitable));
+            continue;
+        }
+        st->probing =
+            std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+        // Whatever ends this probe (a verdict, the caller's cancellation) wakes the waiters.
+        struct wake
+        {
+            std::shared_ptr<state> st;
+            ~wake()
+            {
+                if (auto t = std::exchange(st->probing, nullptr))
+                    t->cancel();
+            }
+        } waking{st};
+        const auto verdict = co_await probe_once(ex_, opts_, st);
+        if (!verdict.decided)
+            co_return;
         st->probed = true;
-        co_return;
-    }
-    auto [ec, r] = co_await backend::async_supervise(ex_, std::move(plan),
-                                                     asio::as_tuple(asio::use_awaitable));
-    if (st->probed)
-        co_return; // another call probed meanwhile
-    st->probed = true;
-    if (ec || r.status != exec_status::exited || r.exit_code != 0)
-    {
-        std::string why = r.err.data.substr(0, 300);
-        while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
-            why.pop_back();
-        st->unusable = make_failure(
-            errc::not_available,
-            "bwrap cannot create its namespaces on this host (user namespaces may be "
-            "disabled): " +
-                (why.empty() ? (ec ? ec.message() : "exit " + std::to_string(r.exit_code))
-                             : why),
-            "backend");
+        st->unusable = verdict.unusable;
     }
 }
 

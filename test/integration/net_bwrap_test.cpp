@@ -480,6 +480,68 @@ BOOST_FIXTURE_TEST_CASE(every_record_arrives_before_the_result, net_fixture)
     }
 }
 
+// 200 allow-list execs at once on a runner that has not probed bwrap yet (as an embedding
+// server's first burst): each fetches a file from the host through its own proxy. None is
+// lost, none times out, each gets its own bytes and records; one probe serves them all (an
+// undecided probe would have let them run, not refused them).
+BOOST_FIXTURE_TEST_CASE(two_hundred_allow_list_execs_at_once_none_lost, net_fixture)
+{
+    constexpr int n = 200;
+    host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
+    for (int i = 0; i < n; ++i)
+        files.file("f" + std::to_string(i), "file " + std::to_string(i) + "\n");
+    struct one
+    {
+        std::optional<boost::system::error_code> ec;
+        sandbox::exec_result result;
+        std::vector<sandbox::net_record> records;
+    };
+    std::vector<one> runs(n);
+    for (int i = 0; i < n; ++i)
+    {
+        sandbox::exec_request req;
+        // Through a shell (a fork inside, as agents' commands do), each within the 10 s the
+        // issue's embedding server gave its calls.
+        req.command = "/bin/sh";
+        req.args = {"-c", "curl -sS --max-time 9 http://files.test:" + web.port_text() + "/f" +
+                              std::to_string(i)};
+        req.options = allow_files();
+        req.options.env.inject["PATH"] = "/usr/bin:/bin";
+        req.options.timeout = 10s;
+        auto& mine = runs[static_cast<std::size_t>(i)];
+        req.on_net_record = [&mine](const sandbox::net_record& r) { mine.records.push_back(r); };
+        sandbox::async_exec(runner, std::move(req),
+                            [&mine](boost::system::error_code ec, sandbox::exec_result r) {
+                                mine.ec = ec;
+                                mine.result = std::move(r);
+                            });
+    }
+    ioc.run_for(170s);
+    int ended = 0, good = 0;
+    for (int i = 0; i < n; ++i)
+    {
+        const auto& r = runs[static_cast<std::size_t>(i)];
+        if (!r.ec)
+            continue;
+        ++ended;
+        BOOST_TEST_CONTEXT("exec " << i)
+        {
+            BOOST_TEST(!*r.ec, r.ec->message() << ": " << r.result.diag);
+            BOOST_TEST(r.result.exit_code == 0, r.result.err.data);
+            BOOST_TEST(r.result.out.data == "file " + std::to_string(i) + "\n");
+            const auto allowed = std::count_if(r.records.begin(), r.records.end(), [](const auto& x) {
+                return x.event == sandbox::net_event::decision &&
+                       x.verdict == sandbox::net_verdict::allowed;
+            });
+            BOOST_TEST(allowed == 1);
+            good += !*r.ec && r.result.exit_code == 0 &&
+                    r.result.out.data == "file " + std::to_string(i) + "\n";
+        }
+    }
+    BOOST_TEST(ended == n);
+    BOOST_TEST(good == n);
+}
+
 // A session under allow_list has its proxy for its whole life; when it ends, its tunnels
 // close (the host's server sees end of file) with a `closed` record.
 BOOST_FIXTURE_TEST_CASE(a_session_keeps_its_proxy_until_it_ends, net_fixture)

@@ -107,6 +107,9 @@ public:
     /// \brief Runs the availability probe now (once per runner; later calls return at once):
     /// afterwards `enforcement()` reports the outcome. Null when bwrap is usable, else the
     /// `errc::not_available` (or `errc::validation`, for bad options) that every call gets.
+    /// Calls that start together share one probe. A probe that could not run for want of
+    /// resources (the host out of processes or memory, its 10 s timeout on a loaded host)
+    /// decides nothing: this returns null and the next call probes again.
     boost::asio::awaitable<std::optional<failure>> check();
 
     /// A bad option found when the runner was made (`errc::validation`, or
