@@ -43,6 +43,18 @@ struct terminal_size
     unsigned short cols = 80;
 };
 
+/// \brief Who asked for a call, when a server runs calls for others (`sandboxd` sets it from
+/// its client's socket credentials). The policy chain hands it to predicates and the approver
+/// (`call_snapshot::requested_by`) and writes it into every audit record of the call; no
+/// backend runs anything differently for it.
+struct requester
+{
+    std::uint32_t uid = 0;
+    std::uint32_t gid = 0;
+    /// The requesting process, as the kernel named it when it connected (0: not known).
+    std::int32_t pid = 0;
+};
+
 /// \brief A command, its arguments and its options.
 ///
 /// `command` is a bare name (looked up on the PATH the *child* will see) or a path (relative
@@ -97,6 +109,8 @@ struct exec_request
     /// `proxy`): one per connection's decision, one per allowed connection's close. Called
     /// on the runner's executor; the policy chain sets it to write them to its audit trail.
     net_record_handler on_net_record{};
+    /// Who asked for this call, when it is asked on someone's behalf; unset: the caller.
+    std::optional<requester> requested_by{};
 };
 
 } // namespace sandbox

@@ -61,6 +61,11 @@ std::string to_rfc3339(std::chrono::system_clock::time_point t)
     return buf;
 }
 
+boost::json::object to_json(const requester& r)
+{
+    return {{"uid", r.uid}, {"gid", r.gid}, {"pid", r.pid}};
+}
+
 boost::json::object to_json(const audit_record& r)
 {
     boost::json::object o;
@@ -84,6 +89,8 @@ boost::json::object to_json(const audit_record& r)
         o["tty"] = true;
     if (!r.session_id.empty())
         o["session"] = sanitize_utf8(r.session_id);
+    if (r.requested_by)
+        o["requested_by"] = to_json(*r.requested_by);
     if (!r.reason.empty())
         o["reason"] = sanitize_utf8(r.reason);
     if (!r.error.empty())

@@ -68,8 +68,8 @@ private:
     {
         process_manager& pm = inner(); // no approver is asked for what cannot start
         // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
-        call_ref call{call_kind::session, spec.command, spec.args, spec.options, spec.tty,
-                      spec.id, true};
+        call_ref call{call_kind::session, spec.command, spec.args, spec.options,
+                      spec.tty,           spec.id,      true,      spec.requested_by};
         trail t = co_await owner_.admit(call);
         spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
         std::shared_ptr<session> s;
@@ -134,6 +134,7 @@ trail policy_runner::open_trail(const call_ref& call)
     trail t(layers_.audit, n, call.kind, call.command, call.args, call.options.work_dir,
             call.tty.has_value(), call.session_id);
     t.name(layers_.name);
+    t.requested_by(call.requested_by);
     return t;
 }
 
@@ -147,8 +148,8 @@ asio::awaitable<exec_result> policy_runner::exec_here(exec_request req)
 {
     const bool own_stdin = req.stdin_fd != nullptr || req.tty.has_value();
     const std::string no_session;
-    call_ref call{call_kind::exec, req.command, req.args, req.options, req.tty, no_session,
-                  own_stdin};
+    call_ref call{call_kind::exec, req.command, req.args,  req.options,
+                  req.tty,         no_session,  own_stdin, req.requested_by};
     trail t = co_await admit(call);
     req.on_net_record = t.net_handler(std::move(req.on_net_record));
     try
@@ -218,8 +219,8 @@ asio::awaitable<void> policy_runner::approve(const call_ref& call, trail& t)
         co_return;
     const approval_options& a = *layers_.approval;
     // One copy for the predicates and the approver; what runs is the request itself.
-    call_snapshot snap{call.kind, call.command, call.args, call.options, call.tty,
-                       call.session_id};
+    call_snapshot snap{call.kind, call.command,    call.args,        call.options,
+                       call.tty,  call.session_id, call.requested_by};
     for (const predicate& p : a.predicates)
     {
         if (!p)

@@ -42,6 +42,7 @@ struct call_ref
     const std::string& session_id;
     /// The call brings its own stdin or cannot take one: the defaults' input does not apply.
     bool own_stdin;
+    const std::optional<requester>& requested_by;
 };
 
 class policy_runner final : public runner

@@ -30,6 +30,7 @@ public:
     void started(const std::string& session_id);
     /// Names the chain in every record (a config document's sandbox).
     void name(const std::string& chain) { proto_.sandbox = chain; }
+    void requested_by(const std::optional<requester>& who) { proto_.requested_by = who; }
     /// How a call that reached the backend ended: `finished` when it ran (a result, or an
     /// error with a partial result), `refused` when the backend refused it.
     void ended(const exec_result* result, const boost::system::error_code& ec,

@@ -346,7 +346,7 @@ class HostileTest(Fixture):
         runs = {json.loads(x)["name"]: json.loads(x)["run_as"] for x in checked.stdout.splitlines()}
         self.assertEqual((runs["box"], runs["quick"]), ("daemon", "caller"), checked.stderr)
 
-    # -- 10: the approver sees what would run -----------------------------------------------
+    # -- 10: the approver sees what would run and who asks ----------------------------------
     def test_an_approval_shows_the_environment_input_network_and_sandbox(self):
         th, got = self.exec_in_thread("guarded", {
             "command": "rm", "args": ["-f", "nothing"], "stdin": "secret input",
@@ -363,10 +363,18 @@ class HostileTest(Fixture):
         self.assertEqual(a["input"], {"bytes": 12, "truncated": False, "head": "secret input"})
         self.assertEqual(a["net"]["mode"], "deny_all")
         self.assertEqual((a["command"], a["args"]), ("rm", ["-f", "nothing"]))
+        # Who asks: this process, by its socket's credentials.
+        self.assertEqual(a["requested_by"],
+                         {"uid": os.geteuid(), "gid": os.getegid(), "pid": os.getpid()})
         self.assertEqual(self.d.request("POST", f"/v1/approvals/{a['id']}",
                                         {"decision": "deny"})[0], 200)
         th.join(30)
         self.assertEqual(got["r"][0], 403, got["r"])
+        # The audit trail names the requester in every record of the call.
+        mine = [x for x in self.d.audit() if x.get("command") == "rm"]
+        self.assertTrue(mine)
+        for x in mine:
+            self.assertEqual(x["requested_by"]["pid"], os.getpid(), x)
 
     # -- 12: audit correlation ---------------------------------------------------------------
     def test_every_record_names_its_sandbox_and_call_numbers_do_not_repeat(self):

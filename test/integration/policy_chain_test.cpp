@@ -292,9 +292,14 @@ BOOST_FIXTURE_TEST_CASE(an_approved_call_runs_exactly_as_asked, chain_fixture)
     req.options.input = "in";
     req.options.timeout = 7s;
     req.options.env.allow = std::vector<std::string>{"PATH"};
+    req.requested_by = sandbox::requester{1000, 1001, 4242};
     BOOST_TEST(!run(*r, req).ec);
     BOOST_TEST_REQUIRE(ap.asked->size() == 1u);
     BOOST_TEST(ap.asked->at(0).call.command == "rm");
+    BOOST_TEST_REQUIRE(ap.asked->at(0).call.requested_by.has_value());
+    BOOST_TEST(ap.asked->at(0).call.requested_by->uid == 1000u);
+    BOOST_TEST(ap.asked->at(0).call.requested_by->gid == 1001u);
+    BOOST_TEST(ap.asked->at(0).call.requested_by->pid == 4242);
     BOOST_TEST(!ap.asked->at(0).reason.empty());
     BOOST_TEST_REQUIRE(inner->calls->size() == 1u);
     const auto& got = inner->calls->at(0);
@@ -986,6 +991,31 @@ BOOST_AUTO_TEST_CASE(the_audit_file_never_blocks_and_refuses_fifos)
     BOOST_TEST(full.failures() == 1u);
     sandbox::audit_file null("/dev/null");
     BOOST_TEST(!null.write(sandbox::audit_record{}));
+}
+
+// A call asked on someone's behalf names them in every record, and in the JSON line.
+BOOST_FIXTURE_TEST_CASE(every_record_names_the_requester, chain_fixture)
+{
+    auto sink = std::make_shared<memory_sink>();
+    auto r = sandbox::with_audit(std::move(owned), sink);
+    auto req = request("ls");
+    req.requested_by = sandbox::requester{65534, 65533, 77};
+    BOOST_TEST(!run(*r, req).ec);
+    BOOST_TEST_REQUIRE(sink->records.size() >= 2u);
+    for (const auto& rec : sink->records)
+    {
+        BOOST_TEST_REQUIRE(rec.requested_by.has_value());
+        BOOST_TEST(rec.requested_by->uid == 65534u);
+        BOOST_TEST(rec.requested_by->pid == 77);
+    }
+    const auto o = sandbox::to_json(sink->records.front());
+    BOOST_TEST(o.at("requested_by").as_object().at("gid").to_number<std::int64_t>() == 65533);
+    // The caller's own call names nobody.
+    sink->records.clear();
+    BOOST_TEST(!run(*r, request("ls")).ec);
+    BOOST_TEST_REQUIRE(!sink->records.empty());
+    BOOST_TEST(!sink->records.front().requested_by.has_value());
+    BOOST_TEST(!sandbox::to_json(sink->records.front()).contains("requested_by"));
 }
 
 BOOST_AUTO_TEST_CASE(the_audit_file_appends_and_classifies_open_failures)

@@ -306,6 +306,12 @@ asio::awaitable<response> list_sandboxes(daemon& d, const request& req)
     co_return json_response(req, http::status::ok, json::object{{"sandboxes", std::move(out)}});
 }
 
+// The client, as approvers and the audit trail name it.
+sandbox::requester requester_of(const peer& who)
+{
+    return {who.uid, who.gid, static_cast<std::int32_t>(who.pid)};
+}
+
 // An exec's end as a value: the error (none for any end of a command that ran) and the
 // result, partial when the exec failed.
 struct exec_outcome
@@ -359,6 +365,7 @@ asio::awaitable<response> exec(daemon& d, const request& req, const std::string&
     x.command = std::move(call.command);
     x.args = std::move(call.args);
     x.options = std::move(call.options);
+    x.requested_by = requester_of(who);
     auto done = co_await exec_while_connected(*p.runner, std::move(x), gone);
     if (!done)
     {
@@ -410,6 +417,7 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     spec.command = std::move(call.command);
     spec.args = std::move(call.args);
     spec.options = std::move(call.options);
+    spec.requested_by = requester_of(who);
     if (call.tty)
         spec.tty = sandbox::terminal_size{static_cast<unsigned short>(call.tty->first),
                                           static_cast<unsigned short>(call.tty->second)};

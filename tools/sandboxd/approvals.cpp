@@ -4,6 +4,7 @@
 
 #include "cli.hpp" // call_to_json: a call in the shape of a request body
 
+#include <sandbox/policy/audit.hpp>
 #include <sandbox/utf8.hpp>
 
 #include <boost/asio/experimental/channel.hpp>
@@ -84,6 +85,8 @@ json::object approval_board::describe(const item& it)
     o["kind"] = sandbox::to_string(c.kind);
     o["work_dir"] = c.options.work_dir;
     o["tty"] = c.tty.has_value();
+    if (c.requested_by)
+        o["requested_by"] = sandbox::to_json(*c.requested_by);
     o["input"] = input_json(c.options.input);
     if (!o.contains("net"))
         o["net"] = json::object{{"mode", sandbox::to_string(c.options.net.mode)}};

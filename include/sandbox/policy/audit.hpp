@@ -59,6 +59,9 @@ struct audit_record
     std::string work_dir{};
     bool tty = false;
     std::string session_id{};
+    /// Who asked for the call, when it was asked on someone's behalf
+    /// (`exec_request::requested_by`): written as `requested_by: {uid, gid, pid}`.
+    std::optional<requester> requested_by{};
     /// Why: the predicate's and approver's reasons, or the error message.
     std::string reason{};
     /// `error_name` of the error reported, if any ("policy_denied", "timeout", ...).
@@ -73,6 +76,9 @@ struct audit_record
     /// For `connection` and `connection_closed`: the egress proxy's record.
     std::optional<net_record> net{};
 };
+
+/// `{"uid": ..., "gid": ..., "pid": ...}`.
+SANDBOX_DECL boost::json::object to_json(const requester& r);
 
 /// The record as a JSON object (Boost.JSON): fields that do not apply are left out.
 SANDBOX_DECL boost::json::object to_json(const audit_record& r);

@@ -41,6 +41,9 @@ struct call_snapshot
     std::optional<terminal_size> tty{};
     /// The session id asked for (sessions only; empty: the manager picks one).
     std::string session_id{};
+    /// Who asked for the call, when it was asked on someone's behalf
+    /// (`exec_request::requested_by`); unset: the caller.
+    std::optional<requester> requested_by{};
 
     /// A session started on a terminal: someone is going to type into it.
     bool interactive() const noexcept { return kind == call_kind::session && tty.has_value(); }
