@@ -16,6 +16,8 @@
 //                            daemon idle, same run. Target <= 3x (issue 32). Needs root.
 //   neighbour_bodies_p99_us  the same while the neighbour also keeps posting 256 KiB bodies
 //                            (invalid JSON, one at a time): what parsing costs the others.
+//   neighbour_*_private_kib  the daemon's private memory while that neighbour floods;
+//                            baseline: just before it came.
 //
 //   daemon_bench [--quick] [--execs N] [--sessions N] [--sandboxd PATH]
 #include "common.hpp"
@@ -353,17 +355,22 @@ void neighbour(const daemon_process& d, int n)
     for (const bool bodies : {false, true})
     {
         const double idle = exec_p99_us(d, n);
+        const long kib_before = private_kib(d.pid);
         const pid_t pid = ::fork();
         if (pid == 0)
             flood(d.socket, bodies);
         std::this_thread::sleep_for(std::chrono::seconds(1)); // the flood is in place
         const double busy = exec_p99_us(d, n);
+        const long kib_during = private_kib(d.pid);
         ::kill(pid, SIGKILL);
         int st = 0;
         ::waitpid(pid, &st, 0);
         // Its connections close with it; its sessions end when the daemon does.
         bench::print_json("daemon_bench", bodies ? "neighbour_bodies_p99_us" : "neighbour_hold_p99_us",
                           busy, "us", idle);
+        // The daemon's own memory with the neighbour at its bounds, against before it came.
+        bench::print_json("daemon_bench", bodies ? "neighbour_bodies_private_kib" : "neighbour_hold_private_kib",
+                          static_cast<double>(kib_during), "KiB", static_cast<double>(kib_before));
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
 }
