@@ -485,6 +485,44 @@ class BoundsTest(Fixture):
             self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
         self.assertTrue(any(a.get("event") == "session_refused" for a in self.d.audit()))
 
+    def test_starts_waiting_together_do_not_pass_the_session_bound(self):
+        # Five starts at once that each wait for an approval ("guarded": rm* needs one): the
+        # first three are counted as they wait, the other two refused at once. Before, none
+        # was counted until it started, so all five waited (and would all have run).
+        got = [None] * 5
+
+        def start(i):
+            got[i] = self.d.request("POST", "/v1/sandboxes/guarded/sessions",
+                                    {"command": "rm", "args": ["-f", f"nothing{i}"],
+                                     "resources": {"max_output_bytes": "1MiB"}})
+
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(5)]
+        for th in threads:
+            th.start()
+        end = time.monotonic() + 10
+        while sum(g is not None for g in got) < 2 and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.3)  # any start that was wrongly admitted is asking by now
+        pending = self.d.request("GET", "/v1/approvals")[1]["approvals"]
+        self.assertEqual(len(pending), 3, pending)
+        refused = [g for g in got if g is not None]
+        self.assertEqual(len(refused), 2, got)
+        for st, r in refused:
+            self.assertEqual((st, r["error"]["limit"]), (429, "daemon.max_sessions_per_uid"), r)
+        for a in pending:
+            self.assertEqual(self.d.request("POST", f"/v1/approvals/{a['id']}",
+                                            {"decision": "deny"})[0], 200)
+        for th in threads:
+            th.join(30)
+        self.assertTrue(all(g is not None and g[0] in (403, 429) for g in got), got)
+        # Denied starts give their places back.
+        st, s = self.d.request("POST", "/v1/sandboxes/box/sessions",
+                               {"command": "cat", "resources": {"max_output_bytes": "1MiB"}})
+        self.assertEqual(st, 201, s)
+        self.pids.append(s["pid"])
+        self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{s['id']}")[0], 200)
+
+
 class DescriptorTest(unittest.TestCase):
     """A daemon whose descriptor table is full still answers (503) and recovers."""
 

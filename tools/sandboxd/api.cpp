@@ -413,6 +413,9 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
                  {"limit", no->limit}});
         co_return refused(req, *no);
     }
+    // Counted from here, so that starts waiting together (for an approval, say) cannot pass
+    // the bounds that each one alone would meet.
+    const auto starting = d.hold_session_start(who, reserve);
     sandbox::session_spec spec;
     spec.command = std::move(call.command);
     spec.args = std::move(call.args);

@@ -163,20 +163,24 @@ bool daemon::may_use(const peer& p, const session_record& r) const
 std::optional<refusal> daemon::admit_session(const peer& owner, std::int64_t output_bytes) const
 {
     const auto& c = document().daemon;
-    std::int64_t mine = 0, reserved = 0;
+    std::int64_t mine = 0, reserved = starting_->output_bytes;
+    if (auto it = starting_->by_uid.find(owner.uid); it != starting_->by_uid.end())
+        mine = it->second;
     for (const auto& [id, r] : sessions_)
     {
         mine += r.owner.uid == owner.uid ? 1 : 0;
         reserved += r.output_reserved;
     }
+    const auto held = static_cast<std::int64_t>(sessions_.size()) + starting_->all;
     if (mine >= c.max_sessions_per_uid)
         return refusal{429, "daemon.max_sessions_per_uid",
                        "uid " + std::to_string(owner.uid) + " holds " + std::to_string(mine) +
                            " sessions, the most daemon.max_sessions_per_uid allows: close one"};
-    if (static_cast<std::int64_t>(sessions_.size()) >= c.max_sessions)
+    if (held >= c.max_sessions)
         return refusal{503, "daemon.max_sessions",
-                       "the daemon holds " + std::to_string(sessions_.size()) +
-                           " sessions, the most daemon.max_sessions allows"};
+                       "the daemon holds " + std::to_string(held) +
+                           " sessions (started or starting), the most daemon.max_sessions "
+                           "allows"};
     if (reserved + output_bytes > c.session_output_budget)
         return refusal{503, "daemon.session_output_budget",
                        "the sessions' output logs would pass daemon.session_output_budget (" +
@@ -184,6 +188,24 @@ std::optional<refusal> daemon::admit_session(const peer& owner, std::int64_t out
                            std::to_string(c.session_output_budget) + " bytes reserved, " +
                            std::to_string(output_bytes) + " asked)"};
     return std::nullopt;
+}
+
+std::shared_ptr<void> daemon::hold_session_start(const peer& owner, std::int64_t output_bytes)
+{
+    ++starting_->by_uid[owner.uid];
+    ++starting_->all;
+    starting_->output_bytes += output_bytes;
+    // Weakly, as a connection's count: the start's frame may outlive the daemon.
+    std::weak_ptr<start_counts> counts = starting_;
+    return std::shared_ptr<void>(starting_.get(), [counts, uid = owner.uid, output_bytes](void*) {
+        auto c = counts.lock();
+        if (!c)
+            return;
+        if (auto it = c->by_uid.find(uid); it != c->by_uid.end() && --it->second <= 0)
+            c->by_uid.erase(it);
+        --c->all;
+        c->output_bytes -= output_bytes;
+    });
 }
 
 std::shared_ptr<void> daemon::hold_connection(std::uint32_t uid)

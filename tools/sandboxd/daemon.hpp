@@ -90,8 +90,13 @@ public:
     bool may_use(const peer& p, const session_record& r) const;
 
     /// May `owner` hold one more session whose log reserves `output_bytes`? Checks
-    /// daemon.max_sessions_per_uid (429), max_sessions and session_output_budget (503).
+    /// daemon.max_sessions_per_uid (429), max_sessions and session_output_budget (503),
+    /// counting the starts still under way (waiting for an approval, say) as sessions.
     std::optional<refusal> admit_session(const peer& owner, std::int64_t output_bytes) const;
+
+    /// Counts an admitted start of `owner` as a session while the returned guard lives (until
+    /// the session is recorded, or refused).
+    std::shared_ptr<void> hold_session_start(const peer& owner, std::int64_t output_bytes);
 
     /// Counts a connection of `uid` while the returned guard lives; null when the uid holds
     /// daemon.max_connections_per_uid already.
@@ -117,6 +122,13 @@ private:
     boost::asio::steady_timer sweep_timer_;
     std::map<std::string, session_record> sessions_;
     using connection_counts = std::map<std::uint32_t, std::int64_t>; // open ones by uid
+    struct start_counts // session starts under way
+    {
+        std::map<std::uint32_t, std::int64_t> by_uid;
+        std::int64_t all = 0;
+        std::int64_t output_bytes = 0;
+    };
+    std::shared_ptr<start_counts> starting_ = std::make_shared<start_counts>();
     std::shared_ptr<connection_counts> connections_ = std::make_shared<connection_counts>();
     std::shared_ptr<sandbox::audit_file> audit_sink_;
     // Call numbers of every sandbox, across reloads: started from the clock (microseconds)
