@@ -193,7 +193,10 @@ asio::awaitable<void> follow(stream_type& stream, const request& req,
         if (last)
             break;
     }
+    // The end too: a client that stopped reading does not hold its connection past the bound.
+    stream.expires_after(write_bound);
     co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+    stream.expires_never();
 }
 
 // Completes when the client closes its end (EOF or a reset), or when cancelled. Bytes the
