@@ -16,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -48,8 +49,14 @@ struct bwrap_runner::state
     std::optional<failure> setup_error; // a bad option, found at construction
     bool probed = false;                // the probe has decided
     std::optional<failure> unusable;    // what it decided, when bwrap cannot run here
-    // While a probe runs: the others wait on this timer (cancelled when the probe ends).
-    std::shared_ptr<asio::steady_timer> probing{};
+    // While a probe runs: the calls that wait for it.
+    struct probe_run
+    {
+        asio::steady_timer done; // cancelled when the probe ends, however it ends
+        bool ended = false;
+        bool went_on = false; // it decided nothing: its waiters go on as it does
+    };
+    std::shared_ptr<probe_run> probing{};
 };
 
 namespace {
@@ -583,24 +590,34 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
     {
         if (auto running = st->probing)
         {
-            co_await running->async_wait(asio::as_tuple(asio::use_awaitable));
-            continue;
+            co_await running->done.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (!running->ended) // our caller cancelled the wait
+                throw boost::system::system_error(asio::error::operation_aborted);
+            if (running->went_on)
+                co_return;
+            continue; // decided, or it failed: the loop sees which
         }
-        st->probing =
-            std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
-        // Whatever ends this probe (a verdict, the caller's cancellation) wakes the waiters.
+        auto run = std::make_shared<state::probe_run>(
+            state::probe_run{asio::steady_timer(ex_, asio::steady_timer::time_point::max())});
+        st->probing = run;
+        // Whatever ends this probe (a verdict, none, an exception) wakes the waiters.
         struct wake
         {
             std::shared_ptr<state> st;
+            std::shared_ptr<state::probe_run> run;
             ~wake()
             {
-                if (auto t = std::exchange(st->probing, nullptr))
-                    t->cancel();
+                st->probing = nullptr;
+                run->ended = true;
+                run->done.cancel();
             }
-        } waking{st};
+        } waking{st, run};
         const auto verdict = co_await probe_once(ex_, opts_, st);
         if (!verdict.decided)
+        {
+            run->went_on = true;
             co_return;
+        }
         st->probed = true;
         st->unusable = verdict.unusable;
     }

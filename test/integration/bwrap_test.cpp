@@ -934,6 +934,67 @@ BOOST_FIXTURE_TEST_CASE(enforcement_after_the_probe, bwrap_fixture)
     BOOST_TEST(contains(f.runner.enforcement().unavailable, "namespaces"));
 }
 
+// A probe that fails for want of resources decides nothing. The "bwrap" here is a script that
+// fails its first run as bwrap does when the host is out of processes, then runs the real one.
+// Five calls start together: one probe (the script's first run), which leaves it undecided, so
+// all five go on and run; the next call probes again and settles it. Before, that first probe
+// marked bwrap unusable for the runner's life (every call `not_available`); and each waiter of
+// an undecided probe then ran a probe of its own.
+BOOST_AUTO_TEST_CASE(a_probe_short_of_resources_decides_nothing)
+{
+    host_dir dir;
+    ::chmod(dir.path().c_str(), 0777); // the sandbox user runs the script and writes its log
+    const auto log = dir.path() / "runs", script = dir.path() / "bwrap";
+    std::ofstream(script) << "#!/bin/sh\n"
+                             "echo \"$*\" >> " << log.string() << "\n"
+                             "if [ ! -e " << (dir.path() / "once").string() << " ]; then\n"
+                             "  touch " << (dir.path() / "once").string() << "\n"
+                             "  echo 'bwrap: Creating new namespace failed: Resource temporarily "
+                             "unavailable' >&2; exit 1\n"
+                             "fi\n"
+                             "exec /usr/bin/bwrap \"$@\"\n";
+    ::chmod(script.c_str(), 0755);
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = script.string();
+    bwrap_fixture f(o);
+    auto probes = [&] {
+        std::ifstream in(log);
+        int n = 0;
+        for (std::string line; std::getline(in, line);)
+            n += line.find("/bin/true") != std::string::npos;
+        return n;
+    };
+    std::vector<std::optional<sbx_test::run_outcome>> got(5);
+    for (auto& g : got)
+    {
+        sandbox::exec_request req;
+        req.command = "/bin/echo";
+        req.args = {"ran"};
+        req.options.timeout = 20s;
+        sandbox::async_exec(f.runner, std::move(req),
+                            [&g](boost::system::error_code ec, sandbox::exec_result r) {
+                                g = sbx_test::run_outcome{ec, std::move(r)};
+                            });
+    }
+    f.ioc.run_for(60s);
+    for (const auto& g : got)
+    {
+        BOOST_TEST_REQUIRE(g.has_value());
+        BOOST_TEST(!g->ec, g->ec.message() << ": " << g->result.diag);
+        BOOST_TEST(g->result.out.data == "ran\n");
+    }
+    BOOST_TEST(probes() == 1); // the five shared one
+    BOOST_TEST(f.runner.enforcement().unavailable.empty());
+    f.ioc.restart();
+    auto next = f.sh("echo again");
+    BOOST_TEST(!next.ec, next.result.diag);
+    BOOST_TEST(next.result.out.data == "again\n");
+    BOOST_TEST(probes() == 2); // undecided before: probed again, and settled
+    f.ioc.restart();
+    BOOST_TEST(!f.sh("true").ec);
+    BOOST_TEST(probes() == 2); // settled: no more probes
+}
+
 // What the command itself did, not what bwrap folds it into: a signal death is `signaled`
 // with that signal; an exit status of 128+N by choice is `exited`.
 BOOST_FIXTURE_TEST_CASE(exit_status_as_the_command_saw_it, bwrap_fixture)
