@@ -73,7 +73,8 @@ void close_other_fds(std::initializer_list<int> keep)
 /// event fed for a finished execution finds it idle.
 struct execution
 {
-    explicit execution(asio::io_context& ctx) : grace_timer(ctx), deadline_timer(ctx) {}
+    explicit execution(asio::io_context& ctx) : grace_timer(ctx), deadline_timer(ctx), started(ctx)
+    {}
 
     worker_phase phase = worker_phase::idle;
     pid_t pid = -1;
@@ -96,6 +97,8 @@ struct execution
     nanoseconds children_base{0};
     std::uint64_t killed_after = 0;
     asio::steady_timer grace_timer, deadline_timer;
+    // A wrapped command's status pipe (proto::fd_started), until the init said "started".
+    asio::posix::stream_descriptor started;
     // The tree's own cgroup (the cgroup path), if any, and whether cgroup.kill was written
     // (then it is never reused: see keep_or_remove).
     std::shared_ptr<exec_cgroup> cgroup;
@@ -114,6 +117,8 @@ struct execution
     {
         for (auto* t : {&grace_timer, &deadline_timer})
             t->cancel();
+        boost::system::error_code ignored;
+        started.close(ignored);
         for (auto& e : enforcers)
             e->stop();
     }
@@ -180,6 +185,7 @@ private:
     awaitable watch_lifeline();
     awaitable reap_loop();
     awaitable deadline_wait(execution_ptr x, nanoseconds grace);
+    awaitable started_wait(execution_ptr x, nanoseconds timeout, nanoseconds grace);
     awaitable grace_wait(execution_ptr x);
 
     // The one place events go in and actions come out.
@@ -196,7 +202,8 @@ private:
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
     void add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate);
     trip_fn trip_of(const execution_ptr& x);
-    void watch(const execution_ptr& x, const proto::plan_fixed& f);
+    void watch(const execution_ptr& x, const proto::plan_fixed& f, unique_fd started);
+    void arm_deadline(const execution_ptr& x, nanoseconds after, nanoseconds grace);
     void spawn_failed(int err, proto::spawn_stage stage = proto::stage_command);
     void signal_group(int signo);
 
@@ -392,7 +399,8 @@ bool spawn_args_of(const proto::plan& p, const std::vector<unique_fd>& fds, spaw
 {
     const auto& f = p.fixed;
     const std::size_t want = 2 + ((f.fds & proto::fd_stdin) ? 1 : 0) +
-                             ((f.fds & proto::fd_work_dir) ? 1 : 0) + f.extra_fds;
+                             ((f.fds & proto::fd_work_dir) ? 1 : 0) +
+                             ((f.fds & proto::fd_started) ? 1 : 0) + f.extra_fds;
     if (f.extra_fds > proto::max_extra_fds || fds.size() != want)
         return false;
     a.executable = p.executable;
@@ -405,12 +413,24 @@ bool spawn_args_of(const proto::plan& p, const std::vector<unique_fd>& fds, spaw
         a.stdin_fd = fds[next++].get();
     if (f.fds & proto::fd_work_dir)
         a.work_dir_fd = fds[next++].get();
+    if (f.fds & proto::fd_started)
+        ++next; // ours (started_of), not the command's
     while (next < fds.size())
         a.extra_fds.push_back(fds[next++].get());
     a.ignore_job_signals = (f.options & proto::opt_ignore_job_signals) != 0;
     if (f.options & proto::opt_tty)
         a.tty_path = p.tty_path;
     return true;
+}
+
+// The status pipe that came with a plan (proto::fd_started), taken out of `fds`.
+unique_fd started_of(const proto::plan_fixed& f, std::vector<unique_fd>& fds)
+{
+    if ((f.fds & proto::fd_started) == 0)
+        return {};
+    const std::size_t at =
+        2 + ((f.fds & proto::fd_stdin) ? 1 : 0) + ((f.fds & proto::fd_work_dir) ? 1 : 0);
+    return std::move(fds.at(at));
 }
 
 void worker::start_exec(const proto::plan& p)
@@ -433,6 +453,7 @@ void worker::start_exec(const proto::plan& p)
     struct rusage self{};
     ::getrusage(RUSAGE_SELF, &self);
     // Our copies of the command's pipes go now, or the library never sees EOF.
+    unique_fd started = started_of(f, plan_fds_);
     plan_fds_.clear();
     if (rc != 0)
     {
@@ -455,7 +476,7 @@ void worker::start_exec(const proto::plan& p)
         proto::send_message(chan_.native_handle(), proto::msg_type::spawned, 0,
                             proto::as_bytes(sm));
     }
-    watch(x, f);
+    watch(x, f, std::move(started));
 }
 
 // The execution's own cgroup, when the plan asks for one and the helper has a tree: 0 (a
@@ -520,21 +541,46 @@ trip_fn worker::trip_of(const execution_ptr& x)
     };
 }
 
-// Starts the watchers a run needs: the enforcers, the deadline.
-void worker::watch(const execution_ptr& x, const proto::plan_fixed& f)
+// Starts the watchers a run needs: the enforcers, the deadline. A wrapped command's
+// deadline is its set-up bound until the init says "started", then its timeout.
+void worker::watch(const execution_ptr& x, const proto::plan_fixed& f, unique_fd started)
 {
     for (auto& e : x->enforcers)
         e->start();
-    if (f.timeout_ns > 0)
-    {
-        x->deadline_timer.expires_after(nanoseconds(f.timeout_ns));
-        const nanoseconds grace(std::max<std::int64_t>(f.kill_grace_ns, 0));
-        asio::co_spawn(ctx_, deadline_wait(x, grace), asio::detached);
-    }
+    const nanoseconds grace(std::max<std::int64_t>(f.kill_grace_ns, 0));
+    if (!started)
+        return arm_deadline(x, nanoseconds(f.timeout_ns), grace);
+    arm_deadline(x, nanoseconds(f.setup_timeout_ns), grace);
+    x->started.assign(started.release());
+    asio::co_spawn(ctx_, started_wait(x, nanoseconds(f.timeout_ns), grace), asio::detached);
 }
 
-// The timeout, counted from the spawn (watch arms the timer): the same stop a kill request
-// for it makes.
+// Arms the deadline `after` from now (0: none), replacing one armed before.
+void worker::arm_deadline(const execution_ptr& x, nanoseconds after, nanoseconds grace)
+{
+    x->deadline_timer.cancel();
+    if (after <= nanoseconds(0))
+        return;
+    x->deadline_timer.expires_after(after);
+    asio::co_spawn(ctx_, deadline_wait(x, grace), asio::detached);
+}
+
+// The status pipe turns readable once the init has said "started" (or every writer is
+// gone: then the wrapper is ending anyway): from then on the timeout counts. The pipe is
+// not read here; the library reads it after the tree is gone.
+awaitable worker::started_wait(execution_ptr x, nanoseconds timeout, nanoseconds grace)
+{
+    boost::system::error_code ec;
+    co_await x->started.async_wait(asio::posix::stream_descriptor::wait_read,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || x->reason != end_reason::none || x->phase != worker_phase::running)
+        co_return; // stopped, or the set-up bound ran out first
+    x->started.close(ec);
+    arm_deadline(x, timeout, grace);
+}
+
+// The deadline (watch arms the timer): the same stop a kill request for it makes. A wait
+// whose timer was re-armed ends aborted and stops nothing.
 awaitable worker::deadline_wait(execution_ptr x, nanoseconds grace)
 {
     boost::system::error_code ec;

@@ -24,10 +24,10 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 7; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
-                                             // 5: extra descriptors, ignored job signals;
-                                             // 6: the worker keeps the deadline;
-                                             // 7: the cgroup path
+inline constexpr std::uint32_t version = 8; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+                                            // 5: extra descriptors, ignored job signals;
+                                            // 6: the worker keeps the deadline;
+                                            // 7: the cgroup path; 8: set-up, then timeout
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -35,9 +35,9 @@ inline constexpr int exit_protocol_mismatch = 3;
 /// Largest payload of one message; longer plans go in several chunks.
 inline constexpr std::size_t max_payload = 32 * 1024;
 
-/// Descriptors that can travel with one message (SCM_MAX_FD is 253; we need 4 plus the
+/// Descriptors that can travel with one message (SCM_MAX_FD is 253; we need 5 plus the
 /// extra descriptors of a wrapped command).
-inline constexpr std::size_t max_fds = 8;
+inline constexpr std::size_t max_fds = 9;
 /// Extra descriptors a plan can hand to the command (as fds 3, 4, ...).
 inline constexpr std::size_t max_extra_fds = 4;
 
@@ -76,8 +76,13 @@ enum class end_reason : std::uint32_t
 /// Which descriptors follow a plan's first chunk, in this order.
 enum plan_fd : std::uint32_t
 {
-    fd_stdin = 1,   // else /dev/null
-    fd_work_dir = 2 // else the worker's directory
+    fd_stdin = 1,    // else /dev/null
+    fd_work_dir = 2, // else the worker's directory
+    /// A read end of a wrapped command's status pipe (status_init.hpp): the timeout counts
+    /// from when it turns readable (the init said "started": the sandbox is set up), and
+    /// the set-up before that is bounded by `plan_fixed::setup_timeout_ns`. The worker
+    /// never reads it (the library reads the pipe once the tree is gone).
+    fd_started = 4
 };
 
 /// Plan options.
@@ -117,6 +122,9 @@ struct plan_fixed
     /// caller that is stuck or gone can neither hold nor stretch a run.
     std::int64_t timeout_ns = 0;
     std::int64_t kill_grace_ns = 0;
+    /// With fd_started: the bound on the wrapper's set-up, from the spawn to "started"
+    /// (0: none); past it the tree is stopped as by the timeout (end_reason::timed_out).
+    std::int64_t setup_timeout_ns = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<plan_fixed>, "plan_fixed goes over the wire as is");

@@ -430,6 +430,7 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     plan.inner_command = req.command;
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
     plan.sample_interval = opts.sample_interval;
+    plan.setup_timeout = opts.setup_timeout;
     plan.cgroup = opts.cgroup;
     if (network->host)
         plan.settle = [network = network->host](std::function<void()> done) {

@@ -211,10 +211,10 @@ std::unique_ptr<runner> make_local(const backend_context& ctx)
 
 std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
 {
-    settings_reader s(ctx, {"default_max_output_bytes", "cgroup", "sample_interval", "binary",
-                            "writable_paths", "read_deny", "write_deny", "unix_sockets",
-                            "extra_flags", "sandbox_user", "max_tunnels",
-                            "max_sandbox_tunnels"});
+    settings_reader s(ctx,
+                      {"default_max_output_bytes", "cgroup", "sample_interval", "binary",
+                       "writable_paths", "read_deny", "write_deny", "unix_sockets", "extra_flags",
+                       "sandbox_user", "max_tunnels", "max_sandbox_tunnels", "setup_timeout"});
     bwrap_runner_options o;
     common(s, o);
     s.text("binary", o.bwrap_path);
@@ -227,6 +227,7 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
     s.text("sandbox_user", o.sandbox_user);
     s.count("max_tunnels", o.proxy.limits.max_tunnels);
     s.count("max_sandbox_tunnels", o.proxy.limits.max_sandbox_tunnels);
+    s.duration("setup_timeout", o.setup_timeout);
     s.done();
     o.read_deny.insert(o.read_deny.end(), ctx.hidden_paths.begin(), ctx.hidden_paths.end());
     for (std::size_t i = 0; i < writable.size(); ++i)

@@ -252,6 +252,7 @@ private:
     exec_result ended_result(boost::system::error_code& ec);
     exec_result result_from_report(boost::system::error_code& ec,
                                    std::optional<int> wait_status = std::nullopt);
+    exec_result setup_timed_out(boost::system::error_code& ec);
     exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
     void fail(failure f);
     void complete(boost::system::error_code ec, exec_result r);
@@ -364,8 +365,9 @@ outcome<void> supervision::send_first(unique_fd channel)
     proto::plan p;
     p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
-    // The worker keeps the deadline (from the spawn): a caller whose loop is stuck, or who
-    // died while a command holds copies of its descriptors, cannot hold or stretch a run.
+    // The worker keeps the deadline (from the spawn, or for a wrapped command from the
+    // init's "started"): a caller whose loop is stuck, or who died while a command holds
+    // copies of its descriptors, cannot hold or stretch a run.
     p.fixed.timeout_ns = plan_.timeout.count();
     p.fixed.kill_grace_ns = plan_.kill_grace.count();
     p.fixed.sample_faults = plan_.test_sample_faults;
@@ -397,6 +399,16 @@ outcome<void> supervision::send_first(unique_fd channel)
     {
         p.fixed.fds |= proto::fd_work_dir;
         fds.push_back(dir);
+    }
+    unique_fd started; // the worker's copy of the status pipe: the timeout starts with it
+    if (plan_.inner_status)
+    {
+        started.reset(::fcntl(plan_.inner_status.get(), F_DUPFD_CLOEXEC, 3));
+        if (!started)
+            return os_failure("cannot hand the status pipe to the supervisor worker", errno);
+        p.fixed.fds |= proto::fd_started;
+        p.fixed.setup_timeout_ns = plan_.setup_timeout.count();
+        fds.push_back(started.get());
     }
     if (plan_.extra_fds.size() > proto::max_extra_fds)
         return make_failure(errc::internal, "too many extra descriptors for the command");
@@ -901,6 +913,8 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
         ec = f.code;
         return r;
     }
+    if (rep.reason == end_reason::timed_out && !said.started && !cancel_requested_)
+        return setup_timed_out(ec);
     if (by_itself && !said.started)
     {
         // The wrapper ended before the init ran: it could not set the sandbox up. Its
@@ -920,6 +934,21 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
         return r;
     }
     return result_from_report(ec, said.wait_status);
+}
+
+// The set-up's own bound ran out before the init said "started": the command never ran.
+exec_result supervision::setup_timed_out(boost::system::error_code& ec)
+{
+    exec_result r;
+    r.status = exec_status::timed_out;
+    r.diag.limit = "setup_timeout";
+    r.diag.configured = plan_.setup_timeout.count();
+    r.diag.observed = (clock::now() - started_).count();
+    r.diag.message = plan_.backend_name + " did not set the sandbox up within " +
+                     detail::describe_duration(plan_.setup_timeout) +
+                     " (its set-up bound); the command never started and the tree was killed";
+    ec = make_error_code(errc::timeout);
+    return r;
 }
 
 exec_result supervision::result_from_report(boost::system::error_code& ec,

@@ -995,6 +995,73 @@ BOOST_AUTO_TEST_CASE(a_probe_short_of_resources_decides_nothing)
     BOOST_TEST(probes() == 2); // settled: no more probes
 }
 
+// A "bwrap" that takes `seconds` to start when the command line holds `marker` (as a host
+// whose processes wait for the CPU does: 200 sandboxes set up at once on 2 cores take
+// seconds each), then runs the real one.
+std::filesystem::path slow_bwrap(const host_dir& dir, const std::string& marker, int seconds)
+{
+    ::chmod(dir.path().c_str(), 0755); // the sandbox user runs the script
+    const auto script = dir.path() / "bwrap";
+    std::ofstream(script) << "#!/bin/sh\n"
+                             "case \"$*\" in *"
+                          << marker << "*) sleep " << seconds
+                          << ";; esac\n"
+                             "exec /usr/bin/bwrap \"$@\"\n";
+    ::chmod(script.c_str(), 0755);
+    return script;
+}
+
+// The timeout counts from when the command starts inside the sandbox: a set-up slower than
+// the whole timeout does not end the call (before, the timeout counted from bwrap's spawn,
+// so calls timed out on a loaded host before their command ran). A command that outlives
+// its timeout once it runs is still stopped by it.
+BOOST_AUTO_TEST_CASE(a_slow_set_up_does_not_count_in_the_timeout)
+{
+    host_dir dir;
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = slow_bwrap(dir, "slow-set-up", 2).string();
+    bwrap_fixture f(o);
+    sandbox::exec_options quick;
+    quick.timeout = 1s;
+    auto ran = f.sh("echo slow-set-up", quick);
+    BOOST_TEST(!ran.ec, ran.ec.message() << ": " << ran.result.diag);
+    BOOST_TEST(ran.result.out.data == "slow-set-up\n");
+    BOOST_TEST(ran.result.wall_time >= 2s); // the set-up did take longer than the timeout
+    f.ioc.restart();
+    auto held = f.sh("sleep 30 # slow-set-up", quick);
+    BOOST_TEST(held.ec == sandbox::errc::timeout, held.ec.message());
+    BOOST_TEST(held.result.status == sandbox::exec_status::timed_out);
+    BOOST_TEST(held.result.diag.limit == "timeout");
+    BOOST_TEST(held.result.wall_time < 20s);
+}
+
+// A set-up that never ends is bounded by `setup_timeout`: the call ends `errc::timeout`
+// with `diag.limit` "setup_timeout", nothing ran, the tree (the stuck wrapper) is killed.
+BOOST_AUTO_TEST_CASE(a_set_up_past_its_bound_ends_the_call)
+{
+    host_dir dir;
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = slow_bwrap(dir, "stuck-set-up", 300).string();
+    o.setup_timeout = 1s;
+    bwrap_fixture f(o);
+    sandbox::exec_options forever; // no timeout of its own: only the set-up bound stops it
+    forever.timeout = 0s;
+    sandbox::exec_request req;
+    req.command = "/bin/echo";
+    req.args = {"stuck-set-up"};
+    req.options = forever;
+    auto stuck = sbx_test::run(f.ioc, f.runner, std::move(req));
+    BOOST_TEST(stuck.ec == sandbox::errc::timeout, stuck.ec.message());
+    BOOST_TEST(stuck.result.status == sandbox::exec_status::timed_out);
+    BOOST_TEST(stuck.result.diag.limit == "setup_timeout", stuck.result.diag);
+    BOOST_TEST(stuck.result.out.data.empty());
+    BOOST_TEST(stuck.result.wall_time < 60s);
+    f.ioc.restart();
+    auto fine = f.sh("echo fine");
+    BOOST_TEST(!fine.ec, fine.result.diag);
+    BOOST_TEST(fine.result.out.data == "fine\n");
+}
+
 // What the command itself did, not what bwrap folds it into: a signal death is `signaled`
 // with that signal; an exit status of 128+N by choice is `exited`.
 BOOST_FIXTURE_TEST_CASE(exit_status_as_the_command_saw_it, bwrap_fixture)

@@ -417,6 +417,9 @@ BOOST_AUTO_TEST_CASE(backends_come_from_factories_and_settings_are_strict)
     BOOST_TEST((bw.code == errc::validation));
     BOOST_TEST(has(bw.diag.message, "sandboxes[\"x\"].settings.writeable_paths"), bw.diag.message);
     BOOST_TEST(has(bw.diag.message, "sandboxes[\"x\"].settings.read_deny"), bw.diag.message);
+    auto setup = refused(build(cfg::builder(), "bwrap", "    settings: {setup_timeout: 0s}\n"));
+    BOOST_TEST(setup.diag.rule == "sandboxes[\"x\"].settings.setup_timeout", setup.diag);
+    BOOST_TEST(has(setup.diag.message, "must be positive"), setup.diag.message);
     for (const char* escape : {"../escape", "a/../../escape"})
     {
         auto e = refused(build(cfg::builder(), "bwrap",

@@ -80,6 +80,11 @@ struct spawn_plan
     /// SIGTERM) ignored, so only the command, which gets them back at their defaults, ends
     /// by them when they are sent to the group.
     unique_fd inner_status{};
+    /// With `inner_status`: the bound on the wrapper's set-up (from the spawn to the init's
+    /// "started"), which then does not count in `timeout`: the timeout counts from when the
+    /// command starts inside. Past it the tree is killed and the run ends `errc::timeout`
+    /// with nothing run. Zero: the set-up is not bounded (but by the caller cancelling).
+    std::chrono::nanoseconds setup_timeout{0};
     /// The command as the caller named it (diagnostics of a wrapped run).
     std::string inner_command{};
     /// What the backend keeps on the host for this command's tree while it may run (bwrap:

@@ -63,6 +63,13 @@ struct bwrap_runner_options : common_runner_options
     proxy_options proxy{};
     /// The bwrap program; empty: `bwrap` on the PATH (then /usr/bin/bwrap).
     std::string bwrap_path{};
+    /// The bound on setting a sandbox up: from bwrap's start until the init inside says the
+    /// sandbox is ready (namespaces, mounts, the proxy's listeners handed over). A call's
+    /// `timeout` counts from then on, so a set-up slowed by a loaded host (200 sandboxes
+    /// starting at once on 2 cores take seconds each) does not eat the command's time. Past
+    /// this bound the tree is killed and the call ends `errc::timeout`, `diag.limit`
+    /// "setup_timeout", nothing run. Zero: unbounded (a caller can still cancel).
+    std::chrono::nanoseconds setup_timeout = std::chrono::seconds(60);
 };
 
 /// \brief Runs commands inside bubblewrap: host `/` read-only, the root (and the writable
