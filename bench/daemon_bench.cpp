@@ -6,8 +6,8 @@
 //   conc64_exec_true   64 clients at once, each its own connection, N/64 execs each;
 //                      baseline: 64 execs in flight on one io_context in this process.
 //   idle_session_kib   the daemon's own memory per idle `cat` session (its private dirty
-//                      pages after starting N, minus before, over N); baseline: 64 KiB (the library's
-//                      own target per session). The supervisor worker of each session is
+//                      pages after starting N, minus before, over N); baseline: 64 KiB (the
+//                      library's own target per session). The supervisor worker of each session is
 //                      reported apart (worker_pss_per_session, baseline the `cat`).
 //
 //   neighbour_hold_p99_us    p99 of a well-behaved client's exec of /bin/true while another
@@ -18,6 +18,13 @@
 //                            (invalid JSON, one at a time): what parsing costs the others.
 //   neighbour_*_private_kib  the daemon's private memory while that neighbour floods;
 //                            baseline: just before it came.
+//   stalled_tunnel_kib       the daemon's private memory per stalled tunnel of a bwrap
+//                            allow-list session: its command opens 256 CONNECT tunnels
+//                            through the daemon's egress proxy to a host sink that never
+//                            reads, then sends on each until its socket is full; (memory
+//                            then - before the session) / 256, the session's own cost
+//                            included; baseline: the same per tunnel with the 256 tunnels
+//                            open and idle (each sent "hello"), same session. Needs root.
 //
 //   daemon_bench [--quick] [--execs N] [--sessions N] [--sandboxd PATH]
 #include "common.hpp"
@@ -38,11 +45,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <csignal>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -93,7 +103,8 @@ struct daemon_process
     pid_t pid = -1;
     std::string dir, socket;
 
-    daemon_process(const std::string& program)
+    // `sink_port`: a host port the `t` sandbox (bwrap, allow-list) may reach; 0: no `t`.
+    daemon_process(const std::string& program, int sink_port)
     {
         char tmpl[] = "/tmp/sbx-daemon-bench-XXXXXX";
         dir = ::mkdtemp(tmpl);
@@ -107,6 +118,16 @@ struct daemon_process
                               "sandboxes:\n  b:\n    backend: local\n    run_as: daemon\n"
                               "    root: "
                            << dir << "\n";
+        if (sink_port > 0)
+        {
+            ::mkdir((dir + "/t").c_str(), 0777);
+            ::chmod((dir + "/t").c_str(), 0777); // the sandbox user's root
+            std::ofstream(doc, std::ios::app)
+                << "  t:\n    backend: bwrap\n    root: " << dir << "/t\n"
+                << "    settings: {max_sandbox_tunnels: 1024}\n"
+                << "    defaults:\n      net:\n        mode: allow_list\n        rules:\n"
+                << "          - {action: allow, host: 127.0.0.1, port: " << sink_port << "}\n";
+        }
         ::chmod(dir.c_str(), 0755);
         pid = ::fork();
         if (pid == 0)
@@ -125,6 +146,7 @@ struct daemon_process
         int st = 0;
         ::waitpid(pid, &st, 0);
         std::remove((dir + "/d.yaml").c_str());
+        ::rmdir((dir + "/t").c_str());
         ::rmdir(dir.c_str());
     }
 };
@@ -375,6 +397,126 @@ void neighbour(const daemon_process& d, int n)
     }
 }
 
+// A host destination that accepts and never reads (a small receive buffer, so a direction
+// stalls after a few KiB), on 127.0.0.1; its connections close with it.
+struct stalled_sink
+{
+    int listener = -1;
+    int port = 0;
+    std::vector<int> held;
+    std::thread acceptor;
+
+    stalled_sink()
+    {
+        listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int small = 4096;
+        ::setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+            ::listen(listener, 1024) != 0 ||
+            ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw std::runtime_error("stalled sink: cannot listen");
+        port = ntohs(a.sin_port);
+        acceptor = std::thread([this] {
+            for (int fd; (fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;)
+                held.push_back(fd);
+        });
+    }
+    ~stalled_sink()
+    {
+        ::shutdown(listener, SHUT_RDWR); // ends the accept loop
+        acceptor.join();
+        ::close(listener);
+        for (int fd : held)
+            ::close(fd);
+    }
+};
+
+// The command of the stalled-tunnel session: N tunnels through its proxy, "hello" on each,
+// "idle"; after a line on stdin, fills each until its socket takes no more, "stalled"; then
+// holds them until stdin ends.
+const char* stalled_script = R"(import os, socket, sys
+port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])
+n, dest = int(sys.argv[1]), sys.argv[2]
+kept = []
+for i in range(n):
+    s = socket.create_connection(('127.0.0.1', port))
+    s.sendall(b'CONNECT ' + dest.encode() + b' HTTP/1.1\r\n\r\n')
+    if b' 200' not in s.recv(64):
+        print('refused', i, flush=True); sys.exit(1)
+    s.sendall(b'hello')
+    kept.append(s)
+print('idle', flush=True)
+sys.stdin.readline()
+chunk = b'x' * 65536
+for s in kept:
+    s.setblocking(False)
+    try:
+        while True:
+            s.send(chunk)
+    except BlockingIOError:
+        pass
+print('stalled', flush=True)
+sys.stdin.read()
+)";
+
+// Waits until the session's output holds `word` (false: it ended or 60 s passed).
+bool wait_for_output(client& c, const std::string& id, const std::string& word)
+{
+    for (int i = 0; i < 600; ++i)
+    {
+        const auto out =
+            c.call(http::verb::get, "/v1/sessions/" + id + "/output?offset=0&wait=100", "");
+        if (out.find(word) != std::string::npos)
+            return true;
+        if (out.find("\"eof\":true") != std::string::npos)
+        {
+            std::fprintf(stderr, "daemon_bench: the stalled-tunnel session ended: %s\n",
+                         out.c_str());
+            return false;
+        }
+    }
+    return false;
+}
+
+void stalled_tunnels(const daemon_process& d, int sink_port)
+{
+    constexpr int n = 256;
+    client c(d.socket);
+    c.call(http::verb::post, "/v1/sandboxes/b/exec", true_call);
+    const long before = private_kib(d.pid);
+    const std::string dest = "127.0.0.1:" + std::to_string(sink_port);
+    std::string script;
+    for (char ch : std::string(stalled_script))
+        script += ch == '\n'   ? std::string("\\n")
+                  : ch == '"'  ? std::string("\\\"")
+                  : ch == '\\' ? std::string("\\\\")
+                               : std::string(1, ch);
+    const auto body = c.call(http::verb::post, "/v1/sandboxes/t/sessions",
+                             R"({"command":"/usr/bin/python3","args":["-c",")" + script + R"(",")" +
+                                 std::to_string(n) + R"(",")" + dest + R"("]})");
+    const auto at = body.find("\"id\":\"");
+    const std::string id = body.substr(at + 6, body.find('"', at + 6) - at - 6);
+    bool ok = wait_for_output(c, id, "idle");
+    const long idle = private_kib(d.pid);
+    if (ok)
+    {
+        c.call(http::verb::post, "/v1/sessions/" + id + "/input", "go\n");
+        ok = wait_for_output(c, id, "stalled");
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1)); // the proxy has read what it will
+    const long stalled = private_kib(d.pid);
+    c.call(http::verb::delete_, "/v1/sessions/" + id, "");
+    if (!ok)
+        throw std::runtime_error("the stalled-tunnel session did not get its tunnels");
+    bench::print_json("daemon_bench", "stalled_tunnel_kib",
+                      static_cast<double>(stalled - before) / n, "KiB",
+                      static_cast<double>(idle - before) / n);
+}
+
 void idle_sessions(const daemon_process& d, int n)
 {
     client c(d.socket);
@@ -433,7 +575,11 @@ int main(int argc, char** argv)
     bench::print_machine(stderr);
     try
     {
-        daemon_process d(program);
+        const bool root = ::geteuid() == 0;
+        std::optional<stalled_sink> sink;
+        if (root)
+            sink.emplace();
+        daemon_process d(program, sink ? sink->port : 0);
         // Interleaved: library, daemon, library, daemon (the host drifts).
         const double lib1 = library_seq(execs / 2), dmn1 = daemon_seq(d, execs / 2);
         const double lib2 = library_seq(execs / 2), dmn2 = daemon_seq(d, execs / 2);
@@ -444,6 +590,10 @@ int main(int argc, char** argv)
         bench::print_json("daemon_bench", "conc64_exec_true", dmnc * 1e6 / execs, "us",
                           libc * 1e6 / execs);
         neighbour(d, execs / 2);
+        if (sink)
+            stalled_tunnels(d, sink->port);
+        else
+            std::fprintf(stderr, "daemon_bench: stalled_tunnel_kib skipped (needs root)\n");
         idle_sessions(d, sessions);
     }
     catch (const std::exception& e)
