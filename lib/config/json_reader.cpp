@@ -62,10 +62,11 @@ struct token_cursor
         }
     }
     // From a number's or a literal's first byte to its last.
+    // Past a number, true, false or null: up to the first byte that cannot be part of one.
     void past_scalar() noexcept
     {
-        while (more() && text[at] != ' ' && text[at] != '\t' && text[at] != '\r' &&
-               text[at] != '\n' && text[at] != ',' && text[at] != ']' && text[at] != '}')
+        constexpr std::string_view ends = " \t\r\n,]}:\"";
+        while (more() && ends.find(text[at]) == std::string_view::npos)
             step();
     }
 };
@@ -181,13 +182,12 @@ struct json_handler
         pos.past_string();
         if (const node* dup = open_.add_key(key))
         {
-            if (!listing(problems))
-                add_problem(problems, {});
-            else
-                add_problem(problems,
-                            {errc::validation, member_path(open_.path(), key), key_line, key_column,
-                             "duplicate key \"" + key + "\" (first at line " +
-                                 std::to_string(dup->key_line) + ")"});
+            add_problem(problems, [&] {
+                return problem{errc::validation, member_path(open_.path(), key), key_line,
+                               key_column,
+                               "duplicate key \"" + key + "\" (first at line " +
+                                   std::to_string(dup->key_line) + ")"};
+            });
         }
         have_key = true;
         return true;

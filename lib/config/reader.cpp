@@ -95,16 +95,13 @@ bool reader::known_keys(const node& obj, const std::string& path,
             continue;
         good = false;
         ++failures_;
-        if (!listing(problems_))
-        {
-            add_problem(problems_, {});
-            continue;
-        }
-        std::string list;
-        for (auto k : known)
-            list += (list.empty() ? "" : ", ") + std::string(k);
-        add_problem(problems_, {errc::validation, member_path(path, key), value.key_line,
-                                value.key_column, "unknown key (known here: " + list + ")"});
+        add_problem(problems_, [&] {
+            std::string list;
+            for (auto k : known)
+                list += (list.empty() ? "" : ", ") + std::string(k);
+            return problem{errc::validation, member_path(path, key), value.key_line,
+                           value.key_column, "unknown key (known here: " + list + ")"};
+        });
     }
     return good;
 }

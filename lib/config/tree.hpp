@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,11 +97,18 @@ inline constexpr std::size_t max_listed_problems = 100;
 // Adds `p` to `sink` while it lists fewer than max_listed_problems; past that, counts it in
 // one last problem that says how many more there were. Whether `p` was listed.
 bool add_problem(std::vector<problem>& sink, problem p);
-// Whether `sink` still lists problems (one more would be listed): callers that build an
-// expensive message check first.
+// Whether `sink` still lists problems (one more would be listed).
 inline bool listing(const std::vector<problem>& sink) noexcept
 {
     return sink.size() < max_listed_problems;
+}
+// The same, with the problem made by `make()` only when it is listed (a message that costs
+// a path and a string is not built for a problem that is only counted).
+template <class Make>
+requires std::is_invocable_r_v<problem, Make>
+bool add_problem(std::vector<problem>& sink, Make&& make)
+{
+    return add_problem(sink, listing(sink) ? std::forward<Make>(make)() : problem{});
 }
 
 // The failure that lists `problems` (at least one), each on its line after `lead`, counted when

@@ -75,8 +75,9 @@ struct yaml_reader
 
     void fail(const yaml_mark_t& m, std::string what)
     {
-        add_problem(problems, {errc::validation, listing(problems) ? here() : std::string(),
-                               line_of(m), column_of(m), std::move(what)});
+        add_problem(problems, [&] {
+            return problem{errc::validation, here(), line_of(m), column_of(m), std::move(what)};
+        });
     }
 
     // The path of the value being read: its container's, and its key or index (built for a
@@ -119,13 +120,12 @@ struct yaml_reader
         pending.reset();
         if (const node* dup = open_.add_key(key))
         {
-            if (!listing(problems))
-                add_problem(problems, {});
-            else
-                add_problem(problems, {errc::validation, member_path(open_.path(), key),
-                                       key_node.line, key_node.column,
-                                       "duplicate key \"" + key + "\" (first at line " +
-                                           std::to_string(dup->key_line) + ")"});
+            add_problem(problems, [&] {
+                return problem{errc::validation, member_path(open_.path(), key), key_node.line,
+                               key_node.column,
+                               "duplicate key \"" + key + "\" (first at line " +
+                                   std::to_string(dup->key_line) + ")"};
+            });
         }
         auto& m = top->members.emplace_back(std::move(key), std::move(fresh));
         m.second.key_line = key_node.line;

@@ -190,21 +190,33 @@ std::optional<refusal> daemon::admit_session(const peer& owner, std::int64_t out
     return std::nullopt;
 }
 
+namespace {
+
+// A hold on counts in `counts`, given back by `release(counts)` when the last copy goes;
+// weakly, as a connection's or a start's frame may be destroyed after the daemon (with
+// the io_context): then there is nothing to give back.
+template <class Counts, class Release>
+std::shared_ptr<void> hold_on(const std::shared_ptr<Counts>& counts, Release release)
+{
+    return std::shared_ptr<void>(counts.get(),
+                                 [weak = std::weak_ptr<Counts>(counts), release](void*) {
+                                     if (auto c = weak.lock())
+                                         release(*c);
+                                 });
+}
+
+} // namespace
+
 std::shared_ptr<void> daemon::hold_session_start(const peer& owner, std::int64_t output_bytes)
 {
     ++starting_->by_uid[owner.uid];
     ++starting_->all;
     starting_->output_bytes += output_bytes;
-    // Weakly, as a connection's count: the start's frame may outlive the daemon.
-    std::weak_ptr<start_counts> counts = starting_;
-    return std::shared_ptr<void>(starting_.get(), [counts, uid = owner.uid, output_bytes](void*) {
-        auto c = counts.lock();
-        if (!c)
-            return;
-        if (auto it = c->by_uid.find(uid); it != c->by_uid.end() && --it->second <= 0)
-            c->by_uid.erase(it);
-        --c->all;
-        c->output_bytes -= output_bytes;
+    return hold_on(starting_, [uid = owner.uid, output_bytes](start_counts& c) {
+        if (auto it = c.by_uid.find(uid); it != c.by_uid.end() && --it->second <= 0)
+            c.by_uid.erase(it);
+        --c.all;
+        c.output_bytes -= output_bytes;
     });
 }
 
@@ -214,15 +226,9 @@ std::shared_ptr<void> daemon::hold_connection(std::uint32_t uid)
     if (n >= document().daemon.max_connections_per_uid)
         return nullptr;
     ++n;
-    // Weakly: a connection's frame may be destroyed after the daemon (with the io_context).
-    std::weak_ptr<connection_counts> counts = connections_;
-    return std::shared_ptr<void>(connections_.get(), [counts, uid](void*) {
-        auto c = counts.lock();
-        if (!c)
-            return;
-        auto it = c->find(uid);
-        if (it != c->end() && --it->second <= 0)
-            c->erase(it);
+    return hold_on(connections_, [uid](connection_counts& c) {
+        if (auto it = c.find(uid); it != c.end() && --it->second <= 0)
+            c.erase(it);
     });
 }
 
