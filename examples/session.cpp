@@ -2,7 +2,9 @@
 #include <sandbox/local_runner.hpp>
 #include <sandbox/process_manager.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -36,7 +38,24 @@ asio::awaitable<void> demo(sandbox::runner& runner)
             break;
     }
     std::cout << "exit " << exit.exit_code << ", " << at << " bytes\n";
-    co_await shell->close();
+
+    // The same events as a channel: a bounded queue that announces lag instead of holding
+    // the session up (here every event fits).
+    auto ch = again->watch_channel({.capacity = 16, .on_lag = sandbox::lag_policy::resume});
+    co_await shell->close(); // the channel's last event is `closed`
+    for (;;)
+    {
+        auto [ec, ev] = co_await sandbox::async_receive(ch, asio::as_tuple(asio::deferred));
+        if (ec) // channel_closed: nothing more
+            break;
+        if (ev.what == sandbox::session_event::kind::lag) // missed [missed_from, offset)
+            std::cout << "missed " << ev.offset - ev.missed_from << " bytes\n";
+        else if (ev.what == sandbox::session_event::kind::output)
+            std::cout << sandbox::to_string(ev.stream) << " " << ev.offset << ": " << ev.data;
+        else
+            std::cout << (ev.what == sandbox::session_event::kind::exited ? "exited\n"
+                                                                          : "closed\n");
+    }
 }
 
 int main()

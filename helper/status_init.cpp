@@ -6,6 +6,7 @@
 #include "helper/setid_filter.hpp"
 #include "protocol/net_bridge.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -17,8 +18,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,10 +47,30 @@ void say(int fd, const char* what, long value, bool with_value)
     }
 }
 
+// "unreachable ENTRY": a PATH entry the command's user cannot search (at most 16, each
+// shortened to 512 bytes), before "exec ERRNO".
+void say_unreachable(int fd, std::string entry)
+{
+    entry.resize(std::min<std::size_t>(entry.size(), 512));
+    std::replace(entry.begin(), entry.end(), '\n', '?');
+    const std::string line = "unreachable " + entry + "\n";
+    for (std::size_t off = 0; off < line.size();)
+    {
+        const ssize_t w = ::write(fd, line.data() + off, line.size() - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += static_cast<std::size_t>(w);
+    }
+}
+
 // execvp without its fallback of running a file that is not an executable format with
 // /bin/sh (the local backend refuses such a file with ENOEXEC, and so do we): the PATH of
-// our environment (which is the command's), searched as execvp does. Returns the errno.
-int exec_on_path(char** argv)
+// our environment (which is the command's), searched as the shell does: an entry the user
+// cannot search is skipped (and told on `fd`), a file found but not executable is EACCES,
+// nothing found ENOENT. Returns the errno.
+int exec_on_path(int fd, char** argv)
 {
     const char* file = argv[0];
     if (std::strchr(file, '/'))
@@ -60,19 +82,28 @@ int exec_on_path(char** argv)
     if (!path)
         path = "/bin:/usr/bin";
     bool denied = false;
+    int unreachable = 0;
     for (const char* p = path;; ++p)
     {
         const char* end = std::strchr(p, ':');
         const std::size_t n = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
-        std::string full = n ? std::string(p, n) : std::string(".");
-        full += '/';
-        full += file;
+        const std::string dir = n ? std::string(p, n) : std::string(".");
+        const std::string full = dir + '/' + file;
         ::execve(full.c_str(), argv, environ);
-        if (errno == EACCES)
+        const int err = errno;
+        struct stat st
+        {
+        };
+        if (err == EACCES && ::stat(full.c_str(), &st) != 0 && errno == EACCES)
+        {
+            if (unreachable++ < 16) // the directory: not searchable, so nothing there counts
+                say_unreachable(fd, dir);
+        }
+        else if (err == EACCES)
             denied = true;
-        else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
-                 errno != ETIMEDOUT)
-            return errno; // it is there but cannot run: say so, as the local backend does
+        else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV &&
+                 err != ETIMEDOUT)
+            return err; // it is there but cannot run: say so, as the local backend does
         if (!end)
             break;
         p = end;
@@ -87,7 +118,7 @@ int exec_on_path(char** argv)
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int err = exec_on_path(argv);
+    const int err = exec_on_path(fd, argv);
     say(fd, "exec", err, true); // fd is close-on-exec: only a failed exec gets here
     ::_exit(127);
 }

@@ -300,4 +300,44 @@ outcome<host_pattern> parse_host_pattern(std::string_view text)
     return p;
 }
 
+outcome<host_and_port> split_host_port(std::string_view text)
+{
+    auto refuse = [&](const char* why) -> failure {
+        return make_failure(errc::validation, "host " + quote_for_message(text) + ": " + why);
+    };
+    host_and_port out{text, 0};
+    std::string_view port;
+    if (!text.empty() && text.front() == '[')
+    {
+        if (const auto close = text.find("]:"); close != std::string_view::npos)
+            out.host = text.substr(0, close + 1), port = text.substr(close + 2);
+        else
+            return out;
+        if (port.empty())
+            return refuse("empty port after ':'");
+    }
+    else if (std::count(text.begin(), text.end(), ':') == 1)
+    {
+        const auto colon = text.find(':');
+        out.host = text.substr(0, colon), port = text.substr(colon + 1);
+        if (port.empty())
+            return refuse("empty port after ':'");
+    }
+    if (out.host.empty())
+        return refuse("empty host");
+    if (port.empty())
+        return out;
+    int value = 0;
+    for (char c : port)
+    {
+        if (!is_digit(c) || value > 65535)
+            return refuse("the port must be 1 to 65535");
+        value = value * 10 + (c - '0');
+    }
+    if (value < 1 || value > 65535)
+        return refuse("the port must be 1 to 65535");
+    out.port = value;
+    return out;
+}
+
 } // namespace sandbox::detail

@@ -68,6 +68,44 @@ outcome<> check_host_list(const std::vector<std::string>& hosts, std::string_vie
     return {};
 }
 
+// `allow_hosts`: each `HOST` or `HOST:PORT` (`[V6]:PORT`), as `--allow-host` takes them.
+outcome<> check_allow_hosts(const std::vector<std::string>& hosts)
+{
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+    {
+        auto split = detail::split_host_port(hosts[i]);
+        if (!split)
+        {
+            failure f = split.error();
+            f.diag.limit = indexed("net.allow_hosts", i);
+            return f;
+        }
+        if (auto r = check_host(split->host, indexed("net.allow_hosts", i)); !r)
+            return r;
+    }
+    return {};
+}
+
+// `resolve`: each pin a domain name (no wildcard, no address) and an IP literal.
+outcome<> check_pins(const std::vector<std::pair<std::string, std::string>>& pins)
+{
+    for (std::size_t i = 0; i < pins.size(); ++i)
+    {
+        const std::string limit = indexed("net.resolve", i);
+        auto name = detail::parse_host_pattern(pins[i].first);
+        if (!name || name->kind != detail::host_kind::domain)
+            return invalid("net.resolve: " + detail::quote_for_message(pins[i].first) +
+                               " is not a host name",
+                           limit);
+        auto ip = detail::parse_host_pattern(pins[i].second);
+        if (!ip || ip->kind != detail::host_kind::ip)
+            return invalid("net.resolve: " + detail::quote_for_message(pins[i].second) + " (for " +
+                               name->host + ") is not an IP address",
+                           limit);
+    }
+    return {};
+}
+
 // The proxy URL may carry a password, so no message here ever repeats the URL itself.
 outcome<> check_proxy(std::string_view proxy)
 {
@@ -203,13 +241,15 @@ outcome<> check_consistency(const net_policy& p)
                                   {"net.rules", !p.rules.empty()},
                                   {"net.proxy", !p.proxy.empty()},
                                   {"net.unix_sockets", !p.unix_sockets.empty()},
-                                  {"net.mitm.enabled", mitm_enabled}},
+                                  {"net.mitm.enabled", mitm_enabled},
+                                  {"net.resolve", !p.resolve.empty()}},
                                  p.mode);
     case net_mode::deny_all: // unix sockets are allowed through a deny-all sandbox
         return refuse_set_fields({{"net.allow_hosts", !p.allow_hosts.empty()},
                                   {"net.rules", !p.rules.empty()},
                                   {"net.proxy", !p.proxy.empty()},
-                                  {"net.mitm.enabled", mitm_enabled}},
+                                  {"net.mitm.enabled", mitm_enabled},
+                                  {"net.resolve", !p.resolve.empty()}},
                                  p.mode);
     case net_mode::allow_list:
         if (!p.proxy.empty())
@@ -278,9 +318,11 @@ outcome<> net_policy::validate() const
     }
     if (auto r = check_rules(rules); !r)
         return r;
-    if (auto r = check_host_list(allow_hosts, "net.allow_hosts"); !r)
+    if (auto r = check_allow_hosts(allow_hosts); !r)
         return r;
     if (auto r = check_unix_sockets(unix_sockets); !r)
+        return r;
+    if (auto r = check_pins(resolve); !r)
         return r;
     if (mitm)
     {

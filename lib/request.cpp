@@ -1,6 +1,7 @@
 // lib/request.cpp: the checks and derived limits every backend applies to a request.
 #include <sandbox/backend/environment.hpp>
 #include <sandbox/backend/request.hpp>
+#include <sandbox/exec_request.hpp>
 #include <sandbox/sampler.hpp>
 
 #include "supervisor/client.hpp"
@@ -8,6 +9,21 @@
 #include <cstring>
 #include <limits>
 #include <string>
+
+namespace sandbox {
+
+const char* to_string(output_stream s) noexcept
+{
+    switch (s)
+    {
+    case output_stream::out: return "stdout";
+    case output_stream::err: return "stderr";
+    case output_stream::tty: return "tty";
+    }
+    return "unknown";
+}
+
+} // namespace sandbox
 
 namespace sandbox::backend {
 

@@ -20,6 +20,8 @@ init_report parse_init_report(std::string_view text)
         char extra = 0;
         if (line == "started")
             r.started = true;
+        else if (line.rfind("unreachable ", 0) == 0 && r.unreachable_path.size() < 16)
+            r.unreachable_path.push_back(line.substr(12));
         else if (std::sscanf(line.c_str(), "exec %ld%c", &v, &extra) == 1 && v > 0 && v < 4096)
             r.exec_errno = static_cast<int>(v);
         else if (std::sscanf(line.c_str(), "status %ld%c", &v, &extra) == 1 && v >= 0 &&

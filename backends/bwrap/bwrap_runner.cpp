@@ -300,6 +300,16 @@ void set_tmpdir(std::vector<std::string>& envp)
     envp.emplace_back("TMPDIR=/tmp");
 }
 
+// A root caller's sandbox user cannot use the caller's home (/root: git warns it cannot read
+// its config, tools cannot write their caches): its HOME is the sandbox's private /tmp. An
+// environment without HOME keeps none.
+void set_home(std::vector<std::string>& envp)
+{
+    for (auto& e : envp)
+        if (e.rfind("HOME=", 0) == 0)
+            e = "HOME=/tmp";
+}
+
 // What a command's tree keeps on the host while it may run: the lease on its write-deny
 // stand-ins, and its network (the egress proxy serving the sandbox's listeners).
 struct tree_hold
@@ -421,6 +431,8 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     plan.envp = backend::build_environment(o.env, backend::host_environment());
     if (!o.env.inject.count("TMPDIR"))
         set_tmpdir(plan.envp);
+    if (st.user && !o.env.inject.count("HOME"))
+        set_home(plan.envp);
     plan.executable = st.bwrap;
     plan.argv = bwrap::build_args(v, req.command, req.args);
     plan.extra_fds = std::move(init->fds);

@@ -21,7 +21,11 @@ enum class output_stream : int
 {
     out = 1, ///< stdout
     err = 2, ///< stderr
+    tty = 3, ///< a pseudo-terminal's output: stdout and stderr merged, as a terminal shows them
 };
+
+/// "stdout", "stderr", "tty" (the daemon's JSON and NDJSON spell streams so).
+SANDBOX_DECL const char* to_string(output_stream s) noexcept;
 
 /// \brief Receives output as it is read; returns false to stop the run. See
 /// `exec_request::on_output`.
@@ -100,7 +104,7 @@ struct exec_request
     /// The command leads a new session with the terminal as its controlling terminal and as
     /// stdin, stdout and stderr: programs see `isatty()` true, and its stdout and stderr
     /// arrive merged, as a terminal shows them, in `exec_result::out` (or as
-    /// `output_stream::out` through `on_output`; `err` stays empty). Everything written
+    /// `output_stream::tty` through `on_output`; `err` stays empty). Everything written
     /// before the tree ended is read before the exec completes. Input (`options.input`,
     /// `stdin_fd`) is refused with `errc::validation` for now; sessions will write to the
     /// terminal. Unset: pipes.

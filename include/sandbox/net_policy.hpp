@@ -10,9 +10,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sandbox {
+
+/// \brief The name by which a sandboxed command reaches the host's own loopback services
+/// (127.0.0.1 and ::1 on the host) through the egress proxy, as container tools name the host
+/// (`host.docker.internal`). Only an allow rule naming it exactly opens it, port by port or
+/// on every port (`allow_hosts: [host.sandbox.internal:8080]`); no broader rule, no proxy
+/// mode without allow rules. The sandbox's own loopback (`127.0.0.1` inside) stays its own.
+inline constexpr std::string_view host_loopback_name = "host.sandbox.internal";
 
 /// \brief Network mode. Every mode but `inherit` needs an isolating backend.
 enum class net_mode : int
@@ -70,7 +78,8 @@ struct mitm_policy
 struct net_policy
 {
     net_mode mode = net_mode::inherit;
-    /// Legacy allow list: each entry is an allow rule on any port, appended after `rules`.
+    /// Allow list: each entry `HOST` (any port) or `HOST:PORT` (`[V6]:PORT`), as
+    /// `sandbox-run --allow-host` takes them; an allow rule each, after `rules`.
     std::vector<std::string> allow_hosts{};
     std::vector<net_rule> rules{};
     /// Upstream proxy URL for `net_mode::proxy`: `http://` or `socks5://`, optional user[:pass]@.
@@ -78,6 +87,12 @@ struct net_policy
     /// Absolute host paths of unix sockets the child may connect to.
     std::vector<std::string> unix_sockets{};
     std::optional<mitm_policy> mitm{};
+    /// Names pinned to addresses for the egress proxy (modes allow_list and proxy), like
+    /// curl's `--resolve`: (name, IP literal) pairs, a name may repeat. They go in front of
+    /// the runner's own pins (`proxy_options::resolve`); a pinned name is never looked up. The
+    /// SSRF guard still judges a pinned address: a loopback or private one needs an IP allow
+    /// rule too (`allow_hosts: [git.test:8080, 127.0.0.2:8080]`).
+    std::vector<std::pair<std::string, std::string>> resolve{};
 
     /// \brief Checks the policy on its own, independent of any backend.
     ///

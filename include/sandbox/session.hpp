@@ -38,8 +38,8 @@ struct session_spec
     /// `limits.max_output_bytes` as the bound of the output log (the runner's default when
     /// unset). `input` is refused: a session takes input through `write()`.
     exec_options options{};
-    /// Run on a pseudo-terminal of this size (stdout and stderr merged as
-    /// `output_stream::out`); unset: pipes.
+    /// Run on a pseudo-terminal of this size (stdout and stderr merged, tagged
+    /// `output_stream::tty`); unset: pipes.
     std::optional<terminal_size> tty{};
     /// As `exec_request::on_net_record`, for the session's whole life.
     net_record_handler on_net_record{};
@@ -90,6 +90,10 @@ struct session_event
         output, ///< `data` from `stream`, starting at `offset`
         exited, ///< the command ended; `exit` holds how, `offset` is the output's end
         closed, ///< the session was closed; nothing follows
+        /// Only from a `session_channel`: its reader fell behind; bytes `[missed_from,
+        /// offset)` were not delivered (`session::read` has them while the log holds them).
+        /// Under `lag_policy::close` nothing follows.
+        lag,
     };
     kind what = kind::output;
     output_stream stream = output_stream::out;
@@ -115,12 +119,31 @@ struct session_info
     std::optional<exec_result> exit{};
 };
 
+/// What a `session_channel` does once its reader fell behind and got the `lag` event.
+enum class lag_policy : int
+{
+    close = 0,  ///< nothing follows the lag event: the channel ends (as Go's ProcessWatcher)
+    resume = 1, ///< events go on from the first byte there was room for again
+};
+
+/// \brief How `session::watch_channel` makes a channel.
+struct channel_options
+{
+    /// Events the queue holds (0 counts as 1). An event that finds it full is dropped and a
+    /// `lag` event owed; the session never waits for the reader.
+    std::size_t capacity = 64;
+    lag_policy on_lag = lag_policy::close;
+    /// The first output byte to deliver (0: everything the log retains).
+    std::uint64_t from = 0;
+};
+
 namespace detail {
 struct session_state;
 struct session_access;
 } // namespace detail
 
 class session_watcher;
+class session_channel;
 
 /// \brief A running (or ended, not yet closed) command.
 ///
@@ -208,6 +231,11 @@ public:
     /// output, exit and close. See `session_watcher`. `errc::session_closed` after close.
     session_watcher watch(std::uint64_t from = 0);
 
+    /// \brief The same events pushed into a bounded queue, for a reader that wants a channel
+    /// (the Go package's `ProcessWatcher`): see `session_channel`. `errc::session_closed`
+    /// after close.
+    session_channel watch_channel(channel_options o = {});
+
 private:
     friend struct detail::session_access;
     std::shared_ptr<detail::session_state> st_;
@@ -248,6 +276,45 @@ private:
     std::shared_ptr<impl> impl_;
 };
 
+/// \brief A session's events pushed into a bounded queue for one reader.
+///
+/// A producer on the session's executor reads the session's log (through a watcher) as
+/// output arrives and pushes each event into the queue, never waiting for the reader: an
+/// event that finds the queue full is dropped, and the reader gets, at the first free place
+/// of the queue, a `session_event::kind::lag` event saying which bytes it missed
+/// (`[missed_from, offset)`, still readable with `session::read` while the log holds them).
+/// A gap of the log itself (`sequence_gap` of a watcher) is announced the same way. Under
+/// `lag_policy::close` the channel ends after the lag event; under `lag_policy::resume` it
+/// goes on (an `exited` or `closed` event dropped meanwhile comes right after the lag
+/// event). Otherwise: output, one `exited`, one `closed`. Once the last event was received,
+/// or after `close()`, `receive()` fails with `boost::asio::experimental::error::
+/// channel_closed`. Use it on the session's executor (one reader at a time); destroying it
+/// closes it. The queue holds at most `capacity` events (copies of their output).
+class SANDBOX_DECL session_channel
+{
+public:
+    session_channel(std::shared_ptr<detail::session_state> st, channel_options o);
+    session_channel(session_channel&&) noexcept;
+    session_channel& operator=(session_channel&&) noexcept;
+    ~session_channel();
+
+    /// The next event; waits while the queue is empty. Cancelling it loses nothing.
+    boost::asio::awaitable<session_event> receive();
+    /// Ends the channel: queued events are dropped, the producer stops, a waiting
+    /// `receive()` fails with `channel_closed`. Idempotent.
+    void close() noexcept;
+    /// Events queued now.
+    std::size_t size() const noexcept;
+
+    using executor_type = boost::asio::any_io_executor;
+    executor_type get_executor() const noexcept;
+
+    struct impl; // the library's
+
+private:
+    std::shared_ptr<impl> impl_;
+};
+
 namespace detail {
 template <>
 inline constexpr bool resumes_with_exception<session_output> = true;
@@ -273,6 +340,8 @@ SANDBOX_DECL void async_signal_impl(session* s, session_signal sig, diagnostics_
                                     void_handler h);
 SANDBOX_DECL void async_next_impl(session_watcher* w, diagnostics_sink sink,
                                   value_handler<session_event> h);
+SANDBOX_DECL void async_receive_impl(session_channel* c, diagnostics_sink sink,
+                                     value_handler<session_event> h);
 } // namespace detail
 
 /// \name Completion-token front ends of the session members
@@ -374,6 +443,14 @@ template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
 {
     return detail::initiate_erased<void(boost::system::error_code, session_event)>(
         &detail::async_next_impl, std::forward<CompletionToken>(token), &w);
+}
+
+/// The next event of `c` (see `session_channel`); runs on the session's executor.
+template <class CompletionToken = with_diagnostics_t<boost::asio::deferred_t>>
+[[nodiscard]] auto async_receive(session_channel& c, CompletionToken&& token = {})
+{
+    return detail::initiate_erased<void(boost::system::error_code, session_event)>(
+        &detail::async_receive_impl, std::forward<CompletionToken>(token), &c);
 }
 /// @}
 

@@ -47,7 +47,7 @@ outcome<call_document> parse_call(std::string_view json)
         detail::reader r(problems);
         const auto& n = *read.root;
         detail::decode_defaults(r, n, "", c.options,
-                                {"command", "args", "work_dir", "stdin", "tty"});
+                                {"command", "args", "work_dir", "stdin", "tty", "id"});
         if (n.what == detail::node::kind::object)
         {
             if (const auto* v = n.member("command"); absent(v))
@@ -73,6 +73,13 @@ outcome<call_document> parse_call(std::string_view json)
                 c.options.input = r.string(*v, "stdin");
             if (const auto* v = n.member("tty"); !absent(v))
                 decode_tty(r, *v, c);
+            if (const auto* v = n.member("id"); !absent(v))
+                if (auto s = r.string(*v, "id"))
+                {
+                    if (s->empty())
+                        r.fail("id", v, "must not be empty (leave it out for a fresh id)");
+                    c.id = std::move(*s);
+                }
         }
     }
     if (problems.empty())

@@ -118,14 +118,15 @@ void check_net_mode(reader& r, const node& n, const std::string& path, const net
 {
     const bool hosts = !net.allow_hosts.empty(), rules = !net.rules.empty();
     const bool proxy = !net.proxy.empty(), sockets = !net.unix_sockets.empty();
+    const bool pins = !net.resolve.empty();
     switch (net.mode)
     {
     case net_mode::inherit:
     case net_mode::deny_all:
-        if (hosts || rules || proxy || sockets || net.mitm)
+        if (hosts || rules || proxy || sockets || net.mitm || pins)
             r.fail(path, &n,
                    "mode \"" + mode_text +
-                       "\" cannot set allow_hosts, rules, proxy, unix_sockets or mitm");
+                       "\" cannot set allow_hosts, rules, proxy, unix_sockets, mitm or resolve");
         break;
     case net_mode::allow_list:
         if (!hosts && !rules)
@@ -145,11 +146,32 @@ void check_net_mode(reader& r, const node& n, const std::string& path, const net
     }
 }
 
+// `resolve`: a mapping from a host name to an IP address, or to a list of them.
+void decode_pins(reader& r, const node& n, const std::string& path, net_policy& net)
+{
+    if (!r.is_object(n, path))
+        return;
+    for (const auto& [k, v] : n.members)
+    {
+        const std::string kp = path + "[\"" + k + "\"]";
+        std::vector<std::string> addresses;
+        if (v.what == node::kind::array)
+            addresses = r.strings(v, kp).value_or(std::vector<std::string>{});
+        else if (auto s = r.string(v, kp))
+            addresses.push_back(std::move(*s));
+        if (v.what == node::kind::array && v.items.empty())
+            r.fail(kp, &v, "an empty list pins nothing");
+        for (auto& a : addresses)
+            net.resolve.emplace_back(k, std::move(a));
+    }
+}
+
 void decode_net(reader& r, const node& n, const std::string& path, net_policy& net)
 {
     if (!r.is_object(n, path))
         return;
-    r.known_keys(n, path, {"mode", "allow_hosts", "rules", "proxy", "unix_sockets", "mitm"});
+    r.known_keys(n, path,
+                 {"mode", "allow_hosts", "rules", "proxy", "unix_sockets", "mitm", "resolve"});
     const std::size_t before = r.count(); // a field already refused: no second word on it
     std::string mode_text = "default";
     if (const node* m = n.member("mode"); !absent(m))
@@ -183,6 +205,8 @@ void decode_net(reader& r, const node& n, const std::string& path, net_policy& n
             std::vector<std::string>{});
     if (const node* v = n.member("mitm"); !absent(v))
         net.mitm = decode_mitm(r, *v, member_path(path, "mitm"));
+    if (const node* v = n.member("resolve"); !absent(v))
+        decode_pins(r, *v, member_path(path, "resolve"), net);
     check_net_mode(r, n, path, net, mode_text);
     if (r.count() != before)
         return;
@@ -529,7 +553,7 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
 
 } // namespace
 
-document decode_document(const node& root, std::vector<problem>& sink)
+document decode_document(const node& root, std::vector<problem>& sink, bool clean)
 {
     reader r(sink);
     document d;
@@ -555,8 +579,12 @@ document decode_document(const node& root, std::vector<problem>& sink)
     if (!r.is_object(*boxes, "sandboxes"))
         return d;
     for (const auto& [name, entry] : boxes->members)
-        d.sandboxes.push_back(
-            decode_entry(r, name, entry, "sandboxes[\"" + name + "\"]"));
+    {
+        const std::size_t before = r.count();
+        auto e = decode_entry(r, name, entry, "sandboxes[\"" + name + "\"]");
+        if (!clean || r.count() == before)
+            d.sandboxes.push_back(std::move(e));
+    }
     std::sort(d.sandboxes.begin(), d.sandboxes.end(),
               [](const auto& a, const auto& b) { return a.name < b.name; });
     return d;

@@ -53,8 +53,9 @@ private:
 void decode_defaults(reader& r, const node& n, const std::string& path, exec_options& o,
                      std::initializer_list<std::string_view> more_keys = {});
 
-// The whole document; problems go to `sink`.
-document decode_document(const node& root, std::vector<problem>& sink);
+// The whole document; problems go to `sink`. With `clean`, only the entries without a
+// problem of their own are kept (a check builds those).
+document decode_document(const node& root, std::vector<problem>& sink, bool clean = false);
 
 } // namespace sandbox::config::detail
 

@@ -53,7 +53,8 @@ void in_document_order(std::vector<problem>& ps)
 
 namespace {
 
-outcome<document> decode(std::string_view text, std::vector<problem>& problems)
+outcome<document> decode(std::string_view text, std::vector<problem>& problems,
+                         document* clean_entries = nullptr)
 {
     if (text.size() > max_document_bytes)
     {
@@ -66,8 +67,10 @@ outcome<document> decode(std::string_view text, std::vector<problem>& problems)
     problems = std::move(read.problems);
     document d;
     if (read.root)
-        d = detail::decode_document(*read.root, problems);
+        d = detail::decode_document(*read.root, problems, clean_entries != nullptr);
     in_document_order(problems);
+    if (clean_entries)
+        *clean_entries = d;
     if (problems.empty())
         return d;
     return detail::failure_of_problems(problems, "sandbox config: ");
@@ -82,13 +85,21 @@ std::vector<problem> check_document(std::string_view text)
     return problems;
 }
 
+std::vector<problem> check_document(std::string_view text, document& clean)
+{
+    std::vector<problem> problems;
+    clean = document{};
+    (void)decode(text, problems, &clean);
+    return problems;
+}
+
 outcome<document> parse_document(std::string_view text)
 {
     std::vector<problem> problems;
     return decode(text, problems);
 }
 
-outcome<document> load_document(const std::filesystem::path& file)
+outcome<std::string> read_document_file(const std::filesystem::path& file)
 {
     std::ifstream in(file, std::ios::binary);
     if (!in)
@@ -121,7 +132,15 @@ outcome<document> load_document(const std::filesystem::path& file)
         f.diag.path = file.string();
         return f;
     }
-    auto d = parse_document(text);
+    return text;
+}
+
+outcome<document> load_document(const std::filesystem::path& file)
+{
+    auto text = read_document_file(file);
+    if (!text)
+        return text.error();
+    auto d = parse_document(*text);
     if (!d)
     {
         auto f = d.error();

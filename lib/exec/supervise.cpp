@@ -241,6 +241,7 @@ private:
     void end_stream(stream& s);
     bool capture(stream& s, std::string_view data);
     void deliver(stream& s, std::string_view data);
+    output_stream stream_of(const stream& s) const noexcept;
     void hand_over(stream& s, std::string_view data);
     void resume(stream& s, bool keep);
     void stop_output(std::string why);
@@ -620,6 +621,14 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
     asio::post(ex_, [self = shared_from_this(), &s] { self->on_readable(s, {}); });
 }
 
+// The tag of what `s` reads: a terminal's merged output is `tty`.
+output_stream supervision::stream_of(const stream& s) const noexcept
+{
+    if (&s != &out_)
+        return output_stream::err;
+    return plan_.tty ? output_stream::tty : output_stream::out;
+}
+
 // Streaming: hand the chunk to the caller's handler; once it says stop, kill the tree and
 // discard what is still read.
 void supervision::deliver(stream& s, std::string_view data)
@@ -633,7 +642,7 @@ void supervision::deliver(stream& s, std::string_view data)
     bool keep = false;
     try
     {
-        keep = plan_.on_output(&s == &out_ ? output_stream::out : output_stream::err, data);
+        keep = plan_.on_output(stream_of(s), data);
         if (!keep)
             output_stop_text_ = "the output handler stopped the run";
     }
@@ -666,8 +675,7 @@ void supervision::hand_over(stream& s, std::string_view data)
     };
     try
     {
-        plan_.on_output_async(&s == &out_ ? output_stream::out : output_stream::err, data,
-                              std::move(r));
+        plan_.on_output_async(stream_of(s), data, std::move(r));
     }
     catch (const std::exception& e)
     {
@@ -908,6 +916,13 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
     if (by_itself && said.exec_errno)
     {
         failure f = spawn_failure(*said.exec_errno, plan_.inner_command);
+        if (!said.unreachable_path.empty())
+        {
+            f.diag.message += " (the command's user cannot search these PATH entries, skipped:";
+            for (const auto& dir : said.unreachable_path)
+                f.diag.message += " " + dir;
+            f.diag.message += ")";
+        }
         exec_result r;
         r.diag = std::move(f.diag);
         ec = f.code;

@@ -197,7 +197,7 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
             return up.error();
         cfg.upstream = std::move(*up);
     }
-    auto dns = make_resolver(ex, o);
+    auto dns = make_resolver(ex, o, p.resolve);
     if (!dns)
         return dns.error();
     cfg.dns = std::move(*dns);
@@ -362,6 +362,8 @@ egress::verdict egress::decide(const authority& target) const
     const auto m = cfg_.rules.match_name(h.name, target.port);
     if (m.matched && m.action == net_action::deny)
         return verdict{false, "rule", "destination not allowed by rule", m.rule};
+    if (h.name == host_loopback_name)
+        return decide_host_loopback(m, target.port);
     if (is_localhost(h.name))
         return verdict{false, "loopback", class_message(address_class::loopback), {}};
     const bool allowed_by_rule = m.matched && m.action == net_action::allow;
@@ -374,6 +376,24 @@ egress::verdict egress::decide(const authority& target) const
     return verdict{true, allowed_by_rule ? "rule" : "mode", {}, allowed_by_rule ? m.rule : ""};
 }
 
+// The host's loopback by its reserved name: only an allow rule naming it, on this port or on
+// every port, opens it (a rule for a parent domain does not, nor does proxy mode's default).
+egress::verdict egress::decide_host_loopback(const rule_match& m, std::uint16_t port) const
+{
+    const auto& ports = cfg_.rules.host_loopback_ports();
+    if (std::find(ports.begin(), ports.end(), port) == ports.end() &&
+        std::find(ports.begin(), ports.end(), 0) == ports.end())
+        return verdict{false,
+                       "no_rule",
+                       "destination not allowed: " + std::string(host_loopback_name) +
+                           " (the host's loopback) needs an allow rule naming it, such as "
+                           "allow_hosts " +
+                           std::string(host_loopback_name) + ":" + std::to_string(port),
+                       {}};
+    std::string rule = m.matched ? m.rule : "allow " + std::string(host_loopback_name);
+    return verdict{true, "rule", {}, std::move(rule)};
+}
+
 awaitable<opened> egress::open(net_protocol protocol, std::string requested, authority target)
 {
     auto r = begin(protocol, requested, target.host.text(), target.port);
@@ -384,6 +404,8 @@ awaitable<opened> egress::open(net_protocol protocol, std::string requested, aut
     r.rule = v.rule;
     if (!v.allowed)
         co_return finish(std::move(r), open_status::denied, v.message, v.reason, tcp::socket(ex_));
+    if (!target.host.is_ip() && target.host.name == host_loopback_name)
+        co_return co_await dial_host_loopback(std::move(r), target.port);
     if (cfg_.mode == net_mode::proxy && cfg_.upstream)
         co_return co_await through_upstream(std::move(r), protocol, target, v.reason);
     if (target.host.is_ip())
@@ -429,6 +451,31 @@ awaitable<opened> egress::resolve_and_dial(net_record r, const authority& target
                              first_refusal->reason + " addresses",
                          first_refusal->reason, tcp::socket(ex_));
     co_return co_await dial(std::move(r), std::move(kept), std::move(reason));
+}
+
+// The host's 127.0.0.1 and ::1 at `port`, in that order: an explicit rule named them, so the
+// guard does not judge them; an IP deny rule still refuses one.
+awaitable<opened> egress::dial_host_loopback(net_record r, std::uint16_t port)
+{
+    std::vector<tcp::endpoint> eps;
+    std::optional<verdict> refusal;
+    for (const address& a :
+         {address(asio::ip::address_v4::loopback()), address(asio::ip::address_v6::loopback())})
+    {
+        r.resolved.push_back(a.to_string());
+        const auto m = cfg_.rules.match_ip(a, port);
+        if (m.matched && m.action == net_action::deny)
+            refusal = verdict{false, "rule", "destination not allowed by rule", m.rule};
+        else
+            eps.emplace_back(a, port);
+    }
+    if (eps.empty())
+    {
+        r.rule = refusal->rule;
+        co_return finish(std::move(r), open_status::denied, refusal->message, refusal->reason,
+                         tcp::socket(ex_));
+    }
+    co_return co_await dial(std::move(r), std::move(eps), "rule");
 }
 
 namespace {

@@ -156,6 +156,8 @@ private:
     bool needs_allow_rule() const noexcept;
     verdict judge_address(const address& a, std::uint16_t port) const;
     verdict decide(const authority& target) const;
+    verdict decide_host_loopback(const rule_match& m, std::uint16_t port) const;
+    boost::asio::awaitable<opened> dial_host_loopback(net_record r, std::uint16_t port);
     net_record begin(net_protocol protocol, std::string_view requested, std::string host,
                      std::uint16_t port);
     void emit(const net_record& r) const;

@@ -453,14 +453,17 @@ outcome<std::shared_ptr<resolver>> make_cares_resolver(asio::any_io_executor ex,
 
 namespace {
 
-/// The pins of `resolve`: canonical names to addresses, in the order given.
-outcome<std::map<std::string, std::vector<asio::ip::address>>>
-make_pins(const std::vector<std::pair<std::string, std::string>>& resolve)
+using pin_map = std::map<std::string, std::vector<asio::ip::address>>;
+
+/// Adds the pins of `resolve` to `pins` (canonical names to addresses, in the order given),
+/// `field[i]` naming a bad one.
+outcome<void> add_pins(pin_map& pins,
+                       const std::vector<std::pair<std::string, std::string>>& resolve,
+                       const std::string& field)
 {
-    std::map<std::string, std::vector<asio::ip::address>> pins;
     for (std::size_t i = 0; i < resolve.size(); ++i)
     {
-        const std::string limit = "resolve[" + std::to_string(i) + "]";
+        const std::string limit = field + "[" + std::to_string(i) + "]";
         auto name = canonicalize_host(resolve[i].first);
         if (!name || name->is_ip())
             return make_failure(errc::validation,
@@ -475,23 +478,28 @@ make_pins(const std::vector<std::pair<std::string, std::string>>& resolve)
                                 limit);
         pins[name->name].push_back(*ip->ip);
     }
-    return pins;
+    return {};
 }
 
 } // namespace
 
-outcome<std::shared_ptr<resolver>> make_resolver(asio::any_io_executor ex, const proxy_options& o)
+outcome<std::shared_ptr<resolver>>
+make_resolver(asio::any_io_executor ex, const proxy_options& o,
+              const std::vector<std::pair<std::string, std::string>>& call_pins)
 {
-    auto pins = make_pins(o.resolve);
-    if (!pins)
-        return pins.error();
+    pin_map pins, runner_pins;
+    if (auto r = add_pins(pins, call_pins, "net.resolve"); !r)
+        return r.error();
+    if (auto r = add_pins(runner_pins, o.resolve, "resolve"); !r)
+        return r.error();
+    pins.merge(runner_pins); // a name the call pins keeps the call's addresses only
     cares_options c;
     c.timeout = o.limits.dns_timeout;
     c.servers = o.dns_servers;
     auto next = make_cares_resolver(std::move(ex), std::move(c));
     if (!next)
         return next.error();
-    return std::make_shared<static_resolver>(std::move(*pins), std::move(*next));
+    return std::make_shared<static_resolver>(std::move(pins), std::move(*next));
 }
 
 } // namespace sandbox::net

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sandbox::net {
@@ -78,11 +79,13 @@ private:
     std::size_t calls_ = 0;
 };
 
-/// \brief The proxy's resolver from its options: `resolve` pins (names canonicalized;
-/// `errc::validation`, limit "resolve[i]", for a bad name or address) in front of c-ares
-/// with `dns_servers` and `limits.dns_timeout`.
-outcome<std::shared_ptr<resolver>> make_resolver(boost::asio::any_io_executor ex,
-                                                 const proxy_options& o);
+/// \brief The proxy's resolver from its options: a call's pins (`net_policy::resolve`),
+/// then the runner's `resolve` pins for the names the call does not pin (names
+/// canonicalized; `errc::validation`, limit "net.resolve[i]" or "resolve[i]", for a bad name
+/// or address), in front of c-ares with `dns_servers` and `limits.dns_timeout`.
+outcome<std::shared_ptr<resolver>>
+make_resolver(boost::asio::any_io_executor ex, const proxy_options& o,
+              const std::vector<std::pair<std::string, std::string>>& call_pins = {});
 
 } // namespace sandbox::net
 

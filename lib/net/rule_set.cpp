@@ -164,6 +164,7 @@ struct rule_set::impl
     std::unordered_map<std::string, name_rules, string_hash, std::equal_to<>> names{};
     prefix_table<std::uint32_t, std::hash<std::uint32_t>, 32> v4{};
     prefix_table<v6_key, v6_hash, 128> v6{};
+    std::vector<std::uint16_t> host_loopback_ports{};
 
     // Adds one parsed pattern; `limit` names it in failures.
     outcome<void> add(const detail::host_pattern& p, net_action action, int port,
@@ -240,6 +241,9 @@ outcome<void> add_rule(rule_set::impl& impl, std::string_view host, net_action a
     auto parsed = detail::parse_host_pattern(host);
     if (!parsed)
         return at(parsed.error(), limit);
+    if (action == net_action::allow && parsed->kind == detail::host_kind::domain &&
+        parsed->host == host_loopback_name)
+        impl.host_loopback_ports.push_back(static_cast<std::uint16_t>(port));
     return impl.add(*parsed, action, port, rule_text(action, host, port), limit);
 }
 
@@ -260,7 +264,11 @@ outcome<rule_set> rule_set::compile(const net_policy& p)
     for (std::size_t i = 0; i < p.allow_hosts.size(); ++i)
     {
         const std::string limit = indexed("net.allow_hosts", i);
-        if (auto ok = add_rule(*built, p.allow_hosts[i], net_action::allow, 0, limit, limit); !ok)
+        auto split = detail::split_host_port(p.allow_hosts[i]);
+        if (!split)
+            return at(split.error(), limit);
+        if (auto ok = add_rule(*built, split->host, net_action::allow, split->port, limit, limit);
+            !ok)
             return ok.error();
     }
     rule_set s;
@@ -319,5 +327,10 @@ rule_match rule_set::match_ip(const ip::address& a, std::uint16_t port) const
 }
 
 std::size_t rule_set::size() const noexcept { return impl_->texts.size(); }
+
+const std::vector<std::uint16_t>& rule_set::host_loopback_ports() const noexcept
+{
+    return impl_->host_loopback_ports;
+}
 
 } // namespace sandbox::net

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandbox::net {
 
@@ -33,7 +34,7 @@ class rule_set
 {
 public:
     rule_set();
-    /// Compiles `p.rules`, then one allow rule (any port) per `p.allow_hosts` entry. A bad
+    /// Compiles `p.rules`, then one allow rule per `p.allow_hosts` entry (`HOST[:PORT]`). A bad
     /// pattern or port is `errc::validation` with `limit` naming it ("net.rules[2].host",
     /// "net.allow_hosts[0]").
     static outcome<rule_set> compile(const net_policy& p);
@@ -45,6 +46,9 @@ public:
     rule_match match_ip(const boost::asio::ip::address& a, std::uint16_t port) const;
     /// Number of compiled rules.
     std::size_t size() const noexcept;
+    /// The ports that allow rules naming `host_loopback_name` exactly open (0: every
+    /// port); a rule for a parent domain or a wildcard is not one of them.
+    const std::vector<std::uint16_t>& host_loopback_ports() const noexcept;
 
     struct impl;
 

@@ -83,10 +83,10 @@ boost::json::object to_json(const audit_record& r)
     for (const auto& a : r.args)
         args.emplace_back(sanitize_utf8(a));
     o["args"] = std::move(args);
-    if (!r.work_dir.empty())
-        o["work_dir"] = sanitize_utf8(r.work_dir);
-    if (r.tty)
-        o["tty"] = true;
+    // Always there, set or not, so that every record has one shape: "" is the backend's
+    // root (no work directory asked for).
+    o["work_dir"] = sanitize_utf8(r.work_dir);
+    o["tty"] = r.tty;
     if (!r.session_id.empty())
         o["session"] = sanitize_utf8(r.session_id);
     if (r.requested_by)

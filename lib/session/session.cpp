@@ -501,6 +501,12 @@ session_watcher session::watch(std::uint64_t from)
     return session_watcher(st_, from, watch_chunk);
 }
 
+session_channel session::watch_channel(channel_options o)
+{
+    check_open(*st_);
+    return session_channel(st_, o);
+}
+
 // ---- watcher -----------------------------------------------------------------------------
 
 struct session_watcher::impl

@@ -63,6 +63,12 @@ struct session_state : std::enable_shared_from_this<session_state>
     std::function<void()> on_exit_hook, on_close_hook;
 };
 
+/// A failed read or next() keeps where to resume (the one gap rule): every file that
+/// launches an operation with these values must see them (session.cpp defines them).
+struct caught;
+void fill_failed(session_output& o, const caught& c);
+void fill_failed(session_event& e, const caught& c);
+
 /// Throws `sandbox::error` with `code`, a message and the field or limit it concerns.
 [[noreturn]] void throw_failure(errc code, std::string message, std::string limit = {});
 

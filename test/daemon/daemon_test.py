@@ -128,6 +128,15 @@ class Daemon:
             f.write(text)
         os.replace(self.doc + ".new", self.doc)
 
+    def reload(self, test):
+        """SIGHUP, then wait (up to 10 s) for the log to say the document was reloaded."""
+        before = self.log().count("reloaded")
+        self.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while self.log().count("reloaded") == before and time.monotonic() < end:
+            time.sleep(0.02)
+        test.assertGreater(self.log().count("reloaded"), before, self.log())
+
     def log(self):
         self.logf.flush()
         self.logf.seek(0)

@@ -70,12 +70,7 @@ class Fixture(unittest.TestCase):
         os.replace(self.d.doc + ".new", self.d.doc)
 
     def reload(self):
-        before = self.d.log().count("reloaded")
-        self.d.proc.send_signal(signal.SIGHUP)
-        end = time.monotonic() + 10
-        while self.d.log().count("reloaded") == before and time.monotonic() < end:
-            time.sleep(0.02)
-        self.assertGreater(self.d.log().count("reloaded"), before, self.d.log())
+        self.d.reload(self)
 
     def exec_in_thread(self, sandbox, body):
         got = {}

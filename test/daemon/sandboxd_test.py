@@ -182,6 +182,34 @@ class SandboxdTest(unittest.TestCase):
         self.assertEqual(self.d.request("DELETE", f"/v1/sessions/{sid}")[0], 200)
         self.assertEqual(self.d.request("GET", f"/v1/sessions/{sid}")[0], 404)
 
+    def test_a_client_chooses_its_session_id_and_a_duplicate_is_409(self):
+        # Issue 33, item 9: "id" in the start body; unique across the daemon's sandboxes.
+        s = self.start({"id": "job-42.a", "command": "cat"})
+        self.assertEqual(s["id"], "job-42.a")
+        status, r = self.d.request("POST", "/v1/sandboxes/build/sessions",
+                                   {"id": "job-42.a", "command": "cat"})
+        self.assertEqual((status, r["error"]["code"]), (409, "conflict"), r)
+        self.assertIn("in use", r["error"]["message"])
+        status, r = self.d.request("POST", "/v1/sandboxes/guarded/sessions",
+                                   {"id": "job-42.a", "command": "cat"})
+        self.assertEqual(status, 409, r)
+        for bad in ["", "has space", "x" * 129, 7]:
+            status, r = self.d.request("POST", "/v1/sandboxes/build/sessions",
+                                       {"id": bad, "command": "cat"})
+            self.assertEqual((status, r["error"]["code"]), (400, "validation"), (bad, r))
+        status, r = self.d.request("POST", "/v1/sandboxes/build/exec", {"id": "e1", "command": "true"})
+        self.assertEqual((status, r["error"]["code"]), (400, "validation"), r)
+        # The first session is untouched by the refusals; once closed, its id is free again.
+        self.assertEqual(self.d.request("POST", "/v1/sessions/job-42.a/input", b"still\n")[0], 200)
+        self.assertEqual(self.d.request("POST", "/v1/sessions/job-42.a/close-input")[0], 200)
+        status, r = self.d.request("POST", "/v1/sessions/job-42.a/wait")
+        self.assertEqual((status, r["exit_code"]), (200, 0))
+        status, out = self.d.request("GET", "/v1/sessions/job-42.a/output?offset=0")
+        self.assertEqual("".join(c["data"] for c in out["chunks"]), "still\n")
+        self.assertEqual(self.d.request("DELETE", "/v1/sessions/job-42.a")[0], 200)
+        again = self.start({"id": "job-42.a", "command": "true"})
+        self.assertEqual(again["id"], "job-42.a")
+
     def test_signal_terminate_and_resize(self):
         s = self.start({"command": "sleep", "args": ["100"]})
         status, r = self.d.request("POST", f"/v1/sessions/{s['id']}/signal", {"signal": "bogus"})
@@ -222,6 +250,25 @@ class SandboxdTest(unittest.TestCase):
         self.assertEqual("".join(x.get("data", "") for x in lines if x["type"] == "output"), "a\nb\n")
         self.assertEqual(lines[-1]["type"], "exit")
         self.assertEqual(lines[-1]["result"]["exit_code"], 4)
+
+    def test_terminal_output_is_tagged_tty_in_json_and_ndjson(self):
+        # Issue 33, item 8: a pty's merged output is neither stdout nor stderr.
+        t = self.start({"command": "sh", "args": ["-c", "echo out; echo err >&2"], "tty": True})
+        status, r = self.d.request("POST", f"/v1/sessions/{t['id']}/wait")
+        self.assertEqual((status, r["exit_code"]), (200, 0))
+        status, out = self.d.request("GET", f"/v1/sessions/{t['id']}/output?offset=0")
+        self.assertEqual(status, 200)
+        self.assertEqual({c["stream"] for c in out["chunks"]}, {"tty"})
+        self.assertIn("err", "".join(c["data"] for c in out["chunks"]))
+        p = subprocess.run(["curl", "-sN", "--unix-socket", self.d.sock,
+                            f"http://d/v1/sessions/{t['id']}/output?follow=1&offset=0"],
+                           capture_output=True, text=True, timeout=30)
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+        self.assertEqual({x["stream"] for x in lines if x["type"] == "output"}, {"tty"})
+        pipes = self.start({"command": "sh", "args": ["-c", "echo out; echo err >&2"]})
+        self.d.request("POST", f"/v1/sessions/{pipes['id']}/wait")
+        status, out = self.d.request("GET", f"/v1/sessions/{pipes['id']}/output?offset=0")
+        self.assertEqual({c["stream"] for c in out["chunks"]}, {"stdout", "stderr"})
 
     def test_approvals_answered_denied_and_timed_out(self):
         def pending():

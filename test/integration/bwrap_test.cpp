@@ -642,13 +642,54 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
     BOOST_TEST(mitm.result.diag.limit == "net.mitm");
     sandbox::exec_request missing;
     missing.command = "no-such-command-here";
-    // (A PATH directory the sandbox user cannot search, such as one under /root, would make
-    // it forbidden: EACCES, as execvp reports.)
     missing.options.env.inject["PATH"] = "/usr/bin:/bin";
     BOOST_TEST((sbx_test::run(ioc, runner, missing).ec == errc::not_found));
     sandbox::exec_options outside_root;
     outside_root.work_dir = "/etc";
     BOOST_TEST((sh("true", outside_root).ec == errc::forbidden));
+}
+
+// Issue 33, item 4: a root caller's sandbox user gets a home it can use, and commands are
+// looked up as the shell does: a PATH entry it cannot search (here one of mode 0700, as
+// /root's are) is skipped and named, a missing command is not_found (127), a file found but
+// not executable is forbidden (126), a command after the unsearchable entry runs.
+BOOST_FIXTURE_TEST_CASE(the_sandbox_user_gets_a_home_and_a_shell_s_path_lookup, bwrap_fixture)
+{
+    if (::geteuid() != 0)
+        return; // only a root caller has a sandbox user
+    host_dir dirs;
+    ::chmod(dirs.path().c_str(), 0755);
+    const auto closed = dirs.path() / "closed", open = dirs.path() / "open";
+    std::filesystem::create_directories(closed);
+    std::filesystem::create_directories(open);
+    ::chmod(closed.c_str(), 0700);
+    ::chmod(open.c_str(), 0755);
+    std::ofstream(open / "plain") << "#!/bin/sh\necho plain\n"; // 0644: not executable
+    const std::string path = closed.string() + ":" + open.string() + ":/usr/bin:/bin";
+
+    sandbox::exec_request missing;
+    missing.command = "no-such-command-here";
+    missing.options.env.inject["PATH"] = path;
+    auto m = sbx_test::run(ioc, runner, missing);
+    BOOST_TEST((m.ec == errc::not_found), m.result.diag.message);
+    BOOST_TEST(contains(m.result.diag.message, "cannot search these PATH entries"),
+               m.result.diag.message);
+    BOOST_TEST(contains(m.result.diag.message, closed.string()), m.result.diag.message);
+    BOOST_TEST(!contains(m.result.diag.message, open.string()), m.result.diag.message);
+
+    sandbox::exec_request plain = missing;
+    plain.command = "plain";
+    BOOST_TEST((sbx_test::run(ioc, runner, plain).ec == errc::forbidden));
+
+    ::setenv("HOME", "/root", 0); // the caller's home, as a root shell has it
+    sandbox::exec_options o;
+    o.env.allow = std::vector<std::string>{"HOME"};
+    o.env.inject["PATH"] = path;
+    auto home = sh("echo \"$HOME\"; touch \"$HOME/.written\" && echo wrote", o);
+    BOOST_TEST(!home.ec, home.result.diag.message);
+    BOOST_TEST(home.result.out.data == "/tmp\nwrote\n", home.result.err.data);
+    o.env.inject["HOME"] = "/somewhere";
+    BOOST_TEST(sh("echo \"$HOME\"", o).result.out.data == "/somewhere\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_bwrap_is_not_available)

@@ -674,6 +674,20 @@ BOOST_AUTO_TEST_CASE(sandbox_run_config_check_and_workspace)
     BOOST_TEST(has(broken.err, "line 7"), broken.err);
     BOOST_TEST(has(broken.err, "sandboxes[\"build\"].allowed_commands[1]"), broken.err);
     BOOST_TEST(run_cli({"--config", bad, "--sandbox", "build", "--", "sh", "-c", "true"}).code == 125);
+    // One pass (issue 33, item 12): a parse problem in one entry does not hide the build
+    // problem of another (a root that does not exist) nor the gate's in a third.
+    const auto both = (dir.path() / "both.yaml").string();
+    std::ofstream(both) << document_of(
+        entry("build", "local", dir.str(), "    defaults:\n      timeout: 30\n") +
+        entry("gone", "local", dir.str() + "/no-such-root") +
+        entry("gated", "local", dir.str(), "    defaults: {net: {mode: deny_all}}\n"));
+    auto one_pass = run_cli({"--config", both, "--check"});
+    BOOST_TEST(one_pass.code == 125);
+    BOOST_TEST(one_pass.out.empty());
+    BOOST_TEST(has(one_pass.err, "sandboxes[\"build\"].defaults.timeout"), one_pass.err);
+    BOOST_TEST(has(one_pass.err, "sandboxes[\"gone\"]"), one_pass.err);
+    BOOST_TEST(has(one_pass.err, "no-such-root"), one_pass.err);
+    BOOST_TEST(has(one_pass.err, "sandboxes[\"gated\"].defaults.net.mode"), one_pass.err);
     const auto net = (dir.path() / "net.yaml").string();
     std::ofstream(net) << document_of(entry("build", "local", dir.str(), "    defaults: {net: {mode: deny_all}}\n"));
     auto gated = run_cli({"--config", net, "--check"});

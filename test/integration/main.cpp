@@ -141,9 +141,9 @@ bool wait_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit)
 
 sandbox::output_handler streamed::handler(std::filesystem::path marker, std::string first)
 {
-    return [this, marker = std::move(marker), first = std::move(first)](
-               sandbox::output_stream s, std::string_view data) {
-        (s == sandbox::output_stream::out ? out : err) += data;
+    return [this, marker = std::move(marker), first = std::move(first)](sandbox::output_stream s,
+                                                                        std::string_view data) {
+        (s == sandbox::output_stream::err ? err : out) += data;
         if (out == first && !std::filesystem::exists(marker))
             std::ofstream(marker.string()).put('x');
         return true;

@@ -82,8 +82,9 @@ private:
     fs::path path_;
 };
 
-// The host's servers, in python: `http DIR`, `https DIR CERT KEY` (a threading HTTP server
-// on DIR), `echo` (each connection echoed until EOF). Each prints its port first.
+// The host's servers, in python: `http DIR [ADDRESS]`, `https DIR CERT KEY` (a threading
+// HTTP server on DIR, at 127.0.0.1 unless given), `echo` (each connection echoed until EOF). Each
+// prints its port first.
 const char* const server_py = R"(import functools, http.server, socket, ssl, sys, threading
 mode = sys.argv[1]
 if mode == 'echo':
@@ -100,7 +101,8 @@ if mode == 'echo':
         c, _ = ls.accept()
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
-srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+bind = sys.argv[3] if mode == 'http' and len(sys.argv) > 3 else '127.0.0.1'
+srv = http.server.ThreadingHTTPServer((bind, 0), handler)
 if mode == 'https':
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
@@ -308,6 +310,21 @@ std::vector<pid_t> descendants(pid_t root)
     return tree;
 }
 
+// A bare repository `dir`/repo.git of one commit (file.txt holding `content`), ready for
+// git's dumb HTTP protocol.
+void bare_repo(const fs::path& dir, const std::string& content)
+{
+    const fs::path repo = dir / "repo.git";
+    const std::string git = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c "
+                            "user.name=t -c user.email=t@t ";
+    BOOST_REQUIRE(
+        std::system(("cd " + dir.string() + " && " + git + "init -q work && cd work && " + "echo " +
+                     content + " > file.txt && " + git + "add file.txt && " + git +
+                     "commit -qm one && " + git + "clone -q --bare . " + repo.string() + " && cd " +
+                     repo.string() + " && " + git + "update-server-info")
+                        .c_str()) == 0);
+}
+
 boost::test_tools::assertion_result net_usable(boost::unit_test::test_unit_id)
 {
     for (const char* p : {python, "/usr/bin/curl", "/usr/bin/git", "/usr/bin/openssl",
@@ -379,15 +396,7 @@ BOOST_FIXTURE_TEST_CASE(curl_https_through_connect, net_fixture)
 // python3's urllib (HTTP_PROXY) and git over dumb http from a bare repository.
 BOOST_FIXTURE_TEST_CASE(python_urllib_and_git_clone, net_fixture)
 {
-    const fs::path repo = files.path() / "repo.git";
-    const std::string git = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c "
-                            "user.name=t -c user.email=t@t ";
-    BOOST_REQUIRE(std::system(("cd " + files.path().string() + " && " + git +
-                               "init -q work && cd work && echo tracked > file.txt && " + git +
-                               "add file.txt && " + git + "commit -qm one && " + git +
-                               "clone -q --bare . " + repo.string() + " && cd " +
-                               repo.string() + " && " + git + "update-server-info")
-                                  .c_str()) == 0);
+    bare_repo(files.path(), "tracked");
     host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
     const std::string base = "http://files.test:" + web.port_text();
     auto r = sh(std::string(python) + " -c \"import urllib.request; print(urllib.request."
@@ -395,6 +404,97 @@ BOOST_FIXTURE_TEST_CASE(python_urllib_and_git_clone, net_fixture)
                 "git clone -q " + base + "/repo.git cloned && cat cloned/file.txt");
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(r.result.out.data == "hello from the host\ntracked\n", r.result.err.data);
+}
+
+// A package index of one wheel (PEP 503 "simple" layout) under DIR, for pip.
+const char* const index_py = R"(import hashlib, os, sys, zipfile
+root = sys.argv[1]
+os.makedirs(os.path.join(root, 'simple', 'sbxdemo'), exist_ok=True)
+wheel = os.path.join(root, 'sbxdemo-1.0-py3-none-any.whl')
+files = {'sbxdemo/__init__.py': 'VALUE = 42\n',
+         'sbxdemo-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: sbxdemo\nVersion: 1.0\n',
+         'sbxdemo-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n'}
+with zipfile.ZipFile(wheel, 'w') as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+    z.writestr('sbxdemo-1.0.dist-info/RECORD', ''.join(n + ',,\n' for n in files) + 'sbxdemo-1.0.dist-info/RECORD,,\n')
+digest = hashlib.sha256(open(wheel, 'rb').read()).hexdigest()
+with open(os.path.join(root, 'simple', 'sbxdemo', 'index.html'), 'w') as f:
+    f.write('<html><body><a href="../../sbxdemo-1.0-py3-none-any.whl#sha256=%s">sbxdemo-1.0-py3-none-any.whl</a></body></html>' % digest)
+)";
+
+// Issue 33, item 1: pip downloads from an index on the host's loopback by the reserved name
+// host.sandbox.internal, which one allow rule naming it opens; the same URL by 127.0.0.1 is
+// the sandbox's own loopback (no_proxy), where nothing listens.
+BOOST_FIXTURE_TEST_CASE(pip_downloads_from_the_host_loopback_by_its_reserved_name, net_fixture)
+{
+    BOOST_REQUIRE(std::system((std::string(python) + " " + files.file("index.py", index_py) + " " +
+                               files.path().string())
+                                  .c_str()) == 0);
+    host_server web({python, files.file("server.py", server_py), "http", files.path().string()});
+    const std::string pip = std::string(python) +
+                            " -m pip download -q --no-cache-dir --no-deps "
+                            "--disable-pip-version-check --retries 0 --timeout 10 "
+                            "--trusted-host host.sandbox.internal -d ";
+    sandbox::exec_options o = allow_files();
+    o.net.rules.clear();
+    o.net.allow_hosts = {"host.sandbox.internal:" + web.port_text()};
+    auto r = sh(pip + "got --index-url http://host.sandbox.internal:" + web.port_text() +
+                    "/simple/ sbxdemo && ls got",
+                o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "sbxdemo-1.0-py3-none-any.whl\n", r.result.err.data);
+    const auto* allowed =
+        find(sandbox::net_event::decision, sandbox::net_verdict::allowed, "host.sandbox.internal");
+    BOOST_REQUIRE(allowed);
+    BOOST_TEST(allowed->dialed == "127.0.0.1:" + web.port_text());
+    BOOST_TEST(allowed->rule == "allow host.sandbox.internal:" + web.port_text());
+
+    // Without the rule naming it (a rule for 127.0.0.1 is not one), the name is refused.
+    records.clear();
+    o.net.allow_hosts = {"127.0.0.1:" + web.port_text(), "sandbox.internal"};
+    auto refused = sh(pip + "got2 --index-url http://host.sandbox.internal:" + web.port_text() +
+                          "/simple/ sbxdemo",
+                      o);
+    BOOST_TEST(refused.result.exit_code != 0);
+    const auto* denied =
+        find(sandbox::net_event::decision, sandbox::net_verdict::denied, "host.sandbox.internal");
+    BOOST_REQUIRE(denied);
+    BOOST_TEST(denied->reason == "no_rule");
+}
+
+// Issue 33, item 2: git clones over HTTP from a server on another loopback address
+// (127.0.0.2) by a name the call pins (net.resolve); allow_hosts take HOST:PORT, and the
+// pinned loopback address needs its own allow rule (the SSRF guard judges pinned answers).
+BOOST_FIXTURE_TEST_CASE(git_clones_by_a_pinned_name_from_another_loopback_address, net_fixture)
+{
+    bare_repo(files.path(), "pinned");
+    host_server web(
+        {python, files.file("server.py", server_py), "http", files.path().string(), "127.0.0.2"});
+    const std::string port = web.port_text();
+    sandbox::exec_options o = allow_files();
+    o.net.rules.clear();
+    o.net.allow_hosts = {"git.test:" + port, "127.0.0.2:" + port};
+    o.net.resolve = {{"git.test", "127.0.0.2"}};
+    auto r = sh("cd /tmp && git clone -q http://git.test:" + port +
+                    "/repo.git cloned && cat cloned/file.txt",
+                o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "pinned\n", r.result.err.data);
+    const auto* allowed =
+        find(sandbox::net_event::decision, sandbox::net_verdict::allowed, "git.test");
+    BOOST_REQUIRE(allowed);
+    BOOST_TEST(allowed->dialed == "127.0.0.2:" + port);
+
+    // Pinned, allowed by name, but the loopback answer without its IP rule: refused.
+    records.clear();
+    o.net.allow_hosts = {"git.test:" + port};
+    auto guarded = sh("cd /tmp && git clone -q http://git.test:" + port + "/repo.git again", o);
+    BOOST_TEST(guarded.result.exit_code != 0);
+    const auto* denied =
+        find(sandbox::net_event::decision, sandbox::net_verdict::denied, "git.test");
+    BOOST_REQUIRE(denied);
+    BOOST_TEST(denied->reason == "loopback");
 }
 
 // A raw SOCKS5 client on the proxy's port: CONNECT to an allowed name reaches the echo

@@ -17,6 +17,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/channel_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -166,6 +167,12 @@ BOOST_FIXTURE_TEST_CASE(a_terminal_has_its_size_resizes_and_types_ctrl_c, sbx_te
         BOOST_TEST((r.status == exec_status::exited));
         BOOST_TEST(r.exit_code == 3);
         BOOST_TEST((s->resize({10, 10}) == errc::not_available));
+        // Issue 33, item 8: a terminal's output is tagged tty, never stdout or stderr.
+        auto all = co_await s->read(0, 1 << 20);
+        BOOST_TEST_REQUIRE(!all.chunks.empty());
+        for (const auto& c : all.chunks)
+            BOOST_TEST((c.stream == sandbox::output_stream::tty));
+        BOOST_TEST(std::string(sandbox::to_string(all.chunks[0].stream)) == "tty");
         co_await s->close();
     });
 }
@@ -556,6 +563,99 @@ BOOST_FIXTURE_TEST_CASE(a_lagging_watcher_learns_the_exact_first_offset_it_misse
         BOOST_TEST(rest == std::string(100, 'b'));
         co_await s->close();
     });
+}
+
+// Issue 33, item 6: the channel front end. A reader that keeps up gets output, the exit and
+// the close, then channel_closed; with a callback token as well as a coroutine.
+BOOST_FIXTURE_TEST_CASE(a_channel_delivers_output_exit_and_close, sbx_test::local_fixture)
+{
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        auto s = co_await runner.sessions()->start(shell("read x; echo got $x; exit 5"));
+        auto ch = s->watch_channel({.capacity = 4});
+        co_await s->write("one\n");
+        std::string out;
+        sandbox::session_event ev;
+        while ((ev = co_await ch.receive()).what == sandbox::session_event::kind::output)
+            out += ev.data;
+        BOOST_TEST(out == "got one\n");
+        BOOST_TEST((ev.what == sandbox::session_event::kind::exited));
+        BOOST_TEST_REQUIRE(ev.exit.has_value());
+        BOOST_TEST(ev.exit->exit_code == 5);
+        co_await s->close();
+        // A callback token: the closed event, then the end of the channel.
+        std::vector<std::pair<boost::system::error_code, sandbox::session_event::kind>> got;
+        auto note = [&](boost::system::error_code ec, sandbox::session_event e) {
+            got.emplace_back(ec, e.what);
+        };
+        sandbox::async_receive(ch, note);
+        auto ex = co_await asio::this_coro::executor;
+        asio::steady_timer t(ex, 50ms);
+        co_await t.async_wait(asio::use_awaitable);
+        auto [ec, last] = co_await sandbox::async_receive(ch, asio::as_tuple(asio::deferred));
+        BOOST_TEST_REQUIRE(got.size() == 1u);
+        BOOST_TEST(!got[0].first);
+        BOOST_TEST((got[0].second == sandbox::session_event::kind::closed));
+        BOOST_TEST((ec == asio::experimental::error::channel_closed));
+    });
+}
+
+// A reader that does not read: the command is never held up (it ends while nothing is
+// read), the queue keeps its bound, and the reader is told exactly which bytes it missed:
+// under close the channel then ends, under resume the exit and close still come.
+BOOST_FIXTURE_TEST_CASE(a_channel_that_falls_behind_gets_a_lag_event, sbx_test::local_fixture)
+{
+    for (auto policy : {sandbox::lag_policy::close, sandbox::lag_policy::resume})
+    {
+        BOOST_TEST_CONTEXT("policy " << static_cast<int>(policy))
+        {
+            ioc.restart();
+            run_coro(ioc, [&]() -> asio::awaitable<void> {
+                // 200 lines, each its own write a little apart: many events.
+                auto s = co_await runner.sessions()->start(
+                    shell("for i in $(seq 1 200); do echo line$i; sleep 0.001; done"));
+                auto ch = s->watch_channel({.capacity = 3, .on_lag = policy});
+                auto r = co_await s->wait(); // ends without a single receive
+                BOOST_TEST(r.exit_code == 0);
+                BOOST_TEST(ch.size() <= 3u); // the bound holds
+                std::uint64_t next = 0;
+                bool lagged = false, exited = false;
+                for (;;)
+                {
+                    auto [ec, ev] =
+                        co_await sandbox::async_receive(ch, asio::as_tuple(asio::deferred));
+                    if (ec)
+                    {
+                        BOOST_TEST((ec == asio::experimental::error::channel_closed));
+                        break;
+                    }
+                    if (ev.what == sandbox::session_event::kind::closed)
+                        continue;
+                    if (ev.what == sandbox::session_event::kind::exited)
+                        exited = true;
+                    else if (ev.what == sandbox::session_event::kind::lag)
+                    {
+                        BOOST_TEST(ev.missed_from == next); // exactly where delivery stopped
+                        BOOST_TEST(ev.offset > ev.missed_from);
+                        auto missed = co_await s->read(ev.missed_from, 1 << 20); // still held
+                        BOOST_TEST(!missed.chunks.empty());
+                        lagged = true;
+                        next = ev.offset;
+                    }
+                    else
+                    {
+                        BOOST_TEST(ev.offset == next);
+                        next += ev.data.size();
+                    }
+                    if (ev.what == sandbox::session_event::kind::exited)
+                        co_await s->close(); // the closed event follows under resume
+                }
+                BOOST_TEST(lagged);
+                BOOST_TEST(exited == (policy == sandbox::lag_policy::resume));
+                if (policy == sandbox::lag_policy::close)
+                    co_await s->close();
+            });
+        }
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(close_wakes_a_blocked_read_and_kills_the_tree, sbx_test::local_fixture)

@@ -369,6 +369,67 @@ BOOST_AUTO_TEST_CASE(allowed_literal_connects_under_every_spelling)
     }
 }
 
+// Issue 33, item 1: the reserved name reaches the host's 127.0.0.1 (or ::1), with no
+// lookup, only through an allow rule naming it; the guard keeps refusing loopback otherwise.
+BOOST_AUTO_TEST_CASE(host_loopback_name_needs_a_rule_naming_it)
+{
+    asio::io_context ctx;
+    auto l = listen_on(ctx, "127.0.0.1");
+    const auto port = l.local_endpoint().port();
+    const std::uint16_t other = port == 65535 ? 1 : port + 1;
+    struct refused_case
+    {
+        const char* what;
+        std::vector<net_rule> rules;
+        net_mode mode;
+    };
+    const std::vector<refused_case> refused = {
+        {"a parent domain", {allow("sandbox.internal")}, net_mode::allow_list},
+        {"a wildcard", {allow("*.sandbox.internal")}, net_mode::allow_list},
+        {"another port", {allow(std::string(host_loopback_name), other)}, net_mode::allow_list},
+        {"proxy mode's default", {deny("blocked.test")}, net_mode::proxy},
+        {"an IP rule for the address", {allow("127.0.0.1")}, net_mode::allow_list},
+    };
+    for (const auto& c : refused)
+    {
+        BOOST_TEST_CONTEXT(c.what)
+        {
+            ctx.restart();
+            egress_rig rig(c.rules, c.mode);
+            auto o = open_once(rig, ctx, std::string(host_loopback_name), port);
+            BOOST_CHECK(o.status == open_status::denied);
+            check_one_record(rig, net_verdict::denied, "no_rule");
+            BOOST_CHECK_EQUAL(rig.dns->calls, 0u);
+        }
+    }
+    BOOST_CHECK(!saw_connection(l));
+    for (const char* spelling : {"host.sandbox.internal", "HOST.Sandbox.Internal."})
+    {
+        BOOST_TEST_CONTEXT(spelling)
+        {
+            ctx.restart();
+            egress_rig rig({allow(std::string(host_loopback_name), port)});
+            auto o = open_once(rig, ctx, spelling, port);
+            BOOST_CHECK(o.status == open_status::connected);
+            check_one_record(rig, net_verdict::allowed, "rule");
+            BOOST_CHECK_EQUAL(rig.records->front().dialed, "127.0.0.1:" + std::to_string(port));
+            BOOST_CHECK_EQUAL(rig.dns->calls, 0u);
+            BOOST_CHECK(saw_connection(l));
+        }
+    }
+    // An IP deny rule still refuses each address; `localhost` stays the guard's.
+    ctx.restart();
+    egress_rig denied({allow(std::string(host_loopback_name)), deny("127.0.0.0/8"), deny("::1")});
+    auto d = open_once(denied, ctx, std::string(host_loopback_name), port);
+    BOOST_CHECK(d.status == open_status::denied);
+    check_one_record(denied, net_verdict::denied, "rule");
+    ctx.restart();
+    egress_rig local({allow(std::string(host_loopback_name)), allow("localhost")});
+    auto h = open_once(local, ctx, "localhost", port);
+    BOOST_CHECK(h.status == open_status::denied);
+    check_one_record(local, net_verdict::denied, "loopback");
+}
+
 BOOST_AUTO_TEST_CASE(port_scoped_rule)
 {
     egress_rig rig({allow("allowed.test", 443)});

@@ -342,6 +342,52 @@ BOOST_AUTO_TEST_CASE(each_flag_sets_its_field_only)
     BOOST_TEST(m->runner.default_max_output_bytes == 0);
 }
 
+// Issue 33, item 1: an allow rule for a loopback address gets a note naming the host's
+// loopback name; other rules get none.
+BOOST_AUTO_TEST_CASE(a_loopback_allow_rule_is_noted_with_the_host_loopback_name)
+{
+    auto d = parse({"--backend", "bwrap", "--allow-host", "127.0.0.1:3141", "--allow-host",
+                    "[::1]:8080", "--allow-host", "localhost", "--allow-host", "pypi.org",
+                    "--deny-host", "127.0.0.2", "--", "pip"});
+    BOOST_TEST_REQUIRE(d.has_value());
+    const auto notes = sbx_cli::loopback_rule_notes(d->request.options.net);
+    BOOST_TEST_REQUIRE(notes.size() == 3u);
+    BOOST_TEST(notes[0].find("--allow-host host.sandbox.internal:3141") != std::string::npos,
+               notes[0]);
+    BOOST_TEST(notes[0].find("the sandbox's own loopback") != std::string::npos, notes[0]);
+    BOOST_TEST(notes[1].find("--allow-host host.sandbox.internal:8080") != std::string::npos,
+               notes[1]);
+    BOOST_TEST(notes[2].ends_with("--allow-host host.sandbox.internal"), notes[2]); // any port
+    auto plain = parse({"--backend", "bwrap", "--allow-host", "pypi.org:443", "--", "pip"});
+    BOOST_TEST_REQUIRE(plain.has_value());
+    BOOST_TEST(sbx_cli::loopback_rule_notes(plain->request.options.net).empty());
+}
+
+// Issue 33, item 5: an argument naming an existing file under the host's /tmp gets a note
+// (the sandbox's /tmp is private), unless a --read-only or --writable path shows it.
+BOOST_AUTO_TEST_CASE(a_host_tmp_argument_is_noted_unless_bound)
+{
+    auto exists = [](const std::string& p) { return p != "/tmp/missing.pem"; };
+    auto d = parse({"--backend", "bwrap", "--writable", "/tmp/out", "--", "curl",
+                    "--cacert=/tmp/ca.pem", "--key", "/tmp/key.pem", "/tmp/missing.pem",
+                    "/tmp/out/log", "/tmp/", "x=/etc/tmp/y"});
+    BOOST_TEST_REQUIRE(d.has_value());
+    const auto notes = sbx_cli::private_tmp_notes(*d, exists);
+    BOOST_TEST_REQUIRE(notes.size() == 2u);
+    BOOST_TEST(notes[0].find("/tmp/ca.pem is on the host's /tmp") != std::string::npos, notes[0]);
+    BOOST_TEST(notes[0].find("--read-only /tmp/ca.pem") != std::string::npos, notes[0]);
+    BOOST_TEST(notes[1].find("/tmp/key.pem") != std::string::npos, notes[1]);
+    auto bound = parse({"--backend", "bwrap", "--read-only", "/tmp/ca.pem", "--", "curl",
+                        "--cacert", "/tmp/ca.pem"});
+    BOOST_TEST_REQUIRE(bound.has_value());
+    BOOST_TEST(sbx_cli::private_tmp_notes(*bound, exists).empty());
+    BOOST_TEST((bound->bwrap.read_only == std::vector<std::string>{"/tmp/ca.pem"}));
+    check_fails({"--backend", "bwrap", "--read-only", "rel/path", "true"}, errc::validation,
+                "is not an absolute path");
+    check_fails({"--backend", "local", "--read-only", "/tmp/x", "true"}, errc::validation,
+                "--read-only");
+}
+
 BOOST_AUTO_TEST_CASE(net_and_bwrap_view_flags)
 {
     auto d = parse({"--backend", "bwrap", "--net", "deny", "--writable", "/srv/cache",

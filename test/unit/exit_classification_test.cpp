@@ -218,6 +218,11 @@ BOOST_AUTO_TEST_CASE(status_init_reports)
     auto missing = parse_init_report("started\nexec 2\nstatus 32512\n");
     BOOST_TEST_REQUIRE(missing.exec_errno.has_value());
     BOOST_TEST(*missing.exec_errno == 2);
+    BOOST_TEST(missing.unreachable_path.empty());
+    auto skipped = parse_init_report("started\nunreachable /root/.pyenv/shims\n"
+                                     "unreachable /root/my dir\nexec 2\nunreachable /late");
+    BOOST_TEST((skipped.unreachable_path ==
+                std::vector<std::string>{"/root/.pyenv/shims", "/root/my dir"}));
     // Cut short or malformed lines count for nothing.
     auto cut = parse_init_report("started\nstatus 25");
     BOOST_TEST(cut.started);

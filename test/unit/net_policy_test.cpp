@@ -350,6 +350,47 @@ BOOST_AUTO_TEST_CASE(allow_hosts_are_checked)
     check_invalid(p, "net.allow_hosts[0]");
 }
 
+// `allow_hosts` takes HOST:PORT as `--allow-host` does (issue 33, item 2).
+BOOST_AUTO_TEST_CASE(allow_hosts_take_a_port)
+{
+    sbx::net_policy p = reference_policy();
+    p.allow_hosts = {"example.org:8443", "192.0.2.7:80", "[2001:db8::1]:443", "2001:db8::2",
+                     "host.sandbox.internal:3128"};
+    check_valid(p);
+    for (const char* bad : {"example.org:", "example.org:0", "example.org:65536", ":80",
+                            "example.org:http", "[2001:db8::1]:"})
+    {
+        BOOST_TEST_CONTEXT(bad)
+        {
+            p.allow_hosts = {"fine.test", bad};
+            check_invalid(p, "net.allow_hosts[1]");
+        }
+    }
+}
+
+// `resolve` pins: a host name to an IP literal, only where the egress proxy serves.
+BOOST_AUTO_TEST_CASE(pins_are_names_to_addresses)
+{
+    sbx::net_policy p = reference_policy();
+    p.resolve = {{"git.test", "127.0.0.2"}, {"git.test", "::1"}, {"Mirror.Test", "10.0.0.1"}};
+    check_valid(p);
+    p.resolve = {{"git.test", "127.0.0.2"}, {"*.git.test", "127.0.0.2"}};
+    check_invalid(p, "net.resolve[1]", "not a host name");
+    p.resolve = {{"10.0.0.1", "127.0.0.2"}};
+    check_invalid(p, "net.resolve[0]", "not a host name");
+    p.resolve = {{"git.test", "git.example"}};
+    check_invalid(p, "net.resolve[0]", "not an IP address");
+    p.resolve = {{"git.test", "10.0.0.0/8"}};
+    check_invalid(p, "net.resolve[0]", "not an IP address");
+    for (auto mode : {sbx::net_mode::inherit, sbx::net_mode::deny_all})
+    {
+        sbx::net_policy q;
+        q.mode = mode;
+        q.resolve = {{"git.test", "127.0.0.2"}};
+        check_invalid(q, "net.resolve", "no effect");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(unix_socket_paths)
 {
     sbx::net_policy p = reference_policy();

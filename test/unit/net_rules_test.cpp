@@ -293,6 +293,31 @@ BOOST_AUTO_TEST_CASE(allow_hosts_are_any_port_allows_after_the_rules)
     BOOST_TEST(on_ip(s, "10.1.1.1", 2) == "allow (allow 10.0.0.0/8)");
 }
 
+BOOST_AUTO_TEST_CASE(allow_hosts_with_a_port_allow_that_port_only)
+{
+    const auto s = compile_ok(policy({}, {"a.test:8443", "10.0.0.1:22", "[2001:db8::1]:443"}));
+    BOOST_TEST(on_name(s, "a.test", 8443) == "allow (allow a.test:8443)");
+    BOOST_TEST(on_name(s, "a.test", 443) == "none");
+    BOOST_TEST(on_ip(s, "10.0.0.1", 22) == "allow (allow 10.0.0.1:22)");
+    BOOST_TEST(on_ip(s, "10.0.0.1", 23) == "none");
+    BOOST_TEST(on_ip(s, "2001:db8::1", 443) != "none");
+    check_compile_fails(policy({}, {"a.test:0"}), "net.allow_hosts[0]");
+}
+
+// Only an allow rule naming the host's loopback exactly opens it, port by port.
+BOOST_AUTO_TEST_CASE(host_loopback_ports_come_from_exact_allow_rules_only)
+{
+    const auto s = compile_ok(policy({{net_action::allow, "Host.Sandbox.Internal.", 8080},
+                                      {net_action::allow, "sandbox.internal", 0},
+                                      {net_action::allow, "*.sandbox.internal", 0},
+                                      {net_action::deny, "host.sandbox.internal", 22}},
+                                     {"host.sandbox.internal:3128", "x.host.sandbox.internal"}));
+    BOOST_TEST((s.host_loopback_ports() == std::vector<std::uint16_t>{8080, 3128}));
+    BOOST_TEST((compile_ok(policy({}, {"host.sandbox.internal"})).host_loopback_ports() ==
+                std::vector<std::uint16_t>{0}));
+    BOOST_TEST(compile_ok(policy({}, {"internal"})).host_loopback_ports().empty());
+}
+
 // 1,000 rules of every kind against a plain linear matcher written here.
 namespace {
 

@@ -397,14 +397,20 @@ BOOST_AUTO_TEST_CASE(records_have_their_fields_and_valid_utf8)
     BOOST_TEST(o.at("duration_us").as_int64() == 1500);
     BOOST_TEST(!o.contains("error"));
     BOOST_TEST(!o.contains("reason"));
-    BOOST_TEST(!o.contains("tty"));
-    // A denial has no status fields.
+    BOOST_TEST(o.at("work_dir").as_string() == "sub");
+    BOOST_TEST(o.at("tty").as_bool() == false);
+    // A denial has no status fields; work_dir and tty are there unset (issue 33, item 11).
     r.event = sandbox::audit_event::denied;
     r.status.reset();
     r.reason = "no";
     r.error = "policy_denied";
     r.args = {"\xff\xfe", "ok"};
+    r.work_dir.clear();
     auto d = sandbox::to_json(r);
+    BOOST_TEST(d.at("work_dir").as_string() == "");
+    BOOST_TEST(d.at("tty").as_bool() == false);
+    for (const char* key : {"time", "call", "event", "layer", "kind", "command", "args"})
+        BOOST_TEST(d.contains(key), key);
     BOOST_TEST(d.at("args").as_array().at(0).as_string() == "\xEF\xBF\xBD\xEF\xBF\xBD");
     BOOST_TEST(!d.contains("status"));
     BOOST_TEST(!d.contains("exit_code"));

@@ -5,7 +5,7 @@
 #include <sandbox/policy/predicates.hpp>
 
 #include <boost/asio/error.hpp>
-#include <utility>
+#include <boost/asio/ip/address.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -17,8 +17,10 @@
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 #include <boost/program_options/variables_map.hpp>
+#include <utility>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -238,6 +240,7 @@ po::options_description make_options()
         ("proxy", po::value<std::string>(), "")
         ("resolve", po::value<std::vector<std::string>>()->composing(), "")
         ("writable", po::value<std::vector<std::string>>()->composing(), "")
+        ("read-only", po::value<std::vector<std::string>>()->composing(), "")
         ("read-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("write-deny", po::value<std::vector<std::string>>()->composing(), "")
         ("unix-socket", po::value<std::vector<std::string>>()->composing(), "")
@@ -348,9 +351,9 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
             return make_failure(errc::validation, "--connect SOCKET needs --sandbox NAME",
                                 "connect");
         for (const char* flag :
-             {"config", "check", "workspace", "backend", "root", "cgroup", "writable",
-              "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve",
-              "allow-command", "ask", "ask-timeout", "audit", "enforcement"})
+             {"config", "check", "workspace", "backend", "root", "cgroup", "writable", "read-only",
+              "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve", "allow-command",
+              "ask", "ask-timeout", "audit", "enforcement"})
             if (has(flag) && (std::string_view(flag) != "check" || cfg.check) &&
                 (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
                 return make_failure(errc::validation,
@@ -394,14 +397,15 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
     if (!cfg.check && cfg.sandbox_name.empty())
         return make_failure(errc::validation, "--config needs --sandbox NAME (or --check)",
                             "config");
-    for (const char* flag : {"backend", "root", "cgroup", "writable", "read-deny", "write-deny",
-                             "unix-socket", "sandbox-user", "resolve"})
+    for (const char* flag : {"backend", "root", "cgroup", "writable", "read-only", "read-deny",
+                             "write-deny", "unix-socket", "sandbox-user", "resolve"})
         if (has(flag))
-            return make_failure(errc::validation,
-                                std::string("--") + flag +
-                                    " cannot be used with --config: the entry decides it "
-                                    "(its backend, root and settings)",
-                                "config");
+            return make_failure(
+                errc::validation,
+                std::string("--") + flag + " cannot be used with --config: the entry decides it " +
+                    (std::string_view(flag) == "resolve" ? "(pin names in its defaults.net.resolve)"
+                                                         : "(its backend, root and settings)"),
+                "config");
     return {};
 }
 
@@ -469,6 +473,90 @@ outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_a
         rule.port = static_cast<int>(*n);
     }
     return rule;
+}
+
+namespace {
+
+bool is_loopback_host(std::string host)
+{
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host == "localhost" || host.ends_with(".localhost"))
+        return true;
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(host, ec);
+    return !ec && (a.is_loopback() ||
+                   (a.is_v6() && a.to_v6().is_v4_mapped() &&
+                    boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6())
+                        .is_loopback()));
+}
+
+} // namespace
+
+std::vector<std::string> loopback_rule_notes(const sandbox::net_policy& net)
+{
+    std::vector<std::string> out;
+    for (const auto& r : net.rules)
+    {
+        if (r.action != sandbox::net_action::allow || !is_loopback_host(r.host))
+            continue;
+        const std::string port = r.port > 0 ? ":" + std::to_string(r.port) : "";
+        out.push_back("note: --allow-host " + r.host + port + ": inside the sandbox " + r.host +
+                      " is the sandbox's own loopback (clients do not proxy it: no_proxy "
+                      "lists localhost, 127.0.0.1 and ::1); to reach a service on the host's "
+                      "loopback, use the name " +
+                      std::string(sandbox::host_loopback_name) + " and allow it: --allow-host " +
+                      std::string(sandbox::host_loopback_name) + port);
+    }
+    return out;
+}
+
+namespace {
+
+// `path` is `dir` or below it.
+bool under(const std::string& path, const std::string& dir)
+{
+    if (dir.empty())
+        return false;
+    const std::string d = dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+    return path == d || path.rfind(d + "/", 0) == 0;
+}
+
+// The /tmp paths an argument names: all of it, or what follows its first '='.
+std::optional<std::string> tmp_path_in(const std::string& arg)
+{
+    for (const std::string& candidate :
+         {arg, arg.find('=') == std::string::npos ? std::string() : arg.substr(arg.find('=') + 1)})
+        if (candidate.rfind("/tmp/", 0) == 0 && candidate.size() > 5)
+            return candidate;
+    return std::nullopt;
+}
+
+} // namespace
+
+std::vector<std::string> private_tmp_notes(const run_config& cfg,
+                                           const std::function<bool(const std::string&)>& exists)
+{
+    std::vector<std::string> out;
+    std::vector<std::string> shown = cfg.bwrap.writable;
+    shown.insert(shown.end(), cfg.bwrap.read_only.begin(), cfg.bwrap.read_only.end());
+    shown.push_back(cfg.runner.root);
+    std::vector<std::string> args{cfg.request.command};
+    args.insert(args.end(), cfg.request.args.begin(), cfg.request.args.end());
+    for (const auto& arg : args)
+    {
+        const auto path = tmp_path_in(arg);
+        if (!path || !exists(*path) ||
+            std::any_of(shown.begin(), shown.end(), [&](auto& d) { return under(*path, d); }))
+            continue;
+        out.push_back("note: " + *path +
+                      " is on the host's /tmp, which the sandbox does not see (its /tmp is "
+                      "private): bind it with --read-only " +
+                      *path + " (or --writable DIR for a directory the command writes)");
+    }
+    return out;
 }
 
 outcome<std::pair<std::string, std::string>> parse_resolve(std::string_view text)
@@ -690,16 +778,23 @@ outcome<run_config> parse_command_line(int argc, const char* const* argv)
     for (auto [name, target] :
          {std::pair{"writable", &cfg.bwrap.writable}, std::pair{"read-deny", &cfg.bwrap.read_deny},
           std::pair{"write-deny", &cfg.bwrap.write_deny},
-          std::pair{"unix-socket", &cfg.bwrap.unix_sockets}})
+          std::pair{"unix-socket", &cfg.bwrap.unix_sockets},
+          std::pair{"read-only", &cfg.bwrap.read_only}})
         if (has(name))
             *target = vm[name].as<std::vector<std::string>>();
+    for (const auto& p : cfg.bwrap.read_only)
+        if (p.empty() || p.front() != '/')
+            return make_failure(errc::validation,
+                                "--read-only: " + in_quotes(p) + " is not an absolute path",
+                                "read_only");
     if (has("sandbox-user") && (cfg.bwrap.sandbox_user = text("sandbox-user")).empty())
         return make_failure(errc::validation, "--sandbox-user: expected USER or USER:GROUP",
                             "sandbox_user");
     if (!cfg.bwrap.empty() && cfg.backend == "local")
         return make_failure(errc::validation,
-                            "--writable, --read-deny, --write-deny, --unix-socket and "
-                            "--sandbox-user need --backend bwrap or auto (the local backend "
+                            "--writable, --read-only, --read-deny, --write-deny, "
+                            "--unix-socket and --sandbox-user need --backend bwrap or auto "
+                            "(the local backend "
                             "cannot enforce them)",
                             "backend");
 
@@ -831,6 +926,7 @@ std::vector<std::string> bwrap_only_flags(const run_config& cfg)
                                std::pair{"--read-deny", !cfg.bwrap.read_deny.empty()},
                                std::pair{"--write-deny", !cfg.bwrap.write_deny.empty()},
                                std::pair{"--unix-socket", !cfg.bwrap.unix_sockets.empty()},
+                               std::pair{"--read-only", !cfg.bwrap.read_only.empty()},
                                std::pair{"--sandbox-user", !cfg.bwrap.sandbox_user.empty()}})
         if (given)
             out.emplace_back(flag);
@@ -1146,6 +1242,15 @@ json::object net_to_json(const sandbox::net_policy& n)
     o["rules"] = std::move(rules);
     o["proxy"] = without_password(n.proxy);
     o["unix_sockets"] = strings(n.unix_sockets);
+    json::object pins;
+    for (const auto& [name, address] : n.resolve) // a name: its addresses, in order
+    {
+        json::value& addresses = pins[name];
+        if (!addresses.is_array())
+            addresses.emplace_array();
+        addresses.as_array().emplace_back(address);
+    }
+    o["resolve"] = std::move(pins);
     if (n.mitm)
         o["mitm"] = json::object{{"enabled", n.mitm->enabled},
                                  {"inspect_bodies", n.mitm->inspect_bodies},
@@ -1368,7 +1473,9 @@ std::string usage()
            "                      subdomains), *.example.com, an IP or a CIDR such as\n"
            "                      10.0.0.0/8; no port: any (repeatable; implies --net\n"
            "                      allow-list). Loopback, private and link-local addresses\n"
-           "                      need an explicit IP or CIDR rule\n"
+           "                      need an explicit IP or CIDR rule. The host's own\n"
+           "                      loopback is host.sandbox.internal (127.0.0.1 inside is\n"
+           "                      the sandbox's): --allow-host host.sandbox.internal:PORT\n"
            "  --deny-host PATTERN[:PORT]  refuse a destination; wins over every allow\n"
            "                      (repeatable)\n"
            "  --proxy URL         send everything through this upstream proxy:\n"
@@ -1377,6 +1484,8 @@ std::string usage()
            "  --resolve HOST=ADDRESS  the egress proxy resolves HOST to ADDRESS without a\n"
            "                      lookup (repeatable)\n"
            "  --writable DIR      with bwrap: also bind DIR read-write (repeatable)\n"
+           "  --read-only PATH    with bwrap: bind host PATH read-only at the same place,\n"
+           "                      through the private /tmp (repeatable)\n"
            "  --read-deny PATH    with bwrap: hide PATH, on top of the built-in list of\n"
            "                      credentials under your home (repeatable)\n"
            "  --write-deny PATH   with bwrap: keep PATH read-only inside the writable\n"

@@ -16,12 +16,13 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
-#include <vector>
-#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandbox::cli {
 
@@ -88,12 +89,15 @@ struct run_config
         std::vector<std::string> read_deny{};
         std::vector<std::string> write_deny{};
         std::vector<std::string> unix_sockets{};
+        /// `--read-only PATH`: host paths bound read-only at the same place (through the
+        /// private /tmp, say), as bwrap's `--ro-bind` extra flags.
+        std::vector<std::string> read_only{};
         /// `--sandbox-user`: a root caller's sandbox user (`bwrap_runner_options`).
         std::string sandbox_user{};
         bool empty() const
         {
             return writable.empty() && read_deny.empty() && write_deny.empty() &&
-                   unix_sockets.empty() && sandbox_user.empty();
+                   unix_sockets.empty() && read_only.empty() && sandbox_user.empty();
         }
     } bwrap{};
     /// `--config FILE`: run through a named sandbox of this document (`--sandbox NAME`): its
@@ -139,6 +143,17 @@ sandbox::exec_options default_policy();
 /// colons and no brackets is an IPv6 pattern without a port. The port is 1 to 65535 (no
 /// port: any). The pattern itself is checked by `net_policy::validate`.
 outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_action action);
+
+/// \brief One note per allow rule that names a loopback address or a `localhost` name: the
+/// sandbox has a loopback of its own (and `no_proxy` sends clients there), so the host's
+/// services are reached by `sandbox::host_loopback_name` and a rule naming it.
+std::vector<std::string> loopback_rule_notes(const sandbox::net_policy& net);
+
+/// \brief One note per command argument that names an existing host path under /tmp (also
+/// after a `=`, as in `--cacert=/tmp/ca.pem`) which the bwrap sandbox's private /tmp hides
+/// (no root, `--writable` or `--read-only` path holds it). `exists` answers for a host path.
+std::vector<std::string> private_tmp_notes(const run_config& cfg,
+                                           const std::function<bool(const std::string&)>& exists);
 
 /// \brief Parses `--resolve HOST=ADDRESS` into a (name, address) pin; both are checked
 /// when the runner is built.

@@ -134,32 +134,40 @@ config_pick pick_from_config(asio::io_context& ioc, run_config& cfg)
     return p;
 }
 
+// One pass: the document's problems, then the build's, probe's and gate's of every entry
+// that has none of its own, each entry built alone (a bad entry does not hide a missing
+// root in another, nor that one the gate's word on a third).
 int check_config(asio::io_context& ioc, const run_config& cfg)
 {
-    auto doc = sandbox::config::load_document(cfg.config_file);
-    if (!doc)
+    auto text = sandbox::config::read_document_file(cfg.config_file);
+    if (!text)
     {
-        print_problems(doc.error());
+        print_problems(text.error());
         return exit_sandbox_failure;
     }
-    auto reg = build(ioc, *doc, cfg, nullptr);
-    if (!reg)
-    {
-        print_problems(reg.error());
-        return exit_sandbox_failure;
-    }
+    sandbox::config::document clean;
     std::string out, problems;
-    for (const auto& name : reg->names())
+    for (const auto& p : sandbox::config::check_document(*text, clean))
+        problems += cfg.config_file + ": " + sandbox::config::to_string(p) + "\n";
+    for (const auto& entry : clean.sandboxes)
     {
-        const auto* entry = reg->entry(name);
-        if (auto refused = probe(ioc, reg->backend(name)))
-            problems += "sandboxes[\"" + name + "\"].backend: " + refused->diag.message + "\n";
-        const auto e = reg->get(name).enforcement();
-        for (const auto& p : sandbox::config::capability_gate(entry->defaults, e,
-                                                              "sandboxes[\"" + name + "\"]"))
+        sandbox::config::document one;
+        one.version = clean.version;
+        one.sandboxes.push_back(entry);
+        auto reg = build(ioc, one, cfg, nullptr);
+        if (!reg)
+        {
+            problems += reg.error().diag.message + "\n";
+            continue;
+        }
+        const std::string path = "sandboxes[\"" + entry.name + "\"]";
+        if (auto refused = probe(ioc, reg->backend(entry.name)))
+            problems += path + ".backend: " + refused->diag.message + "\n";
+        const auto e = reg->get(entry.name).enforcement();
+        for (const auto& p : sandbox::config::capability_gate(entry.defaults, e, path))
             if (p.path.find(".backend") == std::string::npos) // said above
                 problems += sandbox::config::to_string(p) + "\n";
-        out += entry_to_json(*entry, reg->root(name), e) + "\n";
+        out += entry_to_json(entry, reg->root(entry.name), e) + "\n";
     }
     if (!problems.empty())
     {

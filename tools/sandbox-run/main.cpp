@@ -36,6 +36,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -159,6 +160,8 @@ std::unique_ptr<sandbox::bwrap_runner> make_bwrap(asio::io_context& ioc,
     o.read_deny = cfg.bwrap.read_deny;
     o.write_deny = cfg.bwrap.write_deny;
     o.unix_sockets = cfg.bwrap.unix_sockets;
+    for (const auto& p : cfg.bwrap.read_only) // after the /tmp tmpfs: shows through it
+        o.extra_flags.insert(o.extra_flags.end(), {"--ro-bind", p, p});
     o.sandbox_user = cfg.bwrap.sandbox_user;
     o.proxy = cfg.net_proxy;
     return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
@@ -321,6 +324,16 @@ int run(cli::run_config& cfg)
     if (!choice.warning.empty())
         print_error(choice.warning);
     note_unwritable(*owned);
+    for (const auto& note : cli::loopback_rule_notes(cfg.request.options.net))
+        print_error(note);
+    if (choice.backend == "bwrap")
+        for (const auto& note : cli::private_tmp_notes(cfg, [](const std::string& p) {
+                 struct stat st
+                 {
+                 };
+                 return ::stat(p.c_str(), &st) == 0;
+             }))
+            print_error(note);
     std::shared_ptr<sandbox::audit_file> audit;
     try
     {

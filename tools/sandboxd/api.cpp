@@ -361,6 +361,9 @@ asio::awaitable<response> exec(daemon& d, const request& req, const std::string&
     if (call.tty)
         throw route_error{failure_of(errc::validation, "tty: an exec has no terminal (start a "
                                                        "session)")};
+    if (!call.id.empty())
+        throw route_error{failure_of(errc::validation, "id: an exec has no id (start a "
+                                                       "session)")};
     sandbox::exec_request x;
     x.command = std::move(call.command);
     x.args = std::move(call.args);
@@ -416,7 +419,11 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     // Counted from here, so that starts waiting together (for an approval, say) cannot pass
     // the bounds that each one alone would meet.
     const auto starting = d.hold_session_start(who, reserve);
+    std::shared_ptr<void> claimed;
+    if (!call.id.empty() && !(claimed = d.claim_session_id(call.id)))
+        throw route_error{failure_of(errc::conflict, "session id \"" + call.id + "\" is in use")};
     sandbox::session_spec spec;
+    spec.id = std::move(call.id);
     spec.command = std::move(call.command);
     spec.args = std::move(call.args);
     spec.options = std::move(call.options);
@@ -485,8 +492,7 @@ asio::awaitable<response> read_output(daemon& d, const request& req, const std::
     json::array chunks;
     for (const auto& c : out.chunks)
     {
-        json::object o{{"stream", c.stream == sandbox::output_stream::out ? "stdout" : "stderr"},
-                       {"offset", c.offset}};
+        json::object o{{"stream", sandbox::to_string(c.stream)}, {"offset", c.offset}};
         put_bytes(o, c.data);
         chunks.push_back(std::move(o));
     }
@@ -728,9 +734,7 @@ std::string event_line(const sandbox::session_event& e)
     json::object o;
     if (e.what == sandbox::session_event::kind::output)
     {
-        o = {{"type", "output"},
-             {"stream", e.stream == sandbox::output_stream::out ? "stdout" : "stderr"},
-             {"offset", e.offset}};
+        o = {{"type", "output"}, {"stream", sandbox::to_string(e.stream)}, {"offset", e.offset}};
         put_bytes(o, e.data);
     }
     else if (e.what == sandbox::session_event::kind::exited && e.exit)

@@ -220,6 +220,13 @@ std::shared_ptr<void> daemon::hold_session_start(const peer& owner, std::int64_t
     });
 }
 
+std::shared_ptr<void> daemon::claim_session_id(const std::string& id)
+{
+    if (sessions_.count(id) || !starting_->ids.insert(id).second)
+        return nullptr;
+    return hold_on(starting_, [id](start_counts& c) { c.ids.erase(id); });
+}
+
 std::shared_ptr<void> daemon::hold_connection(std::uint32_t uid)
 {
     auto& n = (*connections_)[uid];

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace sandboxd {
@@ -98,6 +99,10 @@ public:
     /// the session is recorded, or refused).
     std::shared_ptr<void> hold_session_start(const peer& owner, std::int64_t output_bytes);
 
+    /// Holds a session id a client chose while its session starts: null when a held
+    /// session or another start has it (the id space is the daemon's, across sandboxes).
+    std::shared_ptr<void> claim_session_id(const std::string& id);
+
     /// Counts a connection of `uid` while the returned guard lives; null when the uid holds
     /// daemon.max_connections_per_uid already.
     std::shared_ptr<void> hold_connection(std::uint32_t uid);
@@ -127,6 +132,7 @@ private:
         std::map<std::uint32_t, std::int64_t> by_uid;
         std::int64_t all = 0;
         std::int64_t output_bytes = 0;
+        std::set<std::string> ids; // chosen by their clients
     };
     std::shared_ptr<start_counts> starting_ = std::make_shared<start_counts>();
     std::shared_ptr<connection_counts> connections_ = std::make_shared<connection_counts>();

@@ -166,6 +166,16 @@ struct document
 /// succeeds with it).
 SANDBOX_DECL std::vector<problem> check_document(std::string_view text);
 
+/// \brief `check_document`, and in `clean` the document with only the entries that have no
+/// problem of their own (whatever the rest of it says), so that a check can go on to build
+/// those and report every problem in one pass.
+SANDBOX_DECL std::vector<problem> check_document(std::string_view text, document& clean);
+
+/// \brief A document file's text: a file that cannot be read is classified by its OS error
+/// (`errc_from_errno`), with the path in the diagnostics; over `max_document_bytes` is
+/// `errc::validation`.
+SANDBOX_DECL outcome<std::string> read_document_file(const std::filesystem::path& file);
+
 /// \brief Parses and validates a document (`check_document`). A bad one is
 /// `errc::validation`; the message lists every problem, one per line (`to_string(problem)`),
 /// `diag.rule` is the first problem's path (`load_document` puts the file in `diag.path`).
@@ -179,10 +189,14 @@ SANDBOX_DECL outcome<document> load_document(const std::filesystem::path& file);
 /// \brief A call as `sandboxd`'s clients write it (JSON): `command`, `args`, `work_dir`,
 /// `stdin` (text), `timeout`, `kill_grace`, `env`, `net`, `resources` (the fields of an
 /// entry's `defaults`, with the same syntax and rules), and for a session `tty` (true, or
-/// `{"rows": R, "cols": C}`). Unknown keys are refused. Problems are reported as by
-/// `parse_document` (paths such as `net.rules[0].host`).
+/// `{"rows": R, "cols": C}`) and `id` (the session's id, chosen by the client). Unknown keys
+/// are refused. Problems are reported as by `parse_document` (paths such as
+/// `net.rules[0].host`).
 struct call_document
 {
+    /// A session's id chosen by the client (checked when the session starts: 1 to 128
+    /// letters, digits or `-_.:@`); empty: a fresh one.
+    std::string id{};
     std::string command{};
     std::vector<std::string> args{};
     exec_options options{};
