@@ -15,7 +15,7 @@
 #   libunistring-dev                  libidn2's Unicode tables, for the static sandbox-run
 #   libyaml-dev                       YAML config documents (libyaml's event parser: positions,
 #                                     duplicate keys refused; docs/config.md)
-#   curl git python3                  real clients in the network tests (inside the sandbox)
+#   curl git python3 python3-pip      real clients in the network tests (inside the sandbox)
 #   python3-websocket                 a real WebSocket client for sandboxd's attach tests
 #   procps                            `ps`, used only by the benchmark's baseline
 #   bubblewrap                        the bwrap backend's sandbox (run time and its tests)
@@ -41,7 +41,7 @@ done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
           libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev libyaml-dev procps bubblewrap
-          curl git python3 python3-websocket pkgconf dpkg-dev file)
+          curl git python3 python3-pip python3-websocket pkgconf dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
