@@ -19,6 +19,10 @@
 //   sampler_100trees_50ms  100 capped `sleep 8` at the default 50 ms: CPU per tree-sample
 //   sampler_1tree_reaper   one tree whose parent ignores SIGCHLD while its child lives (the
 //                          sampler's 2 ms fast mode) against the same tree without: CPU %
+//   idle_workers           after a burst with 64 in flight, the supervisor workers still
+//                          alive and their PSS once the pool's retire time passed (keep 4),
+//                          against a pool that never retires; and the burst's rate with the
+//                          default pool (the retire claim per returned worker) against it
 //
 // Floors and ours alternate within each round; figures are medians over rounds. The
 // out512 "ours" runs each happen in a fresh process of this program (hidden flag
@@ -31,13 +35,14 @@
 #include "common.hpp"
 #include "raw_floor.hpp"
 
+#include <sandbox/bwrap_runner.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
-#include <sandbox/bwrap_runner.hpp>
 #include <sandbox/local_runner.hpp>
 #include <sandbox/policy.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/sampler.hpp>
+#include <sandbox/worker_pool.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -64,6 +69,8 @@
 #include <string>
 #include <sys/resource.h>
 #include <sys/utsname.h>
+#include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -90,11 +97,11 @@ struct config
     bool want(const std::string& name) const { return cases.empty() || cases.count(name) > 0; }
 };
 
-const char* const all_cases[] = {"seq_true",     "conc64_true",        "seq_true_cgroup",
-                                 "conc64_true_cgroup", "out512_discard",
-                                 "out512_cap1m", "sampler_1tree_10ms", "sampler_100trees_50ms",
-                                 "seq_true_bwrap",
-                                 "seq_true_chain", "proc_cap", "sampler_1tree_reaper"};
+const char* const all_cases[] = {
+    "seq_true",       "conc64_true",    "seq_true_cgroup",    "conc64_true_cgroup",
+    "out512_discard", "out512_cap1m",   "sampler_1tree_10ms", "sampler_100trees_50ms",
+    "seq_true_bwrap", "seq_true_chain", "proc_cap",           "sampler_1tree_reaper",
+    "idle_workers"};
 
 [[noreturn]] void fail(const std::string& what)
 {
@@ -869,6 +876,128 @@ void case_conc64_true(const config& cfg, const std::string& cgroup = "off")
                  "ours: 64 async_exec chains on one io_context run by one thread"});
 }
 
+// The supervisor helper among our children (its comm, cut to 15 characters), or -1.
+pid_t supervisor_child()
+{
+    for (pid_t kid : bench::my_children())
+    {
+        std::ifstream comm("/proc/" + std::to_string(kid) + "/comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name.rfind("sandbox-supervi", 0) == 0)
+            return kid;
+    }
+    return -1;
+}
+
+// The workers (the helper's children) and the sum of their PSS in KiB.
+std::pair<std::size_t, double> workers_and_pss(pid_t helper)
+{
+    std::vector<pid_t> workers;
+    std::ifstream kids("/proc/" + std::to_string(helper) + "/task/" + std::to_string(helper) +
+                       "/children");
+    for (pid_t w; kids >> w;)
+        workers.push_back(w);
+    double pss_kb = 0;
+    for (pid_t w : workers)
+    {
+        std::ifstream roll("/proc/" + std::to_string(w) + "/smaps_rollup");
+        for (std::string line; std::getline(roll, line);)
+            if (line.rfind("Pss:", 0) == 0)
+                pss_kb += std::strtod(line.c_str() + 4, nullptr);
+    }
+    return {workers.size(), pss_kb};
+}
+
+struct burst_outcome
+{
+    double rate = 0;         // execs/s of the burst
+    std::size_t workers = 0; // alive `settle` after it
+    double pss_kb = 0;
+};
+
+// `n` /bin/true with 64 in flight under `pool`, then `settle` with the loop idle (the
+// workers keep their own retire time), then the helper's workers are counted.
+burst_outcome burst_then_settle(const sandbox::worker_pool_options& pool, int n,
+                                std::chrono::milliseconds settle)
+{
+    asio::io_context ioc;
+    sandbox::set_worker_pool_options(ioc, pool);
+    sandbox::local_runner runner(ioc.get_executor(),
+                                 runner_options(sandbox::default_sample_interval, "off"));
+    const auto req = make_request("/bin/true", {});
+    int launched = 0, done = 0;
+    std::function<void()> start = [&] {
+        if (launched >= n)
+            return;
+        ++launched;
+        sandbox::async_exec(runner, req, [&](boost::system::error_code ec, sandbox::exec_result r) {
+            check_exited(ec, r, "ours idle_workers");
+            ++done;
+            start();
+        });
+    };
+    const auto t0 = clock_type::now();
+    for (int i = 0; i < 64; ++i)
+        start();
+    ioc.run();
+    burst_outcome out;
+    out.rate = n / seconds_since(t0);
+    if (done != n)
+        fail("ours idle_workers: " + std::to_string(done) + " of " + std::to_string(n) + " done");
+    std::this_thread::sleep_for(settle);
+    const pid_t helper = supervisor_child();
+    if (helper < 0)
+        fail("idle_workers: no supervisor helper among our children");
+    std::tie(out.workers, out.pss_kb) = workers_and_pss(helper);
+    return out;
+}
+
+void case_idle_workers(const config& cfg)
+{
+    const sandbox::worker_pool_options never{
+        .keep_idle = 4, .max_idle = 64, .retire_after = std::chrono::nanoseconds(0)};
+    sandbox::worker_pool_options quick = never;
+    quick.retire_after = std::chrono::milliseconds(200);
+    const sandbox::worker_pool_options defaults{};
+    figure workers{"idle_workers_after_burst", "workers alive after", "workers"};
+    figure pss{"idle_workers_pss", "their PSS", "KiB"};
+    figure rate{"idle_workers_burst_rate", "burst rate, default pool", "execs/s"};
+    rate.better = "higher";
+    const int n = std::min(cfg.n, 1000);
+    for (int r = 0; r < cfg.rounds; ++r)
+    {
+        const auto kept = burst_then_settle(never, n, std::chrono::milliseconds(600));
+        const auto retired = burst_then_settle(quick, n, std::chrono::milliseconds(600));
+        const auto with_defaults = burst_then_settle(defaults, n, std::chrono::milliseconds(0));
+        workers.rounds.base.push_back(static_cast<double>(kept.workers));
+        workers.rounds.ours.push_back(static_cast<double>(retired.workers));
+        pss.rounds.base.push_back(kept.pss_kb);
+        pss.rounds.ours.push_back(retired.pss_kb);
+        rate.rounds.base.push_back(kept.rate);
+        rate.rounds.ours.push_back(with_defaults.rate);
+    }
+    for (auto* f : {&workers, &pss, &rate})
+    {
+        f->value = median(f->rounds.ours);
+        f->baseline = median(f->rounds.base);
+    }
+    workers.target = "<= keep_idle (4)";
+    workers.pass = workers.value <= 4;
+    rate.target = "ratio >= 0.95";
+    rate.pass = rate.ratio() >= 0.95;
+    print_block(
+        "idle_workers: " + std::to_string(n) +
+            " x /bin/true, 64 in flight, then 600 ms "
+            "idle; " +
+            std::to_string(cfg.rounds) + " rounds",
+        "never", {workers, pss, rate},
+        {"never: keep_idle 4, retire_after 0 (every worker of the burst stays, the old pool)",
+         "ours: keep_idle 4, retire_after 200 ms (the default is 10 s)",
+         "rate: the default pool (keep 4, 10 s: each worker beyond 4 gets its retire claim) "
+         "against never"});
+}
+
 void case_out512(const config& cfg, bool discard, bool cap1m)
 {
     const std::uint64_t bytes = cfg.out_bytes;
@@ -1236,6 +1365,8 @@ int main(int argc, char** argv)
                 case_conc64_true(cfg, "auto");
         }
     }
+    if (cfg.want("idle_workers"))
+        case_idle_workers(cfg);
     if (cfg.want("out512_discard") || cfg.want("out512_cap1m"))
         case_out512(cfg, cfg.want("out512_discard"), cfg.want("out512_cap1m"));
     if (cfg.want("sampler_1tree_10ms"))

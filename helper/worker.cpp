@@ -7,16 +7,17 @@
 // worker_phase.hpp's transition what to do and does it.
 #include "helper/worker.hpp"
 
-#include "helper/spawn.hpp"
-#include "helper/fork_gate.hpp"
 #include "helper/cap_enforcer.hpp"
-#include "helper/sampled_caps.hpp"
-#include "helper/cgroup_caps.hpp"
 #include "helper/cgroup.hpp"
+#include "helper/cgroup_caps.hpp"
 #include "helper/channel.hpp"
-#include "protocol/protocol.hpp"
+#include "helper/fork_gate.hpp"
+#include "helper/sampled_caps.hpp"
+#include "helper/spawn.hpp"
 #include "helper/subtree.hpp"
 #include "helper/worker_phase.hpp"
+#include "protocol/idle_claim.hpp"
+#include "protocol/protocol.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -168,7 +169,8 @@ class worker
 {
 public:
     worker(asio::io_context& ctx, int chan, int lifeline, int sigfd, worker_cgroup cg)
-        : ctx_(ctx), chan_(ctx, chan), lifeline_(ctx, lifeline), sigfd_(ctx, sigfd), cg_(cg)
+        : ctx_(ctx), chan_(ctx, chan), lifeline_(ctx, lifeline), sigfd_(ctx, sigfd),
+          retire_timer_(ctx), cg_(cg)
     {
     }
 
@@ -187,6 +189,7 @@ private:
     awaitable deadline_wait(execution_ptr x, nanoseconds grace);
     awaitable started_wait(execution_ptr x, nanoseconds timeout, nanoseconds grace);
     awaitable grace_wait(execution_ptr x);
+    awaitable retire_wait();
 
     // The one place events go in and actions come out.
     worker_step feed(execution_ptr x, const event& ev, const stop_detail& d = {});
@@ -196,6 +199,7 @@ private:
     // Messages and the start of a run.
     void on_message(proto::message& m);
     void on_plan_chunk(proto::message& m);
+    void on_retire(proto::message& m);
     void start_exec(const proto::plan& p);
     int make_leaf(const proto::plan_fixed& f, exec_cgroup& cg);
     void keep_or_remove(cgroup_leaf& leaf, bool killed = false);
@@ -219,6 +223,10 @@ private:
 
     asio::io_context& ctx_;
     asio::posix::stream_descriptor chan_, lifeline_, sigfd_;
+    // While idle beyond the library's pool: when to retire, and the word that decides
+    // whether the library took this worker first (idle_claim.hpp).
+    asio::steady_timer retire_timer_;
+    proto::idle_claim idle_claim_;
     std::string plan_buf_;
     std::vector<unique_fd> plan_fds_;
     execution_ptr cur_;
@@ -334,6 +342,7 @@ void worker::on_message(proto::message& m)
     switch (m.head.type)
     {
     case proto::msg_type::plan_chunk: on_plan_chunk(m); break;
+    case proto::msg_type::retire: on_retire(m); break;
     case proto::msg_type::kill:
     {
         proto::kill_msg k;
@@ -359,6 +368,9 @@ void worker::on_message(proto::message& m)
 
 void worker::on_plan_chunk(proto::message& m)
 {
+    // The library took this worker (its claim says so): no retiring now.
+    retire_timer_.cancel();
+    idle_claim_ = {};
     if (plan_buf_.empty() && plan_fds_.empty())
         plan_fds_ = std::move(m.fds);
     plan_buf_ += m.payload;
@@ -374,6 +386,33 @@ void worker::on_plan_chunk(proto::message& m)
             spawn_failed(EPROTO);
     }
     plan_fds_.clear();
+}
+
+// The library put this idle worker beyond its pool's `keep_idle`: it leaves after the wait
+// unless a plan comes first. (A message out of turn, or a claim that cannot be mapped, is
+// ignored: the worker then simply stays.)
+void worker::on_retire(proto::message& m)
+{
+    proto::retire_msg r;
+    if (phase() != worker_phase::idle || m.fds.size() != 1 || !proto::from_bytes(m.payload, r) ||
+        r.after_ns <= 0)
+        return;
+    idle_claim_ = proto::idle_claim::map(m.fds[0].get());
+    if (!idle_claim_)
+        return;
+    retire_timer_.expires_after(nanoseconds(r.after_ns));
+    asio::co_spawn(ctx_, retire_wait(), asio::detached);
+}
+
+// Retires only by winning the claim: when the library took this worker a moment before, its
+// plan is on the way and the worker stays.
+awaitable worker::retire_wait()
+{
+    boost::system::error_code ec;
+    co_await retire_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || phase() != worker_phase::idle || !idle_claim_.retire())
+        co_return;
+    feed(cur_, {event_kind::channel_lost, end_reason::abandoned}); // exits: nothing runs
 }
 
 // The command leads its process group, so its pid names the group; while the leader is

@@ -24,10 +24,11 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 8; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+inline constexpr std::uint32_t version = 9; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
                                             // 5: extra descriptors, ignored job signals;
                                             // 6: the worker keeps the deadline;
-                                            // 7: the cgroup path; 8: set-up, then timeout
+                                            // 7: the cgroup path; 8: set-up, then timeout;
+                                            // 9: idle workers retire
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -50,6 +51,7 @@ enum class msg_type : std::uint32_t
     exit_report,      // worker → library
     spawned,          // worker → library, with opt_report_spawn: the command's pid
     signal,           // library → worker: a signal for the command's process group
+    retire,           // library → idle worker: retire_msg; fd: its idle_claim's memfd
 };
 
 inline constexpr std::uint32_t flag_last = 1;
@@ -155,6 +157,14 @@ struct signal_msg
 {
     std::int32_t signo = 0;
     std::uint32_t pad = 0;
+};
+
+/// An idle worker retires (exits) once it has waited `after_ns` for a plan, unless the
+/// library takes it first (idle_claim.hpp decides which). Sent with the claim's memfd, only
+/// to a worker between plans; a plan that comes first ends the arrangement.
+struct retire_msg
+{
+    std::int64_t after_ns = 0;
 };
 
 struct spawned_msg

@@ -41,10 +41,6 @@ namespace {
 
 using backend::unique_fd;
 
-// The most idle workers kept per execution context; more are let go (they exit). An idle
-// worker costs a sleeping process of about 1 MiB of its own memory; keeping 64 means that
-// up to 64 executions in flight never wait for a fork once warm.
-constexpr std::size_t max_idle_workers = 64;
 // How long shutdown waits for the helper to kill and reap everything before it kills the
 // helper itself (then the workers see their lifeline close and do the same).
 constexpr int shutdown_wait_ms = 2000;
@@ -279,14 +275,21 @@ void supervisor_service::stop_helper_locked(bool wait)
     ++generation_;
 }
 
+// The newest idle worker that is still there, taken: one that retired (its claim says so,
+// or its channel hung up) is dropped on the way.
 unique_fd supervisor_service::idle_channel_locked()
 {
     while (!idle_.empty())
     {
-        unique_fd ch = std::move(idle_.back());
+        idle_worker w = std::move(idle_.back());
         idle_.pop_back();
-        if (channel_usable(ch.get()))
-            return ch;
+        if (w.claim && !w.claim.take())
+        {
+            ++retired_workers_;
+            continue;
+        }
+        if (channel_usable(w.channel.get()))
+            return std::move(w.channel);
     }
     return {};
 }
@@ -491,9 +494,74 @@ void supervisor_service::keep_until_helper_gone(std::shared_ptr<void> resources)
 
 void supervisor_service::release(unique_fd channel)
 {
+    std::vector<idle_worker> gone; // closed once the lock is let go
     std::lock_guard l(mu_);
-    if (control_ && idle_.size() < max_idle_workers)
-        idle_.push_back(std::move(channel));
+    prune_retired_locked(gone);
+    if (!control_ || idle_.size() >= pool_.max_idle)
+        return; // its channel closes: the worker exits
+    idle_worker w{std::move(channel), {}};
+    if (idle_.size() >= pool_.keep_idle && pool_.retire_after > std::chrono::nanoseconds(0))
+    {
+        // Beyond the kept ones: it leaves after the wait unless taken first. Where the
+        // claim cannot be made or sent, it waits like a kept one (max_idle still bounds).
+        if (auto c = proto::idle_claim::make())
+        {
+            const proto::retire_msg r{pool_.retire_after.count()};
+            const int fds[1] = {c.fd()};
+            if (proto::send_message(w.channel.get(), proto::msg_type::retire, 0, proto::as_bytes(r),
+                                    fds) == 0)
+            {
+                c.drop_fd();
+                w.claim = std::move(c);
+            }
+        }
+    }
+    idle_.push_back(std::move(w));
+}
+
+// Drops the idle workers that retired by themselves (their claims say so).
+void supervisor_service::prune_retired_locked(std::vector<idle_worker>& gone)
+{
+    auto it = std::stable_partition(idle_.begin(), idle_.end(),
+                                    [](const idle_worker& w) { return !w.claim.has_retired(); });
+    retired_workers_ += static_cast<std::uint64_t>(std::distance(it, idle_.end()));
+    std::move(it, idle_.end(), std::back_inserter(gone));
+    idle_.erase(it, idle_.end());
+}
+
+// New bounds apply to the workers that come back from now on; the ones waiting beyond the
+// new `max_idle` go at once (the oldest first).
+void supervisor_service::set_pool_options(const worker_pool_options& o)
+{
+    std::vector<idle_worker> gone;
+    std::lock_guard l(mu_);
+    pool_ = o;
+    pool_.keep_idle = std::min(pool_.keep_idle, pool_.max_idle);
+    prune_retired_locked(gone);
+    if (idle_.size() > pool_.max_idle)
+    {
+        const auto excess = static_cast<std::ptrdiff_t>(idle_.size() - pool_.max_idle);
+        std::move(idle_.begin(), idle_.begin() + excess, std::back_inserter(gone));
+        idle_.erase(idle_.begin(), idle_.begin() + excess);
+    }
+}
+
+worker_pool_options supervisor_service::pool_options() const
+{
+    std::lock_guard l(mu_);
+    return pool_;
+}
+
+worker_pool_stats supervisor_service::pool_stats() const
+{
+    std::lock_guard l(mu_);
+    worker_pool_stats s{0, retired_workers_};
+    for (const auto& w : idle_)
+        if (w.claim.has_retired())
+            ++s.retired_workers;
+        else
+            ++s.idle_workers;
+    return s;
 }
 
 void supervisor_service::on_capped_end(const proto::exit_report_msg* r) noexcept
@@ -588,6 +656,25 @@ bool fork_gate_usable() noexcept
         return err == 0;
     }();
     return usable;
+}
+
+void set_worker_pool_options(boost::asio::execution_context& ctx,
+                             const worker_pool_options& options)
+{
+    boost::asio::use_service<detail::supervisor_service>(ctx).set_pool_options(options);
+}
+
+worker_pool_options get_worker_pool_options(boost::asio::execution_context& ctx)
+{
+    return boost::asio::use_service<detail::supervisor_service>(ctx).pool_options();
+}
+
+worker_pool_stats get_worker_pool_stats(const boost::asio::any_io_executor& ex)
+{
+    auto& ctx = boost::asio::query(ex, boost::asio::execution::context);
+    if (!boost::asio::has_service<detail::supervisor_service>(ctx))
+        return {};
+    return boost::asio::use_service<detail::supervisor_service>(ctx).pool_stats();
 }
 
 sampler_stats get_sampler_stats(const boost::asio::any_io_executor& ex)

@@ -7,11 +7,13 @@
 #define SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 
 #include "protocol/cgroup_site.hpp"
+#include "protocol/idle_claim.hpp"
 #include "protocol/protocol.hpp"
 
-#include <sandbox/unique_fd.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/sampler.hpp>
+#include <sandbox/unique_fd.hpp>
+#include <sandbox/worker_pool.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -54,8 +56,16 @@ public:
     /// error as cause) when it cannot be started or reached.
     void async_acquire(const boost::asio::any_io_executor& ex, channel_handler h);
 
-    /// Returns the channel of a worker that finished a plan normally (idle again).
+    /// \brief Returns the channel of a worker that finished a plan normally (idle again).
+    /// It waits in the pool (worker_pool.hpp). One that finds `keep_idle` others waiting is
+    /// told to retire after `retire_after` (it keeps the time itself, see idle_claim.hpp);
+    /// one that finds `max_idle` is let go at once.
     void release(backend::unique_fd channel);
+
+    /// The pool's bounds (set_worker_pool_options).
+    void set_pool_options(const worker_pool_options& o);
+    worker_pool_options pool_options() const;
+    worker_pool_stats pool_stats() const;
     /// \brief The plan options (`proto::opt_cgroup`, `opt_cgroup_required`) for a runner's
     /// `cgroup` setting ("" or "off", "auto", a directory). The first runner to ask decides
     /// where this context's helper puts its tree; another directory later is refused, and
@@ -91,11 +101,17 @@ private:
         std::string tree; // its cgroup tree, killed with it; removed once it is reaped
     };
     using kept_list = std::vector<std::pair<std::uint64_t, std::shared_ptr<void>>>;
+    struct idle_worker
+    {
+        backend::unique_fd channel;
+        proto::idle_claim claim; // empty: kept however long it waits
+    };
 
     void shutdown() override;
     outcome<void> start_helper_locked();
     void stop_helper_locked(bool wait);
     backend::unique_fd idle_channel_locked();
+    void prune_retired_locked(std::vector<idle_worker>& gone);
     outcome<backend::unique_fd> request_worker_locked(const boost::asio::any_io_executor& ex);
     void wait_for_room_locked(const boost::asio::any_io_executor& ex);
     void on_room(const std::shared_ptr<room_wait>& w, bool wedged);
@@ -116,7 +132,9 @@ private:
     backend::unique_fd helper_pidfd_;
     pid_t helper_pid_ = -1;
     std::uint64_t generation_ = 0;      // of the helper running (or the next one)
-    std::vector<backend::unique_fd> idle_;
+    std::vector<idle_worker> idle_;     // oldest first; the newest serves next
+    worker_pool_options pool_;
+    std::uint64_t retired_workers_ = 0;
     std::deque<waiter> waiting_;         // for room on the control socket, in order
     std::vector<retired> retired_;       // killed helpers not reaped yet
     kept_list kept_;                     // by the generation of the helper that ran them

@@ -5,12 +5,14 @@
 #include <sandbox/runner.hpp>
 #include <sandbox/session.hpp>
 #include <sandbox/with_diagnostics.hpp>
+#include <sandbox/worker_pool.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -110,6 +112,15 @@ void callbacks(sandbox::process_manager& pm, sandbox::session_spec spec, session
                     [](std::array<std::size_t, 2>, error_code, session_output, error_code,
                        exec_result) {});
     (void)f1, (void)f2, (void)f3;
+}
+
+// The worker pool's sample in docs/api.md ("Idle workers").
+void worker_pool(asio::io_context& ioc)
+{
+    sandbox::set_worker_pool_options(
+        ioc, {.keep_idle = 8, .max_idle = 64, .retire_after = std::chrono::seconds(30)});
+    auto st = sandbox::get_worker_pool_stats(ioc.get_executor()); // idle_workers, retired_workers
+    (void)st;
 }
 
 } // namespace sbx_forms

@@ -8,6 +8,7 @@
 
 #include <sandbox/local_runner.hpp>
 #include <sandbox/runner.hpp>
+#include <sandbox/worker_pool.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +19,7 @@
 #include <csignal>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -127,9 +129,9 @@ struct done_count
     int total() const { return ok + failed; }
 };
 
-void start_exec(sandbox::runner& r, done_count& d)
+void start_exec(sandbox::runner& r, done_count& d, sandbox::exec_request req = true_request())
 {
-    sandbox::async_exec(r, true_request(),
+    sandbox::async_exec(r, std::move(req),
                         [&d](boost::system::error_code ec, sandbox::exec_result res) {
                             if (!ec && res.exit_code == 0)
                                 ++d.ok;
@@ -238,6 +240,130 @@ BOOST_AUTO_TEST_CASE(a_wedged_helper_is_replaced_while_the_loop_keeps_ticking)
         ioc.restart();
     }
     ::setrlimit(RLIMIT_NOFILE, &saved);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- idle workers (issue 33, item 10) ---------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(worker_pool)
+
+namespace {
+
+sandbox::exec_request sleep_request(const char* seconds)
+{
+    sandbox::exec_request req;
+    req.command = "/bin/sleep";
+    req.args = {seconds};
+    return req;
+}
+
+// Waits up to 10 s for `pred`, sleeping between looks (the loop is not needed: the workers
+// keep their own time).
+bool eventually(const std::function<bool()>& pred)
+{
+    for (auto until = clock_type::now() + 10s; clock_type::now() < until;
+         std::this_thread::sleep_for(5ms))
+        if (pred())
+            return true;
+    return pred();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(workers_beyond_the_kept_ones_retire_without_holding_the_loop)
+{
+    asio::io_context ioc;
+    sandbox::set_worker_pool_options(ioc, {.keep_idle = 2, .max_idle = 64, .retire_after = 2s});
+    sandbox::local_runner r(ioc.get_executor());
+    done_count d;
+    constexpr int burst = 8;
+    for (int i = 0; i < burst; ++i) // in flight together: one worker each
+        start_exec(r, d, sleep_request("0.3"));
+    run_until(ioc, d, burst);
+    BOOST_TEST_REQUIRE(d.ok == burst);
+    const pid_t helper = helper_pid(ioc);
+    BOOST_TEST_REQUIRE(helper > 0);
+    BOOST_TEST(sandbox::get_worker_pool_stats(ioc.get_executor()).idle_workers ==
+               std::size_t(burst));
+    BOOST_TEST(children_of(helper).size() == std::size_t(burst));
+
+    // Nothing of ours is left to wait for on the loop: the retirement waits run in the
+    // workers, so run() returns long before they retire.
+    ioc.restart();
+    const auto t0 = clock_type::now();
+    ioc.run();
+    BOOST_TEST(ms(clock_type::now() - t0) < 1000,
+               "run() returned after " << ms(clock_type::now() - t0) << " ms");
+
+    // The six beyond the kept two retire on their own, with no loop running.
+    BOOST_TEST(eventually([&] { return children_of(helper).size() == 2u; }),
+               children_of(helper).size() << " workers left");
+    const auto st = sandbox::get_worker_pool_stats(ioc.get_executor());
+    BOOST_TEST(st.idle_workers == 2u);
+    BOOST_TEST(st.retired_workers == std::uint64_t(burst - 2));
+
+    // The kept ones serve the next executions (one at a time), and stay.
+    const auto kept = children_of(helper);
+    for (int i = 0; i < 3; ++i)
+    {
+        start_exec(r, d);
+        run_until(ioc, d, burst + i + 1);
+    }
+    BOOST_TEST(d.ok == burst + 3);
+    auto now = children_of(helper);
+    std::sort(now.begin(), now.end());
+    auto before = kept;
+    std::sort(before.begin(), before.end());
+    BOOST_TEST(now == before, "the kept workers served them");
+    BOOST_TEST(sandbox::get_worker_pool_stats(ioc.get_executor()).idle_workers == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_retire_time_idle_workers_stay_up_to_max_idle)
+{
+    asio::io_context ioc;
+    sandbox::set_worker_pool_options(ioc, {.keep_idle = 0, .max_idle = 3, .retire_after = 0s});
+    sandbox::local_runner r(ioc.get_executor());
+    done_count d;
+    for (int i = 0; i < 5; ++i)
+        start_exec(r, d, sleep_request("0.2"));
+    run_until(ioc, d, 5);
+    BOOST_TEST_REQUIRE(d.ok == 5);
+    const pid_t helper = helper_pid(ioc);
+    // Two found max_idle waiting and went at once; three wait, for good.
+    BOOST_TEST(eventually([&] { return children_of(helper).size() == 3u; }),
+               children_of(helper).size() << " workers");
+    std::this_thread::sleep_for(300ms);
+    BOOST_TEST(children_of(helper).size() == 3u);
+    const auto st = sandbox::get_worker_pool_stats(ioc.get_executor());
+    BOOST_TEST(st.idle_workers == 3u);
+    BOOST_TEST(st.retired_workers == 0u);
+}
+
+// The library taking a worker and the worker retiring race all the time here: every worker
+// comes back with a 2 ms wait, and the next execution asks 0-4 ms later. A worker that
+// retires just as its plan is sent would lose the execution; the shared claim lets only one
+// of them win, so every execution runs.
+BOOST_AUTO_TEST_CASE(a_worker_taken_as_its_wait_runs_out_never_loses_the_execution)
+{
+    asio::io_context ioc;
+    sandbox::set_worker_pool_options(ioc, {.keep_idle = 0, .max_idle = 64, .retire_after = 2ms});
+    sandbox::local_runner r(ioc.get_executor());
+    done_count d;
+    std::mt19937 rng(33);
+    std::uniform_int_distribution<int> pause_us(0, 4000);
+    constexpr int n = 500;
+    for (int i = 0; i < n; ++i)
+    {
+        start_exec(r, d);
+        run_until(ioc, d, i + 1);
+        std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+    }
+    BOOST_TEST(d.ok == n, d.failed << " of " << n << " failed");
+    const auto st = sandbox::get_worker_pool_stats(ioc.get_executor());
+    BOOST_TEST_MESSAGE("retired " << st.retired_workers << " of " << n << " workers");
+    BOOST_TEST(st.retired_workers > 0u); // the race did happen both ways
+    BOOST_TEST(st.retired_workers < std::uint64_t(n));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
