@@ -20,12 +20,19 @@
 //                     vs the cap
 //   mem_shared        40 `sleep`s: the footprint judged under a 16 MiB cap (PSS, read once the
 //                     RSS sum reaches the cap) vs the RSS sum seen under a cap that never trips
+//   watch_*           a cap watch (sandbox/backend/cap_watch.hpp) on a process this program
+//                     spawns itself: watch_mem_overshoot, the leader's peak (kernel high-water
+//                     mark) under a 128 MiB cap, worst of 5, vs an exec's in the same run;
+//                     watch_cpu, the cpu time the watch reports for 4 threads burning 200 ms
+//                     each vs the process's own rusage (the last sample's: the watch ends with
+//                     the process)
 //
 // The burners are this program (`--child ...`), so the cpu work is fixed whatever the load.
 // Exit status: 0 when every run was correct (figures are reported, not asserted), 1 when a
 // result was wrong (an exec failed or ended unexpectedly), 64 on a usage error.
 #include "common.hpp"
 
+#include <sandbox/backend/cap_watch.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
 #include <sandbox/local_runner.hpp>
@@ -390,6 +397,76 @@ void overshoot_cases()
     }
 }
 
+// Spawns `argv` (this program's own children), watches it with `o`, reaps it: the watch's
+// result, and the process's own rusage.
+struct watched
+{
+    sandbox::backend::cap_watch_result result;
+    boost::system::error_code ec;
+    struct rusage ru
+    {
+    };
+    int status = 0;
+};
+
+watched watch_run(const std::vector<std::string>& argv,
+                  const sandbox::backend::cap_watch_options& o)
+{
+    std::vector<char*> a;
+    for (const auto& s : argv)
+        a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    watched w;
+    pid_t pid = -1;
+    if (::posix_spawn(&pid, a[0], nullptr, nullptr, a.data(), environ) != 0)
+        return ++wrong, w;
+    boost::asio::io_context ioc;
+    sandbox::backend::async_watch_caps(
+        ioc.get_executor(), pid, o,
+        [&](boost::system::error_code ec, sandbox::backend::cap_watch_result r) {
+            w.ec = ec;
+            w.result = r;
+        });
+    ioc.run();
+    ::wait4(pid, &w.status, 0, &w.ru);
+    return w;
+}
+
+void watch_cases()
+{
+    sandbox::backend::cap_watch_options o;
+    o.caps.memory_bytes = 128 * mib;
+    double worst_watch = 0, worst_exec = 0;
+    const auto job = child({"alloc-after", "300", "4096", "1"});
+    for (int round = 0; round < 5; ++round)
+    {
+        auto w = watch_run(job, o);
+        if (w.ec || w.result.exceeded != sandbox::budget_kind::memory)
+            ++wrong;
+        const double peak = std::max<double>(static_cast<double>(w.result.peak_memory_bytes),
+                                             static_cast<double>(w.ru.ru_maxrss) * 1024);
+        worst_watch = std::max(worst_watch, peak / mib);
+        sandbox::exec_options eo;
+        eo.limits.memory_bytes = 128 * mib;
+        boost::system::error_code ec;
+        auto r = run(job, eo, ec);
+        if (r.budget != sandbox::budget_kind::memory)
+            ++wrong;
+        worst_exec = std::max(worst_exec, static_cast<double>(r.peak_memory_bytes) / mib);
+    }
+    print("watch_mem_overshoot", worst_watch, "MiB", worst_exec);
+    sandbox::backend::cap_watch_options never;
+    never.caps.memory_bytes = 64 * 1024 * mib;
+    const auto cpu = bench::measure_rounds(3, [&] {
+        auto w = watch_run(child({"threads", "4", "200"}), never);
+        if (w.ec || w.result.exceeded != sandbox::budget_kind::none || w.status != 0)
+            ++wrong;
+        auto tv = [](const timeval& t) { return t.tv_sec * 1000.0 + t.tv_usec / 1000.0; };
+        return std::pair{ms_of(w.result.cpu), tv(w.ru.ru_utime) + tv(w.ru.ru_stime)};
+    });
+    print("watch_cpu", cpu.ours_median(), "ms", cpu.base_median());
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -397,7 +474,7 @@ int main(int argc, char** argv)
     if (argc > 1 && std::strcmp(argv[1], "--child") == 0)
         return child_main(argc, argv);
     self_path = std::filesystem::canonical("/proc/self/exe").string();
-    bool cpu = true, overshoot = true;
+    bool cpu = true, overshoot = true, watch = true;
     for (int i = 1; i < argc; ++i)
     {
         const std::string a = argv[i];
@@ -406,10 +483,11 @@ int main(int argc, char** argv)
             const std::string c = argv[++i];
             cpu = c == "cpu";
             overshoot = c == "overshoot";
+            watch = c == "watch";
         }
         else
         {
-            std::fprintf(stderr, "usage: caps_bench [--case cpu|overshoot]\n");
+            std::fprintf(stderr, "usage: caps_bench [--case cpu|overshoot|watch]\n");
             return 64;
         }
     }
@@ -420,6 +498,8 @@ int main(int argc, char** argv)
     }
     if (overshoot)
         overshoot_cases();
+    if (watch)
+        watch_cases();
     std::fprintf(stderr, "caps_bench: %d wrong result(s)\n", wrong);
     return wrong ? 1 : 0;
 }

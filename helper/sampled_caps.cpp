@@ -150,7 +150,7 @@ public:
     sampled_caps(asio::io_context& ctx, sampled_setup s, trip_fn trip)
         : ctx_(ctx), trip_(std::move(trip)), budget_(s.limits), interval_(s.interval),
           children_base_(s.children_base), faults_left_(s.faults), cgroup_(std::move(s.cgroup)),
-          sample_timer_(ctx)
+          list_(s.list ? std::move(s.list) : decltype(s.list)(list_subtree)), sample_timer_(ctx)
     {
         if (s.gate)
             gate_.emplace(ctx, s.gate.release());
@@ -202,6 +202,7 @@ private:
     std::unordered_set<pid_t> reaped_since_sample_;
     // The execution's cgroup (its cpu.stat is the tree's cpu time), if any.
     std::shared_ptr<const exec_cgroup> cgroup_;
+    std::function<int(std::vector<subtree_member>&)> list_;
     asio::steady_timer sample_timer_;
     // Measures the footprint once the RSS sum reaches the memory cap.
     std::shared_ptr<pss_reader> pss_;
@@ -304,7 +305,7 @@ sample sampled_caps::take_sample()
     }
     if (cgroup_)
         return take_cgroup_sample();
-    if (int err = list_subtree(s.members); err != 0)
+    if (int err = list_(s.members); err != 0)
     {
         last_failure_ = std::string("reading /proc failed: ") + std::strerror(err);
         return s;
@@ -349,7 +350,7 @@ sample sampled_caps::take_cgroup_sample()
     const auto& l = budget_.limits();
     if (l.memory_bytes > 0 || l.max_processes > 0 || l.max_tasks > 0)
     {
-        if (int err = list_subtree(s.members); err != 0)
+        if (int err = list_(s.members); err != 0)
         {
             last_failure_ = std::string("reading /proc failed: ") + std::strerror(err);
             return s;

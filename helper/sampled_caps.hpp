@@ -14,9 +14,13 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "helper/subtree.hpp"
+
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 namespace sandbox::detail {
 
@@ -32,6 +36,9 @@ struct sampled_setup
     std::chrono::nanoseconds children_base{0}; ///< children_cpu() at the spawn
     backend::unique_fd gate;                ///< the fork gate's listener (under a process cap)
     std::shared_ptr<const exec_cgroup> cgroup; ///< the execution's, if any: its cpu time
+    /// How the tree is listed: list_subtree (the worker's own) unless set (a cap watch
+    /// lists a tree it did not start, list_tree_of).
+    std::function<int(std::vector<subtree_member>&)> list{};
 };
 
 /// The sampler of one execution; `trip` stops it.

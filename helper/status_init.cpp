@@ -31,20 +31,27 @@ namespace sandbox::detail {
 
 namespace {
 
+// Writes all of `n` bytes (a status line), giving up on an error other than EINTR.
+void write_all(int fd, const char* data, std::size_t n)
+{
+    for (std::size_t off = 0; off < n;)
+    {
+        const ssize_t w = ::write(fd, data + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += static_cast<std::size_t>(w);
+    }
+}
+
 void say(int fd, const char* what, long value, bool with_value)
 {
     char line[64];
     const int n = with_value ? std::snprintf(line, sizeof line, "%s %ld\n", what, value)
                              : std::snprintf(line, sizeof line, "%s\n", what);
-    for (int off = 0; off < n;)
-    {
-        ssize_t w = ::write(fd, line + off, static_cast<std::size_t>(n - off));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        off += static_cast<int>(w);
-    }
+    if (n > 0)
+        write_all(fd, line, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1));
 }
 
 // "unreachable ENTRY": a PATH entry the command's user cannot search (at most 16, each
@@ -54,15 +61,7 @@ void say_unreachable(int fd, std::string entry)
     entry.resize(std::min<std::size_t>(entry.size(), 512));
     std::replace(entry.begin(), entry.end(), '\n', '?');
     const std::string line = "unreachable " + entry + "\n";
-    for (std::size_t off = 0; off < line.size();)
-    {
-        const ssize_t w = ::write(fd, line.data() + off, line.size() - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        off += static_cast<std::size_t>(w);
-    }
+    write_all(fd, line.data(), line.size());
 }
 
 // execvp without its fallback of running a file that is not an executable format with

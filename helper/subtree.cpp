@@ -226,6 +226,39 @@ std::size_t signal_subtree(int sig)
     return n;
 }
 
+int list_tree_of(pid_t root, std::vector<subtree_member>& out)
+{
+    out.clear();
+    int err = 0;
+    const auto st = read_proc_stat(root, err);
+    if (!st)
+        return gone(err) ? 0 : err;
+    std::unordered_set<pid_t> taken;
+    return walk({root}, {st->ppid}, out, taken);
+}
+
+std::size_t signal_tree_of(pid_t root, int root_pidfd, int sig)
+{
+    std::vector<subtree_member> members;
+    list_tree_of(root, members);
+    std::size_t n = 0;
+    for (const auto& m : members)
+    {
+        if (m.stat.zombie() || m.stat.pid == root)
+            continue;
+        n += send_checked(m.stat.pid, m.stat.ppid, sig) ? 1 : 0;
+    }
+    // The root through its pidfd; then its group, which also holds members that left the
+    // tree but not the group. While the root lives its pid, hence the group id, is its own.
+    if (::syscall(SYS_pidfd_send_signal, root_pidfd, sig, nullptr, 0) == 0)
+    {
+        ++n;
+        if (::getpgid(root) == root)
+            ::kill(-root, sig);
+    }
+    return n;
+}
+
 bool reap_exited(const reap_fn& on_reap)
 {
     for (;;)

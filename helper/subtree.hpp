@@ -46,6 +46,17 @@ using reap_fn = std::function<void(pid_t, int, const struct rusage&)>;
 /// being gone (ENOENT/ESRCH); then `out` holds what could be read.
 int list_subtree(std::vector<subtree_member>& out);
 
+/// \brief Lists `root` and its descendants, for a tree the caller did not start (a cap
+/// watch, cap_watch.hpp): `root` is taken when it is alive, whatever its parent, and below
+/// it the same checks as list_subtree. A member that leaves the tree (a double fork hands it
+/// to another reaper) is not listed. Returns 0 or the errno of a failed /proc read.
+int list_tree_of(pid_t root, std::vector<subtree_member>& out);
+
+/// Sends `sig` to `root` (through `root_pidfd`, which pins it) and to its descendants as
+/// list_tree_of finds them, then to `root`'s process group while `root` lives. Returns how
+/// many members were signalled.
+std::size_t signal_tree_of(pid_t root, int root_pidfd, int sig);
+
 /// Sends `sig` to every descendant (each checked as in list_subtree, and signalled through
 /// a pidfd unless it is our own child); for a signal other than SIGKILL, SIGCONT follows so
 /// that stopped members act on it. Returns how many were signalled.

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -74,7 +75,8 @@ void close_other_fds(std::initializer_list<int> keep)
 /// event fed for a finished execution finds it idle.
 struct execution
 {
-    explicit execution(asio::io_context& ctx) : grace_timer(ctx), deadline_timer(ctx), started(ctx)
+    explicit execution(asio::io_context& ctx)
+        : grace_timer(ctx), deadline_timer(ctx), started(ctx), leader_fd(ctx)
     {}
 
     worker_phase phase = worker_phase::idle;
@@ -100,6 +102,13 @@ struct execution
     asio::steady_timer grace_timer, deadline_timer;
     // A wrapped command's status pipe (proto::fd_started), until the init said "started".
     asio::posix::stream_descriptor started;
+    // A cap watch (proto::opt_watch): `pid` is a process the library's caller started, not
+    // ours; this pidfd pins it and turns readable when it ends.
+    bool watching = false;
+    asio::posix::stream_descriptor leader_fd;
+    // The watched process's whole cpu time, read from its record once it ended (a zombie's
+    // holds every thread's and its reaped children's): the samples end a little before.
+    nanoseconds final_cpu{0};
     // The tree's own cgroup (the cgroup path), if any, and whether cgroup.kill was written
     // (then it is never reused: see keep_or_remove).
     std::shared_ptr<exec_cgroup> cgroup;
@@ -120,6 +129,7 @@ struct execution
             t->cancel();
         boost::system::error_code ignored;
         started.close(ignored);
+        leader_fd.close(ignored);
         for (auto& e : enforcers)
             e->stop();
     }
@@ -141,7 +151,8 @@ std::string make_exit_report(const execution& x)
         e->add_to(caps);
     // Everything is reaped now, so the children's rusage holds the whole tree but for what
     // the kernel reaped; a cgroup's cpu.stat holds every member's, however it was reaped.
-    const nanoseconds cpu = std::max(children_cpu() - x.children_base + caps.lost_cpu, caps.cpu);
+    const nanoseconds cpu =
+        std::max({children_cpu() - x.children_base + caps.lost_cpu, caps.cpu, x.final_cpu});
     if (x.cgroup)
         r.flags |= proto::report_in_cgroup;
     r.cpu_ns = cpu.count();
@@ -190,6 +201,7 @@ private:
     awaitable started_wait(execution_ptr x, nanoseconds timeout, nanoseconds grace);
     awaitable grace_wait(execution_ptr x);
     awaitable retire_wait();
+    awaitable leader_exit_wait(execution_ptr x);
 
     // The one place events go in and actions come out.
     worker_step feed(execution_ptr x, const event& ev, const stop_detail& d = {});
@@ -201,6 +213,8 @@ private:
     void on_plan_chunk(proto::message& m);
     void on_retire(proto::message& m);
     void start_exec(const proto::plan& p);
+    void start_watch(const proto::plan& p);
+    void stop_watched(execution& x, int sig);
     int make_leaf(const proto::plan_fixed& f, exec_cgroup& cg);
     void keep_or_remove(cgroup_leaf& leaf, bool killed = false);
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
@@ -270,13 +284,20 @@ worker_step worker::feed(execution_ptr x, const event& ev, const stop_detail& d)
     if (step.has(act_claim))
         claim(*x, step.cause, d);
     if (step.has(act_sigterm_tree))
-        signal_subtree(SIGTERM);
+    {
+        if (x && x->watching)
+            stop_watched(*x, SIGTERM);
+        else
+            signal_subtree(SIGTERM);
+    }
     if (step.has(act_arm_grace))
     {
         x->grace_timer.expires_after(d.grace);
         asio::co_spawn(ctx_, grace_wait(x), asio::detached);
     }
-    if (step.has(act_kill_tree))
+    if (step.has(act_kill_tree) && x && x->watching)
+        stop_watched(*x, SIGKILL);
+    else if (step.has(act_kill_tree))
     {
         // Every member at once; the walk below reaps them (and any member that left the
         // cgroup).
@@ -475,6 +496,8 @@ unique_fd started_of(const proto::plan_fixed& f, std::vector<unique_fd>& fds)
 void worker::start_exec(const proto::plan& p)
 {
     const auto& f = p.fixed;
+    if (f.options & proto::opt_watch)
+        return start_watch(p);
     spawn_args a;
     if (!spawn_args_of(p, plan_fds_, a))
         return spawn_failed(EPROTO);
@@ -516,6 +539,84 @@ void worker::start_exec(const proto::plan& p)
                             proto::as_bytes(sm));
     }
     watch(x, f, std::move(started));
+}
+
+// The pid a pidfd names in our pid namespace (its fdinfo), or -1 once it has ended (or when
+// it cannot be read).
+pid_t pid_of_pidfd(int fd)
+{
+    std::FILE* f = std::fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "re");
+    if (!f)
+        return -1;
+    pid_t pid = -1;
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "Pid: %d", &pid) == 1)
+            break;
+    std::fclose(f);
+    return pid;
+}
+
+// A cap watch (proto::opt_watch): the caps of the plan held by sampling on a process the
+// library's caller started and on its descendants. Nothing is spawned and nothing of that
+// tree is ours to reap: the watch ends when a cap trips (the tree is killed) or when the
+// process ends (its pidfd turns readable), and the cancelled watch's channel closing leaves
+// the tree alone (end_reason::abandoned).
+void worker::start_watch(const proto::plan& p)
+{
+    const auto& f = p.fixed;
+    if (plan_fds_.size() != 1 || !f.caps.any())
+        return spawn_failed(EPROTO);
+    unique_fd pidfd = std::move(plan_fds_[0]);
+    plan_fds_.clear();
+    const pid_t pid = pid_of_pidfd(pidfd.get());
+    if (pid <= 0)
+        return spawn_failed(ESRCH);
+    auto x = std::make_shared<execution>(ctx_);
+    x->pid = pid;
+    x->watching = true;
+    x->children_base = children_cpu();
+    sampled_setup s;
+    s.limits = f.caps;
+    s.interval = nanoseconds(f.sample_interval_ns);
+    s.faults = f.sample_faults;
+    s.children_base = x->children_base;
+    s.list = [pid](std::vector<subtree_member>& out) { return list_tree_of(pid, out); };
+    x->enforcers.push_back(make_sampled_caps(ctx_, std::move(s), trip_of(x)));
+    x->leader_fd.assign(pidfd.release());
+    cur_ = x;
+    feed(x, {event_kind::spawned});
+    for (auto& e : x->enforcers)
+        e->start();
+    asio::co_spawn(ctx_, leader_exit_wait(x), asio::detached);
+}
+
+// A watched tree is stopped only for a cause of ours (a cap, its sampling failing): not when
+// its process ended by itself, nor when the library let go of the watch.
+void worker::stop_watched(execution& x, int sig)
+{
+    if (x.reason == end_reason::natural || x.reason == end_reason::abandoned ||
+        !x.leader_fd.is_open())
+        return;
+    x.killed_after += signal_tree_of(x.pid, x.leader_fd.native_handle(), sig);
+}
+
+// The watched process ended (a pidfd turns readable then): the watch is over.
+awaitable worker::leader_exit_wait(execution_ptr x)
+{
+    boost::system::error_code ec;
+    co_await x->leader_fd.async_wait(asio::posix::stream_descriptor::wait_read,
+                                     asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || x->phase != worker_phase::running)
+        co_return;
+    // Still unreaped (its pidfd still names it): its record is its final account.
+    int err = 0;
+    if (pid_of_pidfd(x->leader_fd.native_handle()) == x->pid)
+        if (const auto st = read_proc_stat(x->pid, err))
+            x->final_cpu = nanoseconds(static_cast<std::int64_t>(
+                st->cpu_ticks() *
+                (1'000'000'000ull / static_cast<std::uint64_t>(clock_ticks_per_second()))));
+    feed(x, {event_kind::leader_reaped});
 }
 
 // The execution's own cgroup, when the plan asks for one and the helper has a tree: 0 (a

@@ -1,4 +1,5 @@
-// lib/exec_result.cpp: names of exec_status and budget_kind.
+// lib/exec_result.cpp: names of exec_status, budget_kind and output_stream.
+#include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
 
 #include <array>
@@ -13,6 +14,17 @@ constexpr std::array<const char*, 8> status_names{
 constexpr std::array<const char*, 5> budget_names{"none", "memory", "cpu", "processes",
                                                   "tasks"};
 } // namespace
+
+const char* to_string(output_stream s) noexcept
+{
+    switch (s)
+    {
+    case output_stream::out: return "stdout";
+    case output_stream::err: return "stderr";
+    case output_stream::tty: return "tty";
+    }
+    return "unknown";
+}
 
 const char* to_string(exec_status s) noexcept
 {

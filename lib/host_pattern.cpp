@@ -300,10 +300,15 @@ outcome<host_pattern> parse_host_pattern(std::string_view text)
     return p;
 }
 
+} // namespace sandbox::detail
+
+namespace sandbox {
+
 outcome<host_and_port> split_host_port(std::string_view text)
 {
     auto refuse = [&](const char* why) -> failure {
-        return make_failure(errc::validation, "host " + quote_for_message(text) + ": " + why);
+        return make_failure(errc::validation,
+                            "host " + detail::quote_for_message(text) + ": " + why);
     };
     host_and_port out{text, 0};
     std::string_view port;
@@ -330,7 +335,7 @@ outcome<host_and_port> split_host_port(std::string_view text)
     int value = 0;
     for (char c : port)
     {
-        if (!is_digit(c) || value > 65535)
+        if ((c < '0' || c > '9') || value > 65535)
             return refuse("the port must be 1 to 65535");
         value = value * 10 + (c - '0');
     }
@@ -340,4 +345,4 @@ outcome<host_and_port> split_host_port(std::string_view text)
     return out;
 }
 
-} // namespace sandbox::detail
+} // namespace sandbox

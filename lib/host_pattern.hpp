@@ -3,6 +3,7 @@
 #define SANDBOX_LIB_HOST_PATTERN_HPP
 
 #include <sandbox/failure.hpp>
+#include <sandbox/host_port.hpp>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -45,19 +46,9 @@ struct host_pattern
 /// failure carries no `limit`: the caller knows which field the text came from.
 SANDBOX_DECL outcome<host_pattern> parse_host_pattern(std::string_view text);
 
-/// \brief A host pattern with an optional port: `HOST`, `HOST:PORT`, `[V6]:PORT`.
-struct host_and_port
-{
-    std::string_view host{};
-    /// 0 when no port was given.
-    int port = 0;
-};
-
-/// \brief Splits an allow-list entry as `sandbox-run --allow-host` and documents write it: a
-/// port follows the only ':' of a name or IPv4 literal, or the ']' of a bracketed IPv6
-/// literal; a bare IPv6 literal has no port. An empty host, an empty port or one outside 1 to
-/// 65535 is `errc::validation` (no `limit`). The host part is not checked here.
-SANDBOX_DECL outcome<host_and_port> split_host_port(std::string_view text);
+// "HOST:PORT" is split by the public sandbox::split_host_port (sandbox/host_port.hpp).
+using sandbox::host_and_port;
+using sandbox::split_host_port;
 
 /// \brief Quotes user-supplied text for a diagnostics message.
 ///

@@ -10,21 +10,6 @@
 #include <limits>
 #include <string>
 
-namespace sandbox {
-
-const char* to_string(output_stream s) noexcept
-{
-    switch (s)
-    {
-    case output_stream::out: return "stdout";
-    case output_stream::err: return "stderr";
-    case output_stream::tty: return "tty";
-    }
-    return "unknown";
-}
-
-} // namespace sandbox
-
 namespace sandbox::backend {
 
 namespace {

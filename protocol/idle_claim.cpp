@@ -31,7 +31,7 @@ idle_claim& idle_claim::operator=(idle_claim&& o) noexcept
 {
     if (this != &o)
     {
-        this->~idle_claim();
+        unmap();
         fd_ = std::move(o.fd_);
         word_ = std::exchange(o.word_, nullptr);
     }
@@ -39,6 +39,11 @@ idle_claim& idle_claim::operator=(idle_claim&& o) noexcept
 }
 
 idle_claim::~idle_claim()
+{
+    unmap();
+}
+
+void idle_claim::unmap() noexcept
 {
     if (word_)
         ::munmap(word_, word_page);

@@ -48,6 +48,7 @@ public:
 private:
     static constexpr std::uint32_t idle = 0, taken = 1, retired = 2;
     bool swap_from_idle(std::uint32_t to) noexcept;
+    void unmap() noexcept;
 
     backend::unique_fd fd_;
     std::uint32_t* word_ = nullptr;

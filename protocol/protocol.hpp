@@ -28,7 +28,7 @@ inline constexpr std::uint32_t version = 9; // 2: cap_limits::max_tasks; 3: term
                                             // 5: extra descriptors, ignored job signals;
                                             // 6: the worker keeps the deadline;
                                             // 7: the cgroup path; 8: set-up, then timeout;
-                                            // 9: idle workers retire
+                                            // 9: idle workers retire, cap watches
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -105,6 +105,11 @@ enum plan_option : std::uint32_t
     /// With opt_cgroup: a cgroup is required (the runner named a directory): without a tree,
     /// or when its cgroup cannot be made, the spawn fails (stage_cgroup).
     opt_cgroup_required = 16,
+    /// A cap watch (sandbox/backend/cap_watch.hpp): nothing is spawned. The plan's one
+    /// descriptor is a pidfd of a process the caller started; the worker holds the plan's
+    /// caps on it and its descendants by sampling, kills them when a cap trips, and reports
+    /// once a cap tripped or the process ended (argv, envp and the timeout are not used).
+    opt_watch = 32,
 };
 
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a

@@ -125,10 +125,7 @@ asio::awaitable<session_event> session_channel::receive()
         for (;;)
         {
             if (auto ev = me->queue.take())
-            {
-                me->notify(); // nobody else waits; harmless
-                co_return std::move(*ev);
-            }
+                co_return std::move(*ev); // (the producer never waits for room)
             if (me->queue.finished())
             {
                 diagnostics d;

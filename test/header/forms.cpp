@@ -1,6 +1,7 @@
 // test/header/forms.cpp: every form of the front ends that docs/api.md shows compiles (Boost
 // 1.81 included, where `co_await` of a `void(std::exception_ptr, T)` operation needs the fix
 // in with_diagnostics.hpp). Compiled and linked, never run: the integration tests run them.
+#include <sandbox/backend/cap_watch.hpp>
 #include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
 #include <sandbox/session.hpp>
@@ -112,6 +113,21 @@ void callbacks(sandbox::process_manager& pm, sandbox::session_spec spec, session
                     [](std::array<std::size_t, 2>, error_code, session_output, error_code,
                        exec_result) {});
     (void)f1, (void)f2, (void)f3;
+}
+
+// The cap watch's sample in docs/api.md ("Caps for a process you started").
+asio::awaitable<void> cap_watch(asio::any_io_executor ex, pid_t child_pid)
+{
+    sandbox::backend::cap_watch_options o;
+    o.caps.memory_bytes = 512ull << 20; // any of memory_bytes, cpu, max_processes, max_tasks
+    o.caps.cpu = std::chrono::seconds(10);
+    auto w = co_await sandbox::backend::async_watch_caps(ex, child_pid, o);
+    if (w.exceeded != sandbox::budget_kind::none)
+        (void)sandbox::to_string(w.exceeded);
+    auto [ec, r] = co_await sandbox::backend::async_watch_caps(ex, child_pid, o,
+                                                               asio::as_tuple(asio::use_awaitable));
+    (void)ec;
+    (void)r;
 }
 
 // The worker pool's sample in docs/api.md ("Idle workers").

@@ -1,6 +1,8 @@
 // tools/sandbox-run/cli.cpp: option parsing, default policy, exit status and JSON of sandbox-run.
 #include "cli.hpp"
 
+#include <sandbox/host_port.hpp>
+
 #include <sandbox/error.hpp>
 #include <sandbox/policy/predicates.hpp>
 
@@ -434,44 +436,17 @@ sandbox::exec_options default_policy()
 
 outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_action action)
 {
+    auto split = sandbox::split_host_port(text); // the library's reading of HOST:PORT
+    if (!split)
+    {
+        failure f = split.error();
+        f.diag.limit = "net.rules";
+        return f;
+    }
     sandbox::net_rule rule;
     rule.action = action;
-    std::string_view host = text, port;
-    if (!text.empty() && text.front() == '[')
-    {
-        if (const auto close = text.find("]:"); close != std::string_view::npos)
-        {
-            host = text.substr(0, close + 1);
-            port = text.substr(close + 2);
-            if (port.empty())
-                return make_failure(errc::validation,
-                                    "host rule " + in_quotes(text) + ": empty port after ':'",
-                                    "net.rules");
-        }
-    }
-    else if (std::count(text.begin(), text.end(), ':') == 1)
-    {
-        const auto colon = text.find(':');
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-        if (port.empty())
-            return make_failure(errc::validation,
-                                "host rule " + in_quotes(text) + ": empty port after ':'",
-                                "net.rules");
-    }
-    if (host.empty())
-        return make_failure(errc::validation, "host rule " + in_quotes(text) + ": empty host",
-                            "net.rules");
-    rule.host = std::string(host);
-    if (!port.empty())
-    {
-        auto n = parse_count(port, "port");
-        if (!n || *n < 1 || *n > 65535)
-            return make_failure(errc::validation,
-                                "host rule " + in_quotes(text) + ": the port must be 1 to 65535",
-                                "net.rules");
-        rule.port = static_cast<int>(*n);
-    }
+    rule.host = std::string(split->host);
+    rule.port = split->port;
     return rule;
 }
 
