@@ -4,6 +4,7 @@
 #include <sandbox/failure.hpp>
 
 #include <cerrno>
+#include <cstring>
 #include <ostream>
 #include <string>
 
@@ -175,6 +176,13 @@ failure make_failure(errc code, std::string message, std::string limit)
     f.code = make_error_code(code);
     f.diag.message = std::move(message);
     f.diag.limit = std::move(limit);
+    return f;
+}
+
+failure make_os_failure(errc code, const std::string& what, int err)
+{
+    failure f = make_failure(code, what + ": " + std::strerror(err));
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
     return f;
 }
 

@@ -3,12 +3,14 @@
 
 #include <sandbox/utf8.hpp>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -303,6 +305,36 @@ outcome<host_pattern> parse_host_pattern(std::string_view text)
 } // namespace sandbox::detail
 
 namespace sandbox {
+
+bool is_localhost_name(std::string_view name) noexcept
+{
+    static constexpr std::string_view localhost = "localhost";
+    auto equal_ci = [](std::string_view a, std::string_view b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+            return std::tolower(static_cast<unsigned char>(x)) == y;
+        });
+    };
+    if (name.size() < localhost.size() ||
+        !equal_ci(name.substr(name.size() - localhost.size()), localhost))
+        return false;
+    return name.size() == localhost.size() || name[name.size() - localhost.size() - 1] == '.';
+}
+
+bool is_loopback_host(std::string_view host) noexcept
+{
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (is_localhost_name(host))
+        return true;
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(host, ec);
+    if (ec)
+        return false;
+    if (a.is_v6() && a.to_v6().is_v4_mapped())
+        return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6())
+            .is_loopback();
+    return a.is_loopback();
+}
 
 outcome<host_and_port> split_host_port(std::string_view text)
 {

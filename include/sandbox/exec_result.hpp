@@ -11,6 +11,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include <boost/system/error_code.hpp>
 
 namespace sandbox {
 
@@ -102,6 +105,31 @@ struct exec_result
     /// Why it ended, when it did not simply exit (set together with the error code).
     diagnostics diag{};
 };
+
+/// \brief One JSON object (no trailing newline) describing an execution: the shape
+/// `sandbox-run --json` prints and `sandboxd` answers with.
+///
+/// Keys: `exit_code` (-1 unless it exited), `stdout`, `stderr` (valid UTF-8:
+/// `sanitize_utf8`), `stdout_truncated`, `stderr_truncated`, `stdout_dropped_bytes`,
+/// `stderr_dropped_bytes`, `status`, `signal`, `budget` (only when a cap fired),
+/// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, `in_cgroup`, `backend` (when `backend`
+/// is not empty: the backend that ran the command, or refused it), and when `ec` is set
+/// `error: {code, message}` (`error_name(ec)`, the diagnostics' text), with `limit` and
+/// `errno` when the diagnostics hold them. Numbers are plain: integers, and milliseconds
+/// as a decimal with one to six places (`"duration_ms":1003.2`, `1000.0`), never an
+/// exponent (which is why this is a string, not a `boost::json::value`: Boost.JSON 1.81
+/// writes 1003.2 as `1.0032E3`).
+SANDBOX_DECL std::string to_json(const exec_result& r, const boost::system::error_code& ec = {},
+                                 std::string_view backend = {});
+
+/// \brief `to_json`'s object read back: the error code (by its `errc` name; a code of
+/// another category reads as `errc::internal`) and the result: exit code, signal, status,
+/// and diagnostics whose `message` is the written text (`to_string` of the original
+/// diagnostics, details in brackets included), with `limit` and `cause` (the errno) set
+/// again for code that classifies them. Not JSON, or not an object:
+/// `errc::internal` with a message saying so.
+SANDBOX_DECL std::pair<boost::system::error_code, exec_result>
+exec_result_from_json(std::string_view json);
 
 } // namespace sandbox
 

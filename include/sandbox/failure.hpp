@@ -21,6 +21,10 @@ struct failure
 /// Makes a failure with `code` and a message, and optionally the field/limit it concerns.
 SANDBOX_DECL failure make_failure(errc code, std::string message, std::string limit = {});
 
+/// \brief A failure with an OS cause: the message is `what: strerror(err)` and
+/// `diag.cause` holds `err` in the system category.
+SANDBOX_DECL failure make_os_failure(errc code, const std::string& what, int err);
+
 /// Used by `boost::system::result<T, failure>::value()`: throws `sandbox::error`.
 [[noreturn]] SANDBOX_DECL void throw_exception_from_error(const failure& f,
                                                           const boost::source_location& loc);

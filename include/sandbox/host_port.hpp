@@ -26,6 +26,15 @@ struct host_and_port
 /// part is not checked here (`net_policy` validation does that).
 SANDBOX_DECL outcome<host_and_port> split_host_port(std::string_view text);
 
+/// \brief True for `localhost` and every name under `.localhost`, in any case (RFC 6761:
+/// they resolve to loopback on common stacks, so the egress proxy classes them as loopback
+/// without a lookup).
+SANDBOX_DECL bool is_localhost_name(std::string_view name) noexcept;
+
+/// \brief True for a localhost name (`is_localhost_name`) or a loopback address literal:
+/// 127.0.0.0/8, ::1, or an IPv4-mapped 127.x address, bare or in brackets (`[::1]`).
+SANDBOX_DECL bool is_loopback_host(std::string_view host) noexcept;
+
 } // namespace sandbox
 
 #endif // SANDBOX_HOST_PORT_HPP

@@ -91,9 +91,7 @@ failure spawn_failure(int err, const std::string& executable)
 
 failure os_failure(const std::string& what, int err)
 {
-    failure f = make_failure(errc::internal, what + ": " + std::strerror(err));
-    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
-    return f;
+    return make_os_failure(errc::internal, what, err);
 }
 
 struct pipe_pair

@@ -16,6 +16,8 @@
 #include "deadline.hpp"
 #include "upstream.hpp"
 
+#include <sandbox/host_port.hpp>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/url/parse.hpp>
 
@@ -321,17 +323,6 @@ void egress::closed(const net_record& decision, std::uint64_t bytes_up, std::uin
 // ---------------------------------------------------------------------------------------
 // The decision
 
-namespace {
-
-bool is_localhost(std::string_view name)
-{
-    constexpr std::string_view suffix = ".localhost";
-    return name == "localhost" ||
-           (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix);
-}
-
-} // namespace
-
 egress::verdict egress::judge_address(const address& a, std::uint16_t port) const
 {
     const auto m = cfg_.rules.match_ip(a, port);
@@ -364,7 +355,7 @@ egress::verdict egress::decide(const authority& target) const
         return verdict{false, "rule", "destination not allowed by rule", m.rule};
     if (h.name == host_loopback_name)
         return decide_host_loopback(m, target.port);
-    if (is_localhost(h.name))
+    if (is_localhost_name(h.name))
         return verdict{false, "loopback", class_message(address_class::loopback), {}};
     const bool allowed_by_rule = m.matched && m.action == net_action::allow;
     if (!allowed_by_rule && needs_allow_rule())

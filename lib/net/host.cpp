@@ -254,15 +254,6 @@ std::string canonical_host::text() const
     return name;
 }
 
-bool is_localhost_name(std::string_view canonical) noexcept
-{
-    static constexpr std::string_view localhost = "localhost";
-    if (!canonical.ends_with(localhost))
-        return false;
-    return canonical.size() == localhost.size() ||
-           canonical[canonical.size() - localhost.size() - 1] == '.';
-}
-
 outcome<std::string> to_ascii_name(std::string_view name)
 {
     if (name.size() > max_raw_length)

@@ -65,11 +65,6 @@ std::string format_authority(const canonical_host& h, std::uint16_t port,
 /// one name. Plain ASCII is only lower-cased. `errc::validation` when IDNA refuses it.
 outcome<std::string> to_ascii_name(std::string_view name);
 
-/// \brief True for `localhost` and every `*.localhost` name (RFC 6761: they resolve to
-/// loopback on common stacks, so the egress classes them as loopback without a lookup).
-/// `canonical` is a `canonical_host::name`.
-bool is_localhost_name(std::string_view canonical) noexcept;
-
 } // namespace sandbox::net
 
 #endif // SANDBOX_LIB_NET_HOST_HPP

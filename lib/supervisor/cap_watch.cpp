@@ -36,9 +36,7 @@ using sandbox::detail::supervisor_service;
 
 [[noreturn]] void fail_os(errc code, const std::string& what, int err)
 {
-    failure f = make_failure(code, what + ": " + std::strerror(err));
-    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
-    throw_exception_from_error(f, BOOST_CURRENT_LOCATION);
+    throw_exception_from_error(make_os_failure(code, what, err), BOOST_CURRENT_LOCATION);
 }
 
 void check(pid_t pid, const cap_watch_options& o)

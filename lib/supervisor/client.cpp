@@ -48,13 +48,6 @@ constexpr int shutdown_wait_ms = 2000;
 // it is killed and replaced.
 constexpr auto wedged_after = std::chrono::milliseconds(100);
 
-failure os_failure(errc code, const std::string& what, int err)
-{
-    failure f = make_failure(code, what + ": " + std::strerror(err));
-    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
-    return f;
-}
-
 // True while the worker behind `fd` is alive and idle: nothing to read, not hung up.
 bool channel_usable(int fd)
 {
@@ -162,7 +155,7 @@ outcome<void> supervisor_service::start_helper_locked()
                             "supervisor");
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-        return os_failure(errc::internal, "cannot create the supervisor socket", errno);
+        return make_os_failure(errc::internal, "cannot create the supervisor socket", errno);
     unique_fd ours(sv[0]), theirs(sv[1]);
 
     posix_spawn_file_actions_t fa;
@@ -202,7 +195,7 @@ outcome<void> supervisor_service::start_helper_locked()
     ::posix_spawnattr_destroy(&attr);
     if (rc != 0)
     {
-        auto f = os_failure(errc::internal, "cannot start the supervisor helper " + path, rc);
+        auto f = make_os_failure(errc::internal, "cannot start the supervisor helper " + path, rc);
         f.diag.path = path;
         return f;
     }
@@ -305,7 +298,7 @@ outcome<unique_fd> supervisor_service::request_worker_locked(const asio::any_io_
                 return r.error();
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0)
-            return os_failure(errc::internal, "cannot create a supervisor channel", errno);
+            return make_os_failure(errc::internal, "cannot create a supervisor channel", errno);
         unique_fd ours(sv[0]), theirs(sv[1]);
         const int fds[1] = {theirs.get()};
         const int rc =

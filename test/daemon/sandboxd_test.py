@@ -645,6 +645,13 @@ class SandboxdTest(unittest.TestCase):
         p = subprocess.run(base + ["--timeout", "300ms", "--", "sleep", "10"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 124)
+        # Output that is not UTF-8 travels as data_base64 (sandboxd encodes, sandbox-run
+        # decodes): every byte value, and lengths that need 0, 1 and 2 padding characters.
+        for n in (256, 257, 258):
+            p = subprocess.run(base + ["--", "python3", "-c",
+                                       f"import sys; sys.stdout.buffer.write(bytes(i % 256 for i in range({n})))"],
+                               capture_output=True, timeout=60)
+            self.assertEqual((p.returncode, p.stdout), (0, bytes(i % 256 for i in range(n))))
         p = subprocess.run(base + ["--", "no-such-command-here"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 127)
         p = subprocess.run(base + ["--json", "--", "sh", "-c", "echo j; exit 2"],

@@ -972,7 +972,7 @@ BOOST_AUTO_TEST_CASE(sanitize_replaces_each_invalid_sequence)
     }
 }
 
-// ---- result_to_json ------------------------------------------------------------------------
+// ---- to_json(exec_result) ---------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(json_of_a_success)
 {
@@ -985,7 +985,7 @@ BOOST_AUTO_TEST_CASE(json_of_a_success)
     r.cpu_time = 250us;
     r.peak_memory_bytes = 4096;
 
-    auto v = boost::json::parse(sbx_cli::result_to_json({}, r));
+    auto v = boost::json::parse(sandbox::to_json(r));
     BOOST_REQUIRE(v.is_object());
     const auto& o = v.as_object();
     BOOST_TEST(o.at("exit_code").to_number<int>() == 3);
@@ -1005,9 +1005,8 @@ BOOST_AUTO_TEST_CASE(json_of_a_success)
     BOOST_TEST(!o.contains("error"));
     BOOST_TEST(!o.contains("backend"));
     r.in_cgroup = true;
-    BOOST_TEST(boost::json::parse(sbx_cli::result_to_json({}, r)).at("in_cgroup").as_bool());
-    BOOST_TEST(boost::json::parse(sbx_cli::result_to_json({}, r, "bwrap")).at("backend") ==
-               "bwrap");
+    BOOST_TEST(boost::json::parse(sandbox::to_json(r)).at("in_cgroup").as_bool());
+    BOOST_TEST(boost::json::parse(sandbox::to_json(r, {}, "bwrap")).at("backend") == "bwrap");
 }
 
 BOOST_AUTO_TEST_CASE(json_of_a_failure)
@@ -1016,7 +1015,7 @@ BOOST_AUTO_TEST_CASE(json_of_a_failure)
     r.budget = sandbox::budget_kind::memory;
     r.diag.message = "memory cap exceeded";
     r.diag.limit = "memory";
-    auto v = boost::json::parse(sbx_cli::result_to_json(code(errc::budget_exceeded), r));
+    auto v = boost::json::parse(sandbox::to_json(r, code(errc::budget_exceeded)));
     const auto& o = v.as_object();
     BOOST_TEST(o.at("exit_code").to_number<int>() == -1);
     BOOST_TEST(o.at("status").as_string() == "budget_exceeded");
@@ -1029,7 +1028,7 @@ BOOST_AUTO_TEST_CASE(json_of_a_failure)
     // Without diagnostics the message falls back to the code's message.
     exec_result bare;
     const boost::system::error_code aborted = boost::asio::error::operation_aborted;
-    auto w = boost::json::parse(sbx_cli::result_to_json(aborted, bare));
+    auto w = boost::json::parse(sandbox::to_json(bare, aborted));
     const auto& we = w.as_object().at("error").as_object();
     BOOST_TEST(we.at("code").as_string() == "aborted");
     BOOST_TEST(we.at("message").as_string() ==
@@ -1052,7 +1051,7 @@ BOOST_AUTO_TEST_CASE(json_numbers_are_plain)
         r.wall_time = d;
         r.cpu_time = d;
         r.peak_memory_bytes = std::numeric_limits<std::uint64_t>::max();
-        const std::string json = sbx_cli::result_to_json({}, r);
+        const std::string json = sandbox::to_json(r);
         BOOST_TEST_CONTEXT(json)
         {
             BOOST_TEST(json.find(std::string("\"duration_ms\":") + text + ",") !=
@@ -1076,12 +1075,43 @@ BOOST_AUTO_TEST_CASE(json_numbers_are_plain)
     }
 }
 
+BOOST_AUTO_TEST_CASE(json_reads_back_what_it_wrote)
+{
+    exec_result r = result_with(exec_status::budget_exceeded, -1);
+    r.signal = 9;
+    r.diag.message = "memory cap of 1 MiB reached";
+    r.diag.limit = "memory";
+    r.diag.cause = boost::system::error_code(ENOMEM, boost::system::system_category());
+    auto [ec, back] =
+        sandbox::exec_result_from_json(sandbox::to_json(r, code(errc::budget_exceeded)));
+    BOOST_TEST(ec == code(errc::budget_exceeded));
+    BOOST_TEST(back.exit_code == -1);
+    BOOST_TEST(back.signal == 9);
+    BOOST_TEST(back.status == exec_status::budget_exceeded);
+    BOOST_TEST(back.diag.message == sandbox::to_string(r.diag)); // the text as written
+    BOOST_TEST(back.diag.limit == "memory");
+    BOOST_TEST(back.diag.cause.value() == ENOMEM);
+
+    exec_result ok = result_with(exec_status::exited, 3);
+    auto [ok_ec, ok_back] = sandbox::exec_result_from_json(sandbox::to_json(ok));
+    BOOST_TEST(!ok_ec);
+    BOOST_TEST(ok_back.exit_code == 3);
+    BOOST_TEST(ok_back.status == exec_status::exited);
+
+    for (const char* bad : {"", "[1]", "{\"exit_code\":", "not json"})
+    {
+        auto [bad_ec, bad_r] = sandbox::exec_result_from_json(bad);
+        BOOST_TEST(bad_ec == code(errc::internal), bad);
+        BOOST_TEST(!bad_r.diag.message.empty(), bad);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(json_is_valid_utf8_for_any_output)
 {
     exec_result r = result_with(exec_status::exited, 0);
     r.out.data = std::string("bin\xFF\xC3\0\x01 end", 11);
     r.err.data = "\xE2\x82";
-    const std::string text = sbx_cli::result_to_json({}, r);
+    const std::string text = sandbox::to_json(r);
     BOOST_TEST(text.find('\n') == std::string::npos);
     boost::system::error_code ec;
     auto v = boost::json::parse(text, ec); // the parser rejects invalid UTF-8

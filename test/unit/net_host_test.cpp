@@ -2,6 +2,8 @@
 // with the literal forms, host syntax and IDN cases of network.md §11.6-§11.10.
 #include "net/host.hpp"
 
+#include <sandbox/host_port.hpp>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -181,14 +183,26 @@ BOOST_AUTO_TEST_CASE(names_are_lower_case_without_trailing_dot)
 
 BOOST_AUTO_TEST_CASE(localhost_names)
 {
-    BOOST_TEST(net::is_localhost_name("localhost"));
-    BOOST_TEST(net::is_localhost_name("foo.localhost"));
-    BOOST_TEST(net::is_localhost_name("a.b.localhost"));
-    BOOST_TEST(net::is_localhost_name(canon_ok("LOCALHOST.").name));
-    BOOST_TEST(!net::is_localhost_name("notlocalhost"));
-    BOOST_TEST(!net::is_localhost_name("localhost.test"));
-    BOOST_TEST(!net::is_localhost_name("xlocalhost"));
-    BOOST_TEST(!net::is_localhost_name(""));
+    BOOST_TEST(sandbox::is_localhost_name("localhost"));
+    BOOST_TEST(sandbox::is_localhost_name("foo.localhost"));
+    BOOST_TEST(sandbox::is_localhost_name("a.b.localhost"));
+    BOOST_TEST(sandbox::is_localhost_name("Foo.LocalHost"));
+    BOOST_TEST(sandbox::is_localhost_name(canon_ok("LOCALHOST.").name));
+    BOOST_TEST(!sandbox::is_localhost_name("notlocalhost"));
+    BOOST_TEST(!sandbox::is_localhost_name("localhost.test"));
+    BOOST_TEST(!sandbox::is_localhost_name("xlocalhost"));
+    BOOST_TEST(!sandbox::is_localhost_name("localhos"));
+    BOOST_TEST(!sandbox::is_localhost_name(""));
+}
+
+BOOST_AUTO_TEST_CASE(loopback_hosts)
+{
+    for (const char* h : {"localhost", "api.localhost", "127.0.0.1", "127.255.0.9", "::1", "[::1]",
+                          "::ffff:127.0.0.1", "[::ffff:127.0.0.2]", "LOCALHOST"})
+        BOOST_TEST(sandbox::is_loopback_host(h), h);
+    for (const char* h : {"", "[]", "10.0.0.1", "::2", "[::ffff:10.0.0.1]", "127.0.0.1.test",
+                          "host.sandbox.internal", "[localhost", "0.0.0.0"})
+        BOOST_TEST(!sandbox::is_loopback_host(h), h);
 }
 
 BOOST_AUTO_TEST_CASE(forbidden_bytes_are_refused)

@@ -450,32 +450,12 @@ outcome<sandbox::net_rule> parse_host_rule(std::string_view text, sandbox::net_a
     return rule;
 }
 
-namespace {
-
-bool is_loopback_host(std::string host)
-{
-    std::transform(host.begin(), host.end(), host.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    if (host == "localhost" || host.ends_with(".localhost"))
-        return true;
-    boost::system::error_code ec;
-    const auto a = boost::asio::ip::make_address(host, ec);
-    return !ec && (a.is_loopback() ||
-                   (a.is_v6() && a.to_v6().is_v4_mapped() &&
-                    boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6())
-                        .is_loopback()));
-}
-
-} // namespace
-
 std::vector<std::string> loopback_rule_notes(const sandbox::net_policy& net)
 {
     std::vector<std::string> out;
     for (const auto& r : net.rules)
     {
-        if (r.action != sandbox::net_action::allow || !is_loopback_host(r.host))
+        if (r.action != sandbox::net_action::allow || !sandbox::is_loopback_host(r.host))
             continue;
         const std::string port = r.port > 0 ? ":" + std::to_string(r.port) : "";
         out.push_back("note: --allow-host " + r.host + port + ": inside the sandbox " + r.host +
@@ -1039,73 +1019,6 @@ int exit_status_for(const boost::system::error_code& ec, const sandbox::exec_res
     return exit_sandbox_failure;
 }
 
-namespace {
-
-/// One flat JSON object, written by hand so that numbers stay plain: Boost.JSON prints a
-/// double such as 1003.2 as 1.0032E3. Strings are escaped by Boost.JSON.
-class json_writer
-{
-public:
-    json_writer& field(std::string_view key, std::string_view text)
-    {
-        name(key);
-        out_ += boost::json::serialize(boost::json::string_view(text.data(), text.size()));
-        return *this;
-    }
-    json_writer& field(std::string_view key, bool b)
-    {
-        name(key);
-        out_ += b ? "true" : "false";
-        return *this;
-    }
-    template <class Int>
-        requires std::is_integral_v<Int>
-    json_writer& field(std::string_view key, Int v)
-    {
-        name(key);
-        out_ += std::to_string(v);
-        return *this;
-    }
-    /// Milliseconds as a plain decimal with one to six places (whole nanoseconds), never
-    /// an exponent, and always a fraction so that the JSON type does not vary: "1003.2",
-    /// "1000.0".
-    json_writer& millis(std::string_view key, std::chrono::nanoseconds d)
-    {
-        name(key);
-        const std::int64_t ns = d.count();
-        out_ += std::to_string(ns / 1'000'000);
-        std::int64_t frac = ns % 1'000'000;
-        if (frac < 0)
-            frac = -frac;
-        std::string digits = std::to_string(frac);
-        digits.insert(0, 6 - digits.size(), '0');
-        digits.erase(std::max<std::size_t>(1, digits.find_last_not_of('0') + 1));
-        out_ += '.';
-        out_ += digits;
-        return *this;
-    }
-    json_writer& object(std::string_view key, const json_writer& inner)
-    {
-        name(key);
-        out_ += inner.str();
-        return *this;
-    }
-    std::string str() const { return out_ + "}"; }
-
-private:
-    void name(std::string_view key)
-    {
-        if (out_.size() > 1)
-            out_ += ',';
-        out_ += boost::json::serialize(boost::json::string_view(key.data(), key.size()));
-        out_ += ':';
-    }
-
-    std::string out_ = "{";
-};
-
-} // namespace
-
 std::string printable_text(std::string_view text)
 {
     std::string out;
@@ -1124,63 +1037,13 @@ std::string printable_text(std::string_view text)
     return out;
 }
 
-std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r,
-                           std::string_view backend)
-{
-    json_writer o;
-    o.field("exit_code", r.exit_code)
-        .field("stdout", sanitize_utf8(r.out.data))
-        .field("stderr", sanitize_utf8(r.err.data))
-        .field("stdout_truncated", r.out.truncated)
-        .field("stderr_truncated", r.err.truncated)
-        .field("stdout_dropped_bytes", r.out.dropped_bytes)
-        .field("stderr_dropped_bytes", r.err.dropped_bytes)
-        .field("status", std::string_view(to_string(r.status)))
-        .field("signal", r.signal);
-    if (r.budget != budget_kind::none)
-        o.field("budget", std::string_view(to_string(r.budget)));
-    o.millis("duration_ms", r.wall_time)
-        .field("peak_memory_bytes", r.peak_memory_bytes)
-        .millis("cpu_time_ms", r.cpu_time)
-        .field("in_cgroup", r.in_cgroup);
-    if (!backend.empty())
-        o.field("backend", backend);
-    if (ec)
-    {
-        std::string message = to_string(r.diag);
-        if (message.empty())
-            message = ec.message();
-        json_writer e;
-        e.field("code", error_name(ec)).field("message", sanitize_utf8(message));
-        // What a client needs to classify it as a local run would (command_refused).
-        if (!r.diag.limit.empty())
-            e.field("limit", std::string_view(r.diag.limit));
-        if (r.diag.cause && (r.diag.cause.category() == boost::system::system_category() ||
-                             r.diag.cause.category() == boost::system::generic_category()))
-            e.field("errno", static_cast<std::int64_t>(r.diag.cause.value()));
-        o.object("error", e);
-    }
-    return o.str();
-}
-
 namespace {
 
 json::value strings_or_null(const std::optional<std::vector<std::string>>& v)
 {
     if (!v)
         return nullptr;
-    json::array a;
-    for (const auto& s : *v)
-        a.emplace_back(s);
-    return a;
-}
-
-json::array strings(const std::vector<std::string>& v)
-{
-    json::array a;
-    for (const auto& s : v)
-        a.emplace_back(s);
-    return a;
+    return json::array(v->begin(), v->end());
 }
 
 // Milliseconds: an integer when whole (as JSON readers expect 30000, not 3E4).
@@ -1189,50 +1052,6 @@ json::value millis(std::chrono::nanoseconds d)
     if (d.count() % 1000000 == 0)
         return d.count() / 1000000;
     return static_cast<double>(d.count()) / 1e6;
-}
-
-// The proxy URL with its password (if any) replaced by "***".
-std::string without_password(const std::string& url)
-{
-    const auto scheme = url.find("://");
-    const auto at = url.rfind('@');
-    if (scheme == std::string::npos || at == std::string::npos || at < scheme)
-        return url;
-    const auto colon = url.find(':', scheme + 3);
-    if (colon == std::string::npos || colon > at)
-        return url;
-    return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
-json::object net_to_json(const sandbox::net_policy& n)
-{
-    json::object o;
-    o["mode"] = sandbox::to_string(n.mode);
-    o["allow_hosts"] = strings(n.allow_hosts);
-    json::array rules;
-    for (const auto& r : n.rules)
-        rules.push_back(json::object{{"action", sandbox::to_string(r.action)},
-                                     {"host", r.host},
-                                     {"port", r.port}});
-    o["rules"] = std::move(rules);
-    o["proxy"] = without_password(n.proxy);
-    o["unix_sockets"] = strings(n.unix_sockets);
-    json::object pins;
-    for (const auto& [name, address] : n.resolve) // a name: its addresses, in order
-    {
-        json::value& addresses = pins[name];
-        if (!addresses.is_array())
-            addresses.emplace_array();
-        addresses.as_array().emplace_back(address);
-    }
-    o["resolve"] = std::move(pins);
-    if (n.mitm)
-        o["mitm"] = json::object{{"enabled", n.mitm->enabled},
-                                 {"inspect_bodies", n.mitm->inspect_bodies},
-                                 {"max_body_bytes", n.mitm->max_body_bytes},
-                                 {"hosts", strings(n.mitm->hosts)},
-                                 {"exclude_hosts", strings(n.mitm->exclude_hosts)}};
-    return o;
 }
 
 } // namespace
@@ -1255,18 +1074,18 @@ std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_v
     json::object approval{{"outside_workdir", e.approval.outside_workdir},
                           {"non_default_network", e.approval.non_default_network},
                           {"interactive", e.approval.interactive},
-                          {"sensitive_commands", strings(e.approval.sensitive_commands)},
+                          {"sensitive_commands", json::array(e.approval.sensitive_commands.begin(),
+                                                             e.approval.sensitive_commands.end())},
                           {"deadline_ms", millis(e.approval.deadline)}};
-    json::object policy{{"timeout_ms", millis(d.timeout)},
-                        {"kill_grace_ms", millis(d.kill_grace)},
-                        {"env", std::move(env)},
-                        {"net", net_to_json(d.net)},
-                        {"resources", std::move(limits)},
-                        {"allowed_commands", strings_or_null(e.allowed_commands)},
-                        {"command_match", e.match == sandbox::command_match::exact
-                                              ? "exact"
-                                              : "base_name"},
-                        {"approval", std::move(approval)}};
+    json::object policy{
+        {"timeout_ms", millis(d.timeout)},
+        {"kill_grace_ms", millis(d.kill_grace)},
+        {"env", std::move(env)},
+        {"net", sandbox::config::net_policy_to_json(d.net)},
+        {"resources", std::move(limits)},
+        {"allowed_commands", strings_or_null(e.allowed_commands)},
+        {"command_match", e.match == sandbox::command_match::exact ? "exact" : "base_name"},
+        {"approval", std::move(approval)}};
     json::object o{{"name", e.name},
                    {"backend", e.backend},
                    {"root", std::string(root)},
@@ -1274,103 +1093,6 @@ std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_v
                    {"policy", std::move(policy)},
                    {"enforcement", json::parse(sandbox::to_json(enforcement))}};
     return json::serialize(o);
-}
-
-namespace {
-
-std::string ns(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
-
-} // namespace
-
-std::string call_to_json(const sandbox::exec_request& r)
-{
-    const auto& o = r.options;
-    json::object call{{"command", r.command}, {"args", strings(r.args)}};
-    if (!o.work_dir.empty())
-        call["work_dir"] = o.work_dir;
-    if (o.timeout.count() > 0)
-        call["timeout"] = ns(o.timeout);
-    if (o.kill_grace.count() > 0)
-        call["kill_grace"] = ns(o.kill_grace);
-    json::object env;
-    if (o.env.allow)
-        env["allow"] = strings(*o.env.allow);
-    if (!o.env.inject.empty())
-    {
-        json::object inject;
-        for (const auto& [k, v] : o.env.inject)
-            inject[k] = v;
-        env["inject"] = std::move(inject);
-    }
-    if (!env.empty())
-        call["env"] = std::move(env);
-    if (o.net.mode != sandbox::net_mode::inherit)
-    {
-        auto net = net_to_json(o.net);
-        net["proxy"] = o.net.proxy; // the real one: the daemon needs it
-        if (o.net.proxy.empty())
-            net.erase("proxy");
-        net["mode"] = sandbox::to_string(o.net.mode);
-        call["net"] = std::move(net);
-    }
-    json::object res;
-    auto put = [&](const char* k, std::int64_t v) {
-        if (v > 0)
-            res[k] = v;
-    };
-    put("memory_bytes", o.limits.memory_bytes);
-    put("cpu_millicores", o.limits.cpu_millicores);
-    put("max_output_bytes", o.limits.max_output_bytes);
-    put("max_processes", o.limits.max_processes);
-    put("max_tasks", o.limits.max_tasks);
-    if (!res.empty())
-        call["resources"] = std::move(res);
-    return json::serialize(call);
-}
-
-std::pair<boost::system::error_code, sandbox::exec_result> result_from_json(std::string_view text)
-{
-    std::pair<boost::system::error_code, sandbox::exec_result> out;
-    boost::system::error_code pec;
-    auto v = json::parse(text, pec);
-    auto& [ec, r] = out;
-    if (pec || !v.is_object())
-    {
-        ec = errc::internal;
-        r.diag.message = "the daemon's answer is not JSON";
-        return out;
-    }
-    const auto& o = v.get_object();
-    auto integer = [&](const char* k) {
-        auto* x = o.if_contains(k);
-        return x && x->is_int64() ? static_cast<int>(x->get_int64()) : 0;
-    };
-    r.exit_code = o.contains("exit_code") ? integer("exit_code") : -1;
-    r.signal = integer("signal");
-    if (auto* s = o.if_contains("status"); s && s->is_string())
-        for (auto st : {exec_status::not_started, exec_status::exited, exec_status::signaled,
-                        exec_status::timed_out, exec_status::budget_exceeded,
-                        exec_status::unenforceable, exec_status::cancelled,
-                        exec_status::terminated})
-            if (s->get_string() == sandbox::to_string(st))
-                r.status = st;
-    if (auto* e = o.if_contains("error"); e && e->is_object())
-    {
-        const auto& eo = e->get_object();
-        ec = errc::internal;
-        if (auto* c = eo.if_contains("code"); c && c->is_string())
-            for (int i = 1; i <= static_cast<int>(errc::session_closed); ++i)
-                if (c->get_string() == sandbox::to_string(static_cast<errc>(i)))
-                    ec = static_cast<errc>(i);
-        if (auto* m = eo.if_contains("message"); m && m->is_string())
-            r.diag.message = std::string(m->get_string());
-        if (auto* l = eo.if_contains("limit"); l && l->is_string())
-            r.diag.limit = std::string(l->get_string());
-        if (auto* n = eo.if_contains("errno"); n && n->is_int64())
-            r.diag.cause = boost::system::error_code(static_cast<int>(n->get_int64()),
-                                                     boost::system::system_category());
-    }
-    return out;
 }
 
 std::string usage()

@@ -198,19 +198,6 @@ std::string printable_text(std::string_view text);
 /// Replaces ill-formed UTF-8 with U+FFFD (`<sandbox/utf8.hpp>`).
 using sandbox::sanitize_utf8;
 
-/// \brief One JSON object (no trailing newline) describing the run.
-///
-/// Keys: `exit_code` (the child's, -1 unless it exited), `stdout`, `stderr` (valid UTF-8,
-/// see `sanitize_utf8`), `stdout_truncated`, `stderr_truncated`, `stdout_dropped_bytes`,
-/// `stderr_dropped_bytes`, `status`, `signal`, `budget` (only when a cap fired),
-/// `duration_ms`, `peak_memory_bytes`, `cpu_time_ms`, `in_cgroup`, `backend` (when
-/// `backend` is not empty: the backend that ran the command, or refused it), and on failure
-/// `error: {code, message}`. Numbers are plain: integers, and milliseconds as a decimal
-/// with one to six places (`"duration_ms":1003.2`, `1000.0`), never an exponent.
-std::string result_to_json(const boost::system::error_code& ec, const sandbox::exec_result& r,
-                           std::string_view backend = {});
-
-
 /// \brief The flags of the command line that only the bwrap backend enforces, as typed
 /// (`--writable`, `--net deny`, ...), in a fixed order; empty when it asks for nothing that
 /// only bwrap can do.
@@ -257,15 +244,6 @@ std::string enforcement_to_json(const sandbox::enforcement_report& e, std::strin
 /// milliseconds and a proxy URL's password hidden) and `enforcement` (the backend's report).
 std::string entry_to_json(const sandbox::config::sandbox_entry& e, std::string_view root,
                           const sandbox::enforcement_report& enforcement);
-
-/// \brief The body of a call to sandboxd (`sandbox::config::parse_call`'s syntax): the
-/// command, its arguments and the options set on the command line. Durations in
-/// nanoseconds (`"1500000000ns"`).
-std::string call_to_json(const sandbox::exec_request& r);
-
-/// \brief sandboxd's answer to an exec (`result_to_json`'s shape) read back: the error code
-/// (by its `errc` name) and the result, for `exit_status_for`.
-std::pair<boost::system::error_code, sandbox::exec_result> result_from_json(std::string_view json);
 
 /// The usage text, ending with a newline.
 std::string usage();

@@ -10,11 +10,12 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -36,32 +37,11 @@ using client::connection;
 using client::error_message;
 using client::say;
 
+// sandboxd's data_base64 (Beast's base64, as the daemon encodes it).
 std::string base64_decode(std::string_view in)
 {
-    auto val = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    std::string out;
-    unsigned acc = 0;
-    int bits = 0;
-    for (char c : in)
-    {
-        const int v = val(c);
-        if (v < 0)
-            continue;
-        acc = (acc << 6) | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8)
-        {
-            bits -= 8;
-            out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-        }
-    }
+    std::string out(boost::beast::detail::base64::decoded_size(in.size()) + 3, '\0');
+    out.resize(boost::beast::detail::base64::decode(out.data(), in.data(), in.size()).first);
     return out;
 }
 
@@ -140,13 +120,14 @@ asio::awaitable<void> feed_input(run_config& cfg, std::string id)
 // The streamed run: a session, its output long-polled until the end, its exit.
 asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted, std::string& id)
 {
-    auto started = co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/sessions",
-                                   call_to_json(cfg.request));
+    auto started =
+        co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/sessions",
+                        sandbox::config::call_to_json(cfg.request));
     if (started.status != 201)
     {
         say(error_message(started));
         // A command the OS refused (not found: 127, not executable: 126), as a local run.
-        auto [ec, r] = result_from_json(started.body);
+        auto [ec, r] = sandbox::exec_result_from_json(started.body);
         co_return exit_status_for(ec, r);
     }
     id = std::string(json::parse(started.body).at("id").get_string());
@@ -183,7 +164,7 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted,
     auto waited = co_await c.call(http::verb::post, "/v1/sessions/" + id + "/wait", "");
     co_await c.call(http::verb::delete_, "/v1/sessions/" + id, "");
     id.clear();
-    auto [ec, result] = result_from_json(waited.body);
+    auto [ec, result] = sandbox::exec_result_from_json(waited.body);
     if (interrupted)
         co_return exit_cancelled;
     if (ec) // a command the OS refused after the session was answered: said as a local run
@@ -195,8 +176,8 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted,
 asio::awaitable<int> once(connection& c, run_config& cfg)
 {
     auto a = co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/exec",
-                             call_to_json(cfg.request));
-    auto [ec, result] = result_from_json(a.body);
+                             sandbox::config::call_to_json(cfg.request));
+    auto [ec, result] = sandbox::exec_result_from_json(a.body);
     if (a.status >= 300 && !ec)
         ec = errc::internal;
     write_fully(STDOUT_FILENO, a.body);

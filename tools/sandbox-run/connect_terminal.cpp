@@ -139,7 +139,7 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
         say("--connect " + run.cfg.connect + ": " + ec.message());
         co_return exit_sandbox_failure;
     }
-    auto call = json::parse(call_to_json(run.cfg.request)).as_object();
+    auto call = json::parse(sandbox::config::call_to_json(run.cfg.request)).as_object();
     const auto size = size_of(STDIN_FILENO);
     call["tty"] = json::object{{"rows", size.rows}, {"cols", size.cols}};
     auto started = co_await c.call(http::verb::post,
@@ -148,7 +148,7 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
     if (started.status != 201)
     {
         say(error_message(started));
-        auto [ec, r] = result_from_json(started.body);
+        auto [ec, r] = sandbox::exec_result_from_json(started.body);
         co_return exit_status_for(ec, r);
     }
     run.id = std::string(json::parse(started.body).at("id").get_string());
@@ -168,7 +168,8 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
     co_await c.call(http::verb::delete_, "/v1/sessions/" + run.id, "");
     if (run.interrupted)
         co_return exit_cancelled;
-    auto [ec, result] = result_from_json(waited.status == 200 ? waited.body : run.exit_json);
+    auto [ec, result] =
+        sandbox::exec_result_from_json(waited.status == 200 ? waited.body : run.exit_json);
     co_return exit_status_for(ec, result);
 }
 

@@ -125,7 +125,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
 {
     if (cfg.json)
     {
-        cli::write_fully(STDOUT_FILENO, cli::result_to_json(ec, result, cfg.backend) + "\n");
+        cli::write_fully(STDOUT_FILENO, sandbox::to_json(result, ec, cfg.backend) + "\n");
         return cli::exit_status_for(ec, result);
     }
     if (ec)

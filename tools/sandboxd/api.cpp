@@ -2,8 +2,6 @@
 // of config defaults: sandbox::config::parse_call), results in sandbox-run --json's shape.
 #include "api.hpp"
 
-#include "cli.hpp" // result_to_json, the shape sandbox-run --json prints
-
 #include <sandbox/config/document.hpp>
 #include <sandbox/error.hpp>
 #include <sandbox/process_manager.hpp>
@@ -15,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json.hpp>
@@ -124,27 +123,12 @@ std::optional<std::uint64_t> number(const std::optional<std::string>& s)
     return v;
 }
 
+// Beast's base64 (a detail of Boost 1.81, which the build pins: EXACT), rather than a third
+// hand-written copy; sandbox-run --connect decodes with the same.
 std::string base64(std::string_view in)
 {
-    static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3)
-    {
-        const unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 |
-                           (unsigned char)in[i + 2];
-        out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-    }
-    if (i + 1 == in.size())
-    {
-        const unsigned v = (unsigned char)in[i] << 16;
-        out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-    }
-    else if (i + 2 == in.size())
-    {
-        const unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
-        out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-    }
+    std::string out(boost::beast::detail::base64::encoded_size(in.size()), '\0');
+    out.resize(boost::beast::detail::base64::encode(out.data(), in.data(), in.size()));
     return out;
 }
 
@@ -380,7 +364,7 @@ asio::awaitable<response> exec(daemon& d, const request& req, const std::string&
     const auto& ec = done->ec;
     const bool ran = !ec || ec == errc::timeout || ec == errc::budget_exceeded;
     co_return text_json(req, ran ? http::status::ok : status_for(ec),
-                        sandbox::cli::result_to_json(ec, done->result, p.backend));
+                        sandbox::to_json(done->result, ec, p.backend));
 }
 
 // A bound of the daemon that a request would pass: 429 (this client's share) or 503 (the
@@ -559,8 +543,7 @@ asio::awaitable<response> session_action(daemon& d, const request& req, const st
             result = co_await s->wait();
         else
             result = co_await s->terminate(grace);
-        co_return text_json(req, http::status::ok,
-                            sandbox::cli::result_to_json(end_error(result), result));
+        co_return text_json(req, http::status::ok, sandbox::to_json(result, end_error(result)));
     }
     else
         throw route_error{failure_of(errc::not_found, "no such action: " + action)};
@@ -740,7 +723,7 @@ std::string event_line(const sandbox::session_event& e)
     else if (e.what == sandbox::session_event::kind::exited && e.exit)
         // The result as sandbox-run --json writes it (plain numbers, never 6.2E2).
         return R"({"type":"exit","offset":)" + std::to_string(e.offset) + R"(,"result":)" +
-               sandbox::cli::result_to_json(end_error(*e.exit), *e.exit) + "}\n";
+               sandbox::to_json(*e.exit, end_error(*e.exit)) + "}\n";
     else
         o = {{"type", "closed"}};
     return json::serialize(o) + "\n";

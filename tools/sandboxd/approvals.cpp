@@ -2,8 +2,7 @@
 // coroutine waits on.
 #include "approvals.hpp"
 
-#include "cli.hpp" // call_to_json: a call in the shape of a request body
-
+#include <sandbox/config/document.hpp>
 #include <sandbox/policy/audit.hpp>
 #include <sandbox/utf8.hpp>
 
@@ -79,7 +78,7 @@ json::object approval_board::describe(const item& it)
 {
     const auto& c = it.request.call;
     sandbox::exec_request x{c.command, c.args, c.options};
-    auto o = json::parse(sandbox::cli::call_to_json(x)).as_object();
+    auto o = json::parse(sandbox::config::call_to_json(x)).as_object();
     o["id"] = it.id;
     o["sandbox"] = it.request.sandbox;
     o["kind"] = sandbox::to_string(c.kind);

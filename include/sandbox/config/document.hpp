@@ -7,9 +7,11 @@
 #include <sandbox/config.hpp>
 #include <sandbox/error.hpp>
 #include <sandbox/exec_options.hpp>
+#include <sandbox/exec_request.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/policy/decorators.hpp>
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <chrono>
@@ -205,6 +207,16 @@ struct call_document
 };
 
 SANDBOX_DECL outcome<call_document> parse_call(std::string_view json);
+
+/// \brief The other way round: `r` as the body of a call (`parse_call`'s syntax): the
+/// command, its arguments, and the options that differ from their defaults (durations in
+/// nanoseconds, `"1500000000ns"`; the proxy URL whole, password included). What
+/// `sandbox-run --connect` sends to sandboxd, and what sandboxd shows its approver.
+SANDBOX_DECL std::string call_to_json(const exec_request& r);
+
+/// \brief A net policy in a document's syntax (`mode`, `allow_hosts`, `rules`, `proxy`,
+/// `unix_sockets`, `resolve`, `mitm`), with the proxy URL's password shown as `***`.
+SANDBOX_DECL boost::json::object net_policy_to_json(const net_policy& n);
 
 /// \brief A duration as documents write it: one or more decimal numbers each with a unit,
 /// `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h` (`"30s"`, `"1h30m"`, `"1.5s"`, `"250ms"`), or
