@@ -123,8 +123,8 @@ std::optional<std::uint64_t> number(const std::optional<std::string>& s)
     return v;
 }
 
-// Beast's base64 (a detail of Boost 1.81, which the build pins: EXACT), rather than a third
-// hand-written copy; sandbox-run --connect decodes with the same.
+// Beast's base64 (a detail of Boost 1.81, which the build pins: EXACT), as lib/net/upstream.cpp
+// uses it; sandbox-run --connect decodes with the same.
 std::string base64(std::string_view in)
 {
     std::string out(boost::beast::detail::base64::encoded_size(in.size()), '\0');

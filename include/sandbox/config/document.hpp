@@ -208,10 +208,12 @@ struct call_document
 
 SANDBOX_DECL outcome<call_document> parse_call(std::string_view json);
 
-/// \brief The other way round: `r` as the body of a call (`parse_call`'s syntax): the
-/// command, its arguments, and the options that differ from their defaults (durations in
-/// nanoseconds, `"1500000000ns"`; the proxy URL whole, password included). What
-/// `sandbox-run --connect` sends to sandboxd, and what sandboxd shows its approver.
+/// \brief `r` as the body of a call (`parse_call`'s syntax): the command, its arguments,
+/// and of the options the work dir, timeout, kill grace, env, net and the memory, cpu,
+/// output, process and task caps, where they differ from their defaults (durations in
+/// nanoseconds, `"1500000000ns"`; the proxy URL whole, password included). Not written:
+/// `input`, a terminal, `disk_bytes`. What `sandbox-run --connect` sends to sandboxd, and
+/// what sandboxd shows its approver.
 SANDBOX_DECL std::string call_to_json(const exec_request& r);
 
 /// \brief A net policy in a document's syntax (`mode`, `allow_hosts`, `rules`, `proxy`,
