@@ -4,7 +4,8 @@ translation unit, so that the test build compiles what the docs show.
 
   extract_blocks.py OUT_DIR FILE.md...
 
-A block is a fence that opens with ```cpp (or ```c++). It becomes:
+A block is a fence that opens with ```cpp (or ```c++), indented or not (inside a list item,
+its indent is removed). The n-th block of docs/x.md becomes x_n.cpp:
   * a program, as written, when it defines `int main(`: the build links it;
   * otherwise a fragment: its leading `#include`, `namespace x = ...;` and `using ...;` lines
     go to file scope, and the rest becomes the body of a coroutine whose
@@ -18,7 +19,7 @@ import os
 import re
 import sys
 
-FENCE_OPEN = re.compile(r"^```(cpp|c\+\+)\s*$")
+FENCE_OPEN = re.compile(r"^(\s*)```(cpp|c\+\+)\s*$")
 SKETCH = "<!-- doc: sketch -->"
 FILE_SCOPE = re.compile(r"^\s*(#include\b|namespace\s+\w+\s*=|using\s+namespace\b|using\s+[\w:]+\s*;)")
 
@@ -29,27 +30,30 @@ def blocks(path):
         lines = f.read().split("\n")
     i = 0
     while i < len(lines):
-        if FENCE_OPEN.match(lines[i]):
+        opened = FENCE_OPEN.match(lines[i])
+        if opened:
+            indent = opened.group(1)  # a block inside a list item is indented
             start = i + 1
             sketch = i > 0 and lines[i - 1].strip() == SKETCH
             j = start
-            while j < len(lines) and not lines[j].startswith("```"):
+            while j < len(lines) and not lines[j].strip().startswith("```"):
                 j += 1
             if j == len(lines):
                 sys.exit(f"{path}:{start}: a C++ block is never closed")
-            yield start, sketch, lines[start:j]
+            body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in lines[start:j]]
+            yield start, sketch, body
             i = j + 1
         else:
             i += 1
 
 
-def fragment_unit(source, line, body):
+def fragment_unit(source, line, name, body):
     head = []
     while body and (FILE_SCOPE.match(body[0]) or not body[0].strip()):
         head.append(body.pop(0))
     text = [f"// Generated from {source}:{line} by test/docs/extract_blocks.py.",
-            '#include "prelude.hpp"', *head, "",
-            f"boost::asio::awaitable<void> sbx_doc_block_{line}(SBX_DOC_PARAMETERS)",
+            '#include "prelude.hpp"', f'#line {line + 1} "{source}"', *head, "",
+            f"boost::asio::awaitable<void> sbx_doc_{name}(SBX_DOC_PARAMETERS)",
             "{",
             "    using namespace sandbox;",
             "    {",
@@ -61,7 +65,7 @@ def fragment_unit(source, line, body):
     return "\n".join(text) + "\n"
 
 
-def program_unit(source, line, body):
+def program_unit(source, line, name, body):
     return "\n".join([f'#line {line + 1} "{source}"', *body]) + "\n"
 
 
@@ -84,14 +88,15 @@ def main():
     written = set()
     for md in sys.argv[2:]:
         stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(md))[0])
-        for line, sketch, body in blocks(md):
+        for index, (line, sketch, body) in enumerate(blocks(md), 1):
             if sketch:
                 print(f"sketch {md}:{line}")
                 continue
             is_program = any(re.match(r"^int\s+main\s*\(", l) for l in body)
-            name = os.path.join(out, f"{stem}_{line}.cpp")
+            # Named by order in the file, so an edit above a block does not rename it.
+            name = os.path.join(out, f"{stem}_{index}.cpp")
             unit = program_unit if is_program else fragment_unit
-            write_if_changed(name, unit(md, line, list(body)))
+            write_if_changed(name, unit(md, line, f"{stem}_{index}", list(body)))
             written.add(os.path.basename(name))
             print(f"{'program' if is_program else 'fragment'} {name}")
     for stale in os.listdir(out):  # blocks that moved or went away
