@@ -11,8 +11,8 @@
 //   spawn_into_vs_command   the same figure against spawn_command without a cgroup
 //   spawn_into_own_cgroup   spawn_command into the cgroup we are in ourselves (the same
 //                           clone3, no move to another cgroup) against spawn_command
-//   gated_into_cgroup_true  spawn_gated with a cgroup against spawn_gated without one
-//   gated_into_own_cgroup   spawn_gated into our own cgroup against spawn_gated without one
+//   gated_into_cgroup_true  spawn_filtered (the fork gate) with a cgroup against it without one
+//   gated_into_own_cgroup   the same into our own cgroup against it without one
 //   cgroup_mkdir_rmdir      mkdir + rmdir of a leaf cgroup against the bare posix_spawn
 //
 // All of them are measured in every round, in an order that turns each round, so that each
@@ -137,9 +137,9 @@ void gated_true(const spawn_args& a)
 {
     pid_t pid = -1;
     sandbox::unique_fd listener;
-    bool gate_failed = false;
-    const int rc = sandbox::detail::spawn_gated(a, pid, listener, gate_failed);
-    check(rc == 0 && reaped_clean(pid), "spawn_gated /bin/true");
+    sandbox::detail::proto::spawn_stage stage{};
+    const int rc = sandbox::detail::spawn_filtered(a, {true, false}, pid, listener, stage);
+    check(rc == 0 && reaped_clean(pid), "spawn_filtered (the fork gate) /bin/true");
 }
 
 void mkdir_rmdir(const std::string& path)

@@ -41,7 +41,7 @@ inline constexpr std::uint32_t bpf_x32_bit = 0;
 #error "our seccomp filters know the calls of x86_64 and aarch64 only"
 #endif
 
-/// A program of at most 32 instructions with `Labels` jump targets (numbered 0 ..
+/// A program of at most 64 instructions with `Labels` jump targets (numbered 0 ..
 /// Labels - 1); jumps go forward only. A mistake in a fixed program aborts (the unit tests
 /// build every program).
 template <std::size_t Labels>
@@ -91,7 +91,7 @@ public:
 
 private:
     static_assert(Labels < 255);
-    static constexpr std::size_t max = 32;
+    static constexpr std::size_t max = 64;
     static constexpr std::uint8_t none = 255;
 
     void add(sock_filter f)

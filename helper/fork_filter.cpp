@@ -2,6 +2,7 @@
 #include "helper/fork_filter.hpp"
 
 #include "helper/bpf_builder.hpp"
+#include "helper/syscall_numbers.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -33,33 +34,11 @@ using bpf_program = bpf_builder<label_count>;
 constexpr std::uint32_t flags_offset = bpf_arg_offset(0);
 constexpr std::uint32_t arg1_offset = bpf_arg_offset(1);
 
-constexpr std::uint32_t clone3_nr = 435;
-
-// The calls of one architecture the filter judges: those that make a process (`fork_nr` and
-// `vfork_nr` are 0 where the architecture has no such call) and seccomp itself.
-struct arch_calls
+void gate_calls(bpf_program& p, const arch_syscalls& c)
 {
-    std::uint32_t arch, clone_nr, fork_nr, vfork_nr, seccomp_nr;
-};
-
-#if defined(__x86_64__)
-constexpr arch_calls native_calls{AUDIT_ARCH_X86_64, 56, 57, 58, 317};
-constexpr arch_calls compat_calls{AUDIT_ARCH_I386, 120, 2, 190, 354};
-#elif defined(__aarch64__)
-constexpr arch_calls native_calls{AUDIT_ARCH_AARCH64, 220, 0, 0, 277};
-constexpr arch_calls compat_calls{AUDIT_ARCH_ARM, 120, 2, 190, 383};
-#endif
-
-void gate_calls(bpf_program& p, const arch_calls& c)
-{
-    p.load_call(c.arch == native_calls.arch);
-    p.jump_if(clone3_nr, no_clone3);
-    p.jump_if(c.clone_nr, flags);
-    if (c.fork_nr != 0)
-        p.jump_if(c.fork_nr, notify);
-    if (c.vfork_nr != 0)
-        p.jump_if(c.vfork_nr, notify);
-    p.jump_if(c.seccomp_nr, seccomp_call);
+    p.load_call(c.arch == native_syscalls.arch);
+    jump_forks(p, c, no_clone3, flags, notify);
+    p.jump_if(c.seccomp, seccomp_call);
     p.ret(SECCOMP_RET_ALLOW);
 }
 
@@ -70,9 +49,9 @@ std::vector<sock_filter> fork_filter_program()
     bpf_program p;
     p.by_architecture(native, compat);
     p.here(native);
-    gate_calls(p, native_calls);
+    gate_calls(p, native_syscalls);
     p.here(compat);
-    gate_calls(p, compat_calls);
+    gate_calls(p, compat_syscalls);
     p.here(flags);
     p.load(flags_offset);
     p.jump_if(CLONE_THREAD, allow, true);
@@ -92,6 +71,17 @@ std::vector<sock_filter> fork_filter_program()
     p.here(no_listener);
     p.ret(SECCOMP_RET_ERRNO | EPERM);
     return p.finish();
+}
+
+bool is_fork_call(std::uint32_t arch, std::uint32_t nr)
+{
+    const bool native = arch == native_syscalls.arch;
+    if (!native && arch != compat_syscalls.arch)
+        return false;
+    const arch_syscalls& c = native ? native_syscalls : compat_syscalls;
+    if (native)
+        nr &= ~bpf_x32_bit;
+    return nr == c.clone || (c.fork != 0 && nr == c.fork) || (c.vfork != 0 && nr == c.vfork);
 }
 
 } // namespace sandbox::detail

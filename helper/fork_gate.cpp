@@ -2,9 +2,10 @@
 // worker's side of the listener (see fork_gate.hpp).
 #include "helper/fork_gate.hpp"
 #include "helper/clone_into.hpp"
+#include "helper/connect_filter.hpp"
 #include "helper/fork_filter.hpp"
-#include "protocol/protocol.hpp"
 #include "helper/status_init.hpp"
+#include "protocol/protocol.hpp"
 
 #include <array>
 #include <cerrno>
@@ -129,18 +130,22 @@ struct child_plan
     std::vector<int> extra; // above 3 + extra.size(), like the socket
     int sock;
     std::vector<char*> argv, envp;
-    std::vector<sock_filter> filter = fork_filter_program();
+    // The one filter to install (the kernel allows one listener per tree: under both a
+    // process cap and the unix-socket policy the connect filter holds the gate's rules too),
+    // and the stage its failure is reported as.
+    std::vector<sock_filter> prog;
+    proto::spawn_stage prog_stage = proto::stage_fork_gate;
 };
 
 // The child: what posix_spawn does for spawn_command (clone_into.hpp: set_up_child), then
-// the filter, the listener to the worker, and the command.
+// the filter, its listener to the worker, and the command.
 [[noreturn]] void run_child(const child_plan& c)
 {
     if (int rc = set_up_child(c.a, c.stdin_fd, c.extra, c.sock); rc != 0)
         child_failed(c.sock, rc);
-    const int listener = install_fork_filter(c.filter);
+    const int listener = install_fork_filter(c.prog);
     if (listener < 0)
-        child_failed(c.sock, -listener, proto::stage_fork_gate);
+        child_failed(c.sock, -listener, c.prog_stage);
     proto::send_message(c.sock, proto::msg_type::spawned, 0, {},
                         std::span<const int>(&listener, 1));
     ::close(listener); // the worker's copy is the only one now
@@ -187,9 +192,10 @@ int start_child(const child_plan& c, pid_t& pid)
 
 // ------------------------------------------------------------------ the worker's side
 
-int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener, bool& gate_failed)
+int spawn_filtered(const spawn_args& a, spawn_filters which, pid_t& pid, unique_fd& listener,
+                   proto::spawn_stage& stage)
 {
-    gate_failed = false;
+    stage = proto::stage_command;
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return errno;
@@ -200,7 +206,14 @@ int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener, bool& gate
         return errno;
     theirs_low.reset();
     std::vector<unique_fd> lifted;
-    child_plan c{a, a.stdin_fd, {}, theirs.get(), c_strings(a.argv), c_strings(a.envp)};
+    child_plan c{a, a.stdin_fd, {}, theirs.get(), c_strings(a.argv), c_strings(a.envp), {}};
+    if (which.connect_broker)
+    {
+        c.prog = connect_filter_program(which.fork_gate);
+        c.prog_stage = proto::stage_connect_filter;
+    }
+    else
+        c.prog = fork_filter_program();
     if (c.stdin_fd < 0)
     {
         null_in.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -227,20 +240,15 @@ int spawn_gated(const spawn_args& a, pid_t& pid, unique_fd& listener, bool& gate
     };
     proto::message m;
     bool eof = false;
-    proto::spawn_stage stage = proto::stage_command;
     int rc = next_report(ours.get(), m, eof);
     if (rc != 0 || eof || m.head.type != proto::msg_type::spawned || m.fds.size() != 1)
-    {
-        rc = rc != 0 ? rc : eof ? EIO : reported_error(m, stage);
-        gate_failed = stage == proto::stage_fork_gate;
-        return failed(rc);
-    }
+        return failed(rc != 0 ? rc : eof ? EIO : reported_error(m, stage));
     unique_fd passed = std::move(m.fds[0]);
     rc = next_report(ours.get(), m, eof);
     if (rc != 0 || !eof) // the exec failed
         return failed(rc != 0 ? rc : reported_error(m, stage));
-    // Linux 6.6+: the forking task and the worker hand the cpu to each other at each round
-    // trip instead of waking each other across cpus (ignored where unknown).
+    // Linux 6.6+: the task and the worker hand the cpu to each other at each round trip
+    // instead of waking each other across cpus (ignored where unknown).
     ::ioctl(passed.get(), notif_set_flags, sync_wake_up);
     listener = std::move(passed);
     return 0;
@@ -263,6 +271,7 @@ int receive_fork(int listener, fork_request& r)
         return errno;
     r.id = n.id;
     r.pid = static_cast<pid_t>(n.pid);
+    r.call = n;
     return 0;
 }
 

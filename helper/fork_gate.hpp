@@ -18,22 +18,34 @@
 #define SANDBOX_HELPER_FORK_GATE_HPP
 
 #include "helper/spawn.hpp"
+#include "protocol/protocol.hpp"
 
 #include <sandbox/unique_fd.hpp>
 
 #include <cstdint>
 
+#include <linux/seccomp.h>
+
 namespace sandbox::detail {
 
-/// \brief Starts `a` under the gate (as spawn_command would; with `a.cgroup_fd`, inside
-/// that cgroup from the child's first instruction: clone_into.hpp). Returns 0 with `pid` and the
-/// gate's listener once the command was executed, or the errno of the failure, with
-/// `gate_failed` set when it was the filter's (seccomp unavailable: not the command's fault).
-/// A child that failed is killed and reaped before the return. Call it from one thread at a
-/// time, and from no thread that other threads could be waiting on (the child borrows the
-/// caller's memory while the caller is suspended).
-int spawn_gated(const spawn_args& a, pid_t& pid, backend::unique_fd& listener,
-                bool& gate_failed);
+/// The seccomp filters a start installs on the command.
+struct spawn_filters
+{
+    bool fork_gate = false;      // fork_filter.hpp: a process cap
+    bool connect_broker = false; // connect_filter.hpp: the unix-socket policy
+};
+
+/// \brief Starts `a` under the filter `which` names (as spawn_command would; with
+/// `a.cgroup_fd`, inside that cgroup from the child's first instruction: clone_into.hpp):
+/// the fork gate's (fork_filter.hpp), or the connect filter (connect_filter.hpp), which holds
+/// the gate's rules too when both are asked for (one listener per tree). Returns 0 with `pid`
+/// and the filter's listener once the command was executed, or the errno of the failure,
+/// with `stage` saying whose it was (the filter's: seccomp unavailable, not the command's
+/// fault). A child that failed is killed and reaped before the return. Call it from
+/// one thread at a time, and from no thread that other threads could be waiting on (the
+/// child borrows the caller's memory while the caller is suspended).
+int spawn_filtered(const spawn_args& a, spawn_filters which, pid_t& pid,
+                   backend::unique_fd& listener, proto::spawn_stage& stage);
 
 /// \brief Installs the gate's real filter, with its listener, on the calling process, as
 /// the gated child would: 0, or the errno that would fail every gated start. Only for a
@@ -46,6 +58,9 @@ struct fork_request
 {
     std::uint64_t id = 0;
     pid_t pid = 0; // the forking task, in the listener's pid namespace (0 if not visible)
+    /// The call as received: under the unix-socket policy too, the same listener sends the
+    /// tree's connects (is_fork_call tells them apart), which go to the connect broker.
+    seccomp_notif call{};
 };
 
 enum class gate_listener

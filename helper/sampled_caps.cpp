@@ -5,6 +5,7 @@
 // run on a thread of their own (pss_reader.hpp).
 #include "helper/sampled_caps.hpp"
 
+#include "helper/fork_filter.hpp"
 #include "helper/fork_gate.hpp"
 #include "helper/pss_reader.hpp"
 #include "helper/subtree.hpp"
@@ -154,6 +155,7 @@ public:
     {
         if (s.gate)
             gate_.emplace(ctx, s.gate.release());
+        other_calls_ = std::move(s.other_calls);
     }
 
     void start() override;
@@ -209,6 +211,7 @@ private:
     // Under a process cap: the fork gate's listener and its decisions (fork_gate.hpp).
     std::optional<asio::posix::stream_descriptor> gate_;
     std::optional<process_gate> forks_;
+    std::function<void(const seccomp_notif&)> other_calls_;
 };
 
 void sampled_caps::start()
@@ -449,6 +452,14 @@ awaitable sampled_caps::gate_loop(ptr /*self*/)
             continue; // the task asking was killed meanwhile
         else if (err != 0)
             co_return gate_broke("receiving a fork failed", err);
+        if (!is_fork_call(req.call.data.arch, static_cast<std::uint32_t>(req.call.data.nr)))
+        {
+            if (other_calls_)
+                other_calls_(req.call); // answered on a thread of the broker's
+            else
+                co_return gate_broke("the fork gate received another call", EPROTO);
+            continue;
+        }
         if (forks_->at_cap() && !co_await count_at_the_cap(req.pid, settle))
             co_return;
         on_fork(fd, req);

@@ -22,6 +22,8 @@
 #include <memory>
 #include <vector>
 
+#include <linux/seccomp.h>
+
 namespace sandbox::detail {
 
 /// The cpu time of every child this process has reaped so far (RUSAGE_CHILDREN).
@@ -35,6 +37,9 @@ struct sampled_setup
     std::uint32_t faults = 0;               ///< samples to fail on purpose (the plan's)
     std::chrono::nanoseconds children_base{0}; ///< children_cpu() at the spawn
     backend::unique_fd gate;                ///< the fork gate's listener (under a process cap)
+    /// With `gate` under the unix-socket policy: where the listener's other calls (connects)
+    /// go (the connect broker; the listener is one per tree).
+    std::function<void(const seccomp_notif&)> other_calls{};
     std::shared_ptr<const exec_cgroup> cgroup; ///< the execution's, if any: its cpu time
     /// How the tree is listed: list_subtree (the worker's own) unless set (a cap watch
     /// lists a tree it did not start, list_tree_of).

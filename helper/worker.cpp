@@ -11,6 +11,7 @@
 #include "helper/cgroup.hpp"
 #include "helper/cgroup_caps.hpp"
 #include "helper/channel.hpp"
+#include "helper/connect_broker.hpp"
 #include "helper/fork_gate.hpp"
 #include "helper/sampled_caps.hpp"
 #include "helper/spawn.hpp"
@@ -36,6 +37,7 @@
 #include <optional>
 #include <string>
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -114,6 +116,8 @@ struct execution
     std::shared_ptr<exec_cgroup> cgroup;
     bool leaf_killed = false;
     std::vector<std::shared_ptr<cap_enforcer>> enforcers;
+    // The unix-socket policy's broker (proto::opt_connect_broker), if any.
+    std::shared_ptr<connect_broker> broker;
 
     void set_phase(worker_phase p)
     {
@@ -132,6 +136,8 @@ struct execution
         leader_fd.close(ignored);
         for (auto& e : enforcers)
             e->stop();
+        if (broker)
+            broker->stop();
     }
 };
 using execution_ptr = std::shared_ptr<execution>;
@@ -219,6 +225,8 @@ private:
     void keep_or_remove(cgroup_leaf& leaf, bool killed = false);
     bool leaves_reusable() const { return (cg_.controllers & (cgc_memory | cgc_pids)) == 0; }
     void add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate);
+    void start_broker(execution& x, const spawn_filters& filters, unique_fd& listener,
+                      const std::vector<proto::socket_file>& allowed);
     trip_fn trip_of(const execution_ptr& x);
     void watch(const execution_ptr& x, const proto::plan_fixed& f, unique_fd started);
     void arm_deadline(const execution_ptr& x, nanoseconds after, nanoseconds grace);
@@ -506,10 +514,13 @@ void worker::start_exec(const proto::plan& p)
         return spawn_failed(err, proto::stage_cgroup);
     a.cgroup_fd = cg.leaf ? cg.leaf.fd() : -1;
     pid_t pid = -1;
+    const spawn_filters filters{f.caps.max_processes > 0,
+                                (f.options & proto::opt_connect_broker) != 0};
     unique_fd listener;
-    bool gate_failed = false;
-    int rc = f.caps.max_processes > 0 ? spawn_gated(a, pid, listener, gate_failed)
-                                      : spawn_command(a, pid);
+    proto::spawn_stage stage = proto::stage_command;
+    int rc = filters.fork_gate || filters.connect_broker
+                 ? spawn_filtered(a, filters, pid, listener, stage)
+                 : spawn_command(a, pid);
     // Taken after the spawn: our peak then covers the address space the command's exec
     // replaced (the child's stack included), whose peak its ru_maxrss takes over.
     struct rusage self{};
@@ -521,7 +532,7 @@ void worker::start_exec(const proto::plan& p)
     {
         if (cg.leaf)
             keep_or_remove(cg.leaf);
-        return spawn_failed(rc, gate_failed ? proto::stage_fork_gate : proto::stage_command);
+        return spawn_failed(rc, stage);
     }
     auto x = std::make_shared<execution>(ctx_);
     if (cg.leaf)
@@ -529,6 +540,7 @@ void worker::start_exec(const proto::plan& p)
     x->pid = pid;
     x->spawner_maxrss_kib = self.ru_maxrss;
     x->children_base = children_cpu();
+    start_broker(*x, filters, listener, p.allowed_sockets);
     add_enforcers(x, f, std::move(listener));
     cur_ = x;
     feed(x, {event_kind::spawned});
@@ -653,6 +665,9 @@ int worker::make_leaf(const proto::plan_fixed& f, exec_cgroup& cg)
 // report's cpu time), the sampler for the rest (and the fork gate's listener).
 void worker::add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, unique_fd gate)
 {
+    std::function<void(const seccomp_notif&)> other_calls;
+    if (x->broker && gate)
+        other_calls = [b = x->broker](const seccomp_notif& n) { b->serve(n); };
     if (x->cgroup)
         x->enforcers.push_back(make_cgroup_caps(ctx_, x->cgroup, trip_of(x)));
     sampled_setup s;
@@ -667,8 +682,25 @@ void worker::add_enforcers(const execution_ptr& x, const proto::plan_fixed& f, u
     s.faults = f.sample_faults;
     s.children_base = x->children_base;
     s.gate = std::move(gate);
+    s.other_calls = std::move(other_calls);
     s.cgroup = x->cgroup;
     x->enforcers.push_back(make_sampled_caps(ctx_, std::move(s), trip_of(x)));
+}
+
+// The unix-socket policy's broker, on the filter's listener: its own receiver, or under a
+// process cap a copy of the listener the fork gate receives on (one listener per tree), the
+// gate passing it the connects. Without a broker (no thread or descriptor to be had) every
+// connect fails: ENOSYS once the listener is gone, or the gate stops the tree as
+// unenforceable at the first one.
+void worker::start_broker(execution& x, const spawn_filters& filters, unique_fd& listener,
+                          const std::vector<proto::socket_file>& allowed)
+{
+    if (!filters.connect_broker)
+        return;
+    unique_fd own = filters.fork_gate ? unique_fd(::fcntl(listener.get(), F_DUPFD_CLOEXEC, 3))
+                                      : std::move(listener);
+    if (own)
+        x.broker = connect_broker::start(std::move(own), allowed, !filters.fork_gate);
 }
 
 // An enforcer's trip is fed like any event (the execution, which holds its enforcers, is

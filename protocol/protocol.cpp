@@ -48,6 +48,13 @@ std::string encode_plan(const plan& p)
         put_string(out, s);
     if (f.options & opt_tty)
         put_string(out, p.tty_path);
+    if (f.options & opt_connect_broker)
+    {
+        std::string files;
+        for (const auto& sf : p.allowed_sockets)
+            files.append(as_bytes(sf));
+        put_string(out, files);
+    }
     return out;
 }
 
@@ -72,6 +79,19 @@ std::optional<plan> decode_plan(std::string_view in)
             return std::nullopt;
     if ((p.fixed.options & opt_tty) && !get_string(in, p.tty_path))
         return std::nullopt;
+    if (p.fixed.options & opt_connect_broker)
+    {
+        std::string files;
+        if (!get_string(in, files) || files.size() % sizeof(socket_file) != 0)
+            return std::nullopt;
+        std::string_view rest(files);
+        p.allowed_sockets.resize(files.size() / sizeof(socket_file));
+        for (auto& sf : p.allowed_sockets)
+        {
+            from_bytes(rest, sf);
+            rest.remove_prefix(sizeof sf);
+        }
+    }
     if (!in.empty())
         return std::nullopt;
     return p;

@@ -24,11 +24,12 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 9; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
-                                            // 5: extra descriptors, ignored job signals;
-                                            // 6: the worker keeps the deadline;
-                                            // 7: the cgroup path; 8: set-up, then timeout;
-                                            // 9: idle workers retire, cap watches
+inline constexpr std::uint32_t version = 10; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+                                             // 5: extra descriptors, ignored job signals;
+                                             // 6: the worker keeps the deadline;
+                                             // 7: the cgroup path; 8: set-up, then timeout;
+                                             // 9: idle workers retire, cap watches;
+                                             // 10: the connect broker
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -110,6 +111,18 @@ enum plan_option : std::uint32_t
     /// caps on it and its descendants by sampling, kills them when a cap trips, and reports
     /// once a cap tripped or the process ended (argv, envp and the timeout are not used).
     opt_watch = 32,
+    /// The unix-socket policy (helper/connect_broker.hpp): the tree's connect calls are made
+    /// by the worker; a path-named unix socket is reached only when it is one of
+    /// `plan::allowed_sockets` or one the tree serves itself.
+    opt_connect_broker = 64,
+};
+
+/// A socket file by its device (st_dev) and inode.
+struct socket_file
+{
+    std::uint64_t dev = 0;
+    std::uint64_t ino = 0;
+    friend bool operator==(const socket_file&, const socket_file&) = default;
 };
 
 /// The fixed part of a plan; strings follow (executable, argv..., envp...), each as a
@@ -144,6 +157,7 @@ struct plan
     std::vector<std::string> argv;
     std::vector<std::string> envp;
     std::string tty_path{}; // with opt_tty, after envp
+    std::vector<socket_file> allowed_sockets{}; // with opt_connect_broker, last
 };
 
 std::string encode_plan(const plan& p);
@@ -187,9 +201,10 @@ struct spawn_failed_msg
 /// What a spawn_failed_msg's errno belongs to.
 enum spawn_stage : std::uint32_t
 {
-    stage_command = 0,   // starting the command
-    stage_fork_gate = 1, // setting up the fork gate a process cap needs (fork_gate.hpp)
-    stage_cgroup = 2,    // making the execution's cgroup (helper/cgroup.hpp)
+    stage_command = 0,        // starting the command
+    stage_fork_gate = 1,      // setting up the fork gate a process cap needs (fork_gate.hpp)
+    stage_cgroup = 2,         // making the execution's cgroup (helper/cgroup.hpp)
+    stage_connect_filter = 3, // the unix-socket policy's filter (helper/connect_filter.hpp)
 };
 
 /// exit_report_msg::flags bits.

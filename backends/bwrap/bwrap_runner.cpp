@@ -376,6 +376,34 @@ outcome<std::vector<std::string>> call_sockets(const std::vector<std::string>& p
     return out;
 }
 
+bool holds_unix_socket_policy(const bwrap_runner_options& opts)
+{
+    return opts.hold_unix_socket_policy && backend::unix_socket_policy_usable();
+}
+
+// The sockets bound for a call, as the unix-socket policy names them (device and inode: the
+// same inside, where each is bound at its own path).
+outcome<std::vector<backend::socket_file>> socket_files(const std::vector<std::string>& paths)
+{
+    std::vector<backend::socket_file> out;
+    for (const auto& p : paths)
+    {
+        struct stat sb
+        {
+        };
+        if (::stat(p.c_str(), &sb) != 0 || !S_ISSOCK(sb.st_mode))
+        {
+            failure f =
+                make_failure(errc::not_found, "unix socket " + p + " is gone", "net.unix_sockets");
+            f.diag.path = p;
+            return f;
+        }
+        out.push_back(
+            {static_cast<std::uint64_t>(sb.st_dev), static_cast<std::uint64_t>(sb.st_ino)});
+    }
+    return out;
+}
+
 outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_request& req,
                                      const bwrap_runner_options& opts,
                                      const bwrap_runner::state& st)
@@ -450,6 +478,13 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
         };
     plan.tree_resources = std::make_shared<tree_hold>(
         tree_hold{std::move(protect->lease), std::move(network->host)});
+    if (v.isolate_network && holds_unix_socket_policy(opts))
+    {
+        auto files = socket_files(v.sockets);
+        if (!files)
+            return files.error();
+        plan.unix_socket_policy = std::move(*files);
+    }
     if (st.user)
         if (auto r = backend::run_as_user(plan, st.user->uid, st.user->gid); !r)
             return r.error();
@@ -668,6 +703,7 @@ enforcement_report bwrap_runner::enforcement() const
     e.net_modes = {net_mode::deny_all, net_mode::allow_list, net_mode::proxy};
     e.socks5 = true; // the egress proxy's port speaks SOCKS5 too
     e.filesystem_bounds = true;
+    e.unix_socket_policy = holds_unix_socket_policy(opts_);
     e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
     e.unwritable_paths = st_->unwritable;

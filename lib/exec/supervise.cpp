@@ -373,6 +373,12 @@ outcome<void> supervision::send_first(unique_fd channel)
     if (on_spawned_)
         p.fixed.options |= proto::opt_report_spawn;
     p.fixed.options |= cgroup_options_;
+    if (plan_.unix_socket_policy)
+    {
+        p.fixed.options |= proto::opt_connect_broker;
+        for (const auto& f : *plan_.unix_socket_policy)
+            p.allowed_sockets.push_back({f.dev, f.ino});
+    }
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
@@ -858,6 +864,18 @@ void supervision::finish()
     settle([self = shared_from_this(), ec, result] { self->complete(ec, std::move(*result)); });
 }
 
+// The unix-socket policy's filter did not install on the command.
+failure connect_filter_unavailable(int err)
+{
+    failure f = make_failure(errc::not_available,
+                             std::string("the unix-socket policy cannot be held: its seccomp "
+                                         "filter did not install (") +
+                                 std::strerror(err) + ")",
+                             "net.unix_sockets");
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
 // The worker could not make the execution's cgroup (a cgroup directory was required).
 failure cgroup_unavailable(int err, const std::string& cgroup)
 {
@@ -879,7 +897,9 @@ exec_result supervision::ended_result(boost::system::error_code& ec)
         plan_.tree_resources.reset();
         failure f = n->stage == proto::stage_fork_gate ? fork_gate_unavailable(n->err)
                     : n->stage == proto::stage_cgroup  ? cgroup_unavailable(n->err, plan_.cgroup)
-                                                       : spawn_failure(n->err, plan_.executable);
+                    : n->stage == proto::stage_connect_filter
+                        ? connect_filter_unavailable(n->err)
+                        : spawn_failure(n->err, plan_.executable);
         exec_result r;
         r.diag = std::move(f.diag);
         ec = f.code;

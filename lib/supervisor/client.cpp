@@ -2,6 +2,8 @@
 #include "supervisor/client.hpp"
 #include "supervisor/program_lookup.hpp"
 
+#include <sandbox/backend/supervise.hpp>
+
 #include <sandbox/error.hpp>
 
 #include <boost/asio/execution_context.hpp>
@@ -20,6 +22,8 @@
 #include <iterator>
 
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <spawn.h>
@@ -650,6 +654,33 @@ bool fork_gate_usable() noexcept
     }();
     return usable;
 }
+
+namespace backend {
+
+bool unix_socket_policy_usable()
+{
+    static const bool usable = [] {
+        // The worker enters each tree's network namespace (CAP_SYS_ADMIN) and takes its
+        // processes' ids (CAP_SETUID, CAP_SETGID); the helper has ours.
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2]{};
+        if (::syscall(SYS_capget, &h, d) != 0)
+            return false;
+        for (int cap : {CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_SYS_PTRACE})
+            if ((d[cap / 32].effective & (1u << (cap % 32))) == 0)
+                return false;
+        // pidfd_getfd and openat2 (Linux 5.6): an invalid call says EBADF where they exist.
+        if (::syscall(SYS_pidfd_getfd, -1, 0, 0) == 0 || errno != EBADF)
+            return false;
+        open_how how{};
+        if (::syscall(SYS_openat2, -1, "x", &how, sizeof how) == 0 || errno != EBADF)
+            return false;
+        return fork_gate_usable(); // a filter with a listener installs here
+    }();
+    return usable;
+}
+
+} // namespace backend
 
 void set_worker_pool_options(boost::asio::execution_context& ctx,
                              const worker_pool_options& options)

@@ -1,4 +1,4 @@
-// test/cgroup/spawn_into_test.cpp: spawn_command and spawn_gated with a cgroup
+// test/cgroup/spawn_into_test.cpp: spawn_command and spawn_filtered with a cgroup
 // (helper/spawn.hpp `cgroup_fd`): the command starts inside it, set up as posix_spawn's child
 // is, and a failure comes back as posix_spawn's does. Real processes in a cgroup each test
 // makes under the cgroup2 mount and removes; skipped where that mount is not writable.
@@ -438,9 +438,9 @@ BOOST_AUTO_TEST_CASE(a_gated_start_goes_into_the_cgroup)
     a.stderr_fd = 2;
     pid_t pid = -1;
     unique_fd listener;
-    bool gate_failed = false;
-    const int rc = sandbox::detail::spawn_gated(a, pid, listener, gate_failed);
-    BOOST_TEST_REQUIRE(rc == 0, std::strerror(rc) << (gate_failed ? " (the gate's)" : ""));
+    sandbox::detail::proto::spawn_stage stage{};
+    const int rc = sandbox::detail::spawn_filtered(a, {true, false}, pid, listener, stage);
+    BOOST_TEST_REQUIRE(rc == 0, std::strerror(rc) << " (stage " << stage << ")");
     out.w.reset();
     BOOST_TEST(status_field(pid, "Seccomp") == "2");
     std::string text;
@@ -476,9 +476,10 @@ BOOST_AUTO_TEST_CASE(a_gated_start_that_fails_comes_back_reaped)
     a.stdout_fd = a.stderr_fd = 2;
     pid_t pid = -1;
     unique_fd listener;
-    bool gate_failed = true;
-    BOOST_TEST(sandbox::detail::spawn_gated(a, pid, listener, gate_failed) == ENOENT);
-    BOOST_TEST(!gate_failed);
+    auto stage = sandbox::detail::proto::stage_fork_gate;
+    // Under both filters' rules (one program, one listener), as under the gate's alone.
+    BOOST_TEST(sandbox::detail::spawn_filtered(a, {true, true}, pid, listener, stage) == ENOENT);
+    BOOST_TEST(stage == sandbox::detail::proto::stage_command);
     BOOST_TEST(listener.get() == -1);
     BOOST_TEST(no_children());
     BOOST_TEST(cg.procs().empty());

@@ -30,6 +30,13 @@
 
 namespace sandbox::backend {
 
+/// A socket file by its device and inode, as stat() gives them.
+struct socket_file
+{
+    std::uint64_t dev = 0;
+    std::uint64_t ino = 0;
+};
+
 /// \brief Everything the supervisor needs; built by a backend from an exec_request after
 /// its policy checks. Nothing in it is interpreted again.
 struct spawn_plan
@@ -98,7 +105,20 @@ struct spawn_plan
     /// (bwrap: the egress proxy has stopped and each connection's `closed` record has
     /// reached `on_net_record`). Not called when the worker was lost. Empty: nothing to wait for.
     std::function<void(std::function<void()> done)> settle{};
+    /// The unix-socket policy (see `unix_socket_policy_usable`): with a value, every
+    /// `connect()` of the tree is made by the supervisor's worker on the caller's behalf,
+    /// and a path-named unix socket is reached only when it is one of these files or is
+    /// served by a listening socket of the caller's own network namespace; any other fails
+    /// with EACCES. AF_UNIX datagram sockets and io_uring cannot be made. Use it only for a
+    /// tree in a network namespace of its own (then IP and abstract addresses are its own
+    /// too). Spawning fails `not_available` where the filter cannot be installed.
+    std::optional<std::vector<socket_file>> unix_socket_policy{};
 };
+
+/// Whether the unix-socket policy can be held here: seccomp user notification with a
+/// listener (probed once, in the helper), and a helper with CAP_SYS_ADMIN (it enters each
+/// tree's network namespace and acts as its processes).
+SANDBOX_DECL bool unix_socket_policy_usable();
 
 /// What every backend on the supervisor enforces: the environment policy, the sampled caps
 /// (memory, cpu, processes, tasks) where /proc can be read, and the whole-tree kill.

@@ -42,7 +42,19 @@ struct bwrap_runner_options : common_runner_options
     std::vector<std::string> write_deny{};
     /// Host unix sockets the command may connect to (each must be a socket): bound at the
     /// same path, through the private /tmp and, under `net_mode::deny_all`, the masked /run.
+    /// Under a network namespace of its own (every mode but `inherit`) and where
+    /// `backend::unix_socket_policy_usable()`, they are the only host sockets it can
+    /// connect to by path (see `hold_unix_socket_policy`).
     std::vector<std::string> unix_sockets{};
+    /// Hold the unix-socket policy where it can be held (`enforcement().unix_socket_policy`):
+    /// under `deny_all`, `allow_list` and `proxy`, every `connect()` of the command's tree is
+    /// made by the supervisor's worker, which lets a path-named unix socket be reached only
+    /// when it is one of `unix_sockets` or the call's `net.unix_sockets`, or is served by a
+    /// process of the sandbox itself; any other fails with EACCES. AF_UNIX datagram sockets
+    /// and io_uring cannot be made, and 32-bit x86 programs cannot use `socketcall`
+    /// (docs/backends.md, "Unix-socket policy"). False: sockets outside the private /tmp
+    /// and /run stay reachable, and the runner does not claim the policy.
+    bool hold_unix_socket_policy = true;
     /// Extra bwrap flags from an allow-list of flags that cannot weaken the policy, each with
     /// its number of values (see `bwrap::check_extra_flags`); anything else is
     /// `errc::validation`. They apply after the binds and before the read-only and masked

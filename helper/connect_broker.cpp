@@ -1,0 +1,465 @@
+// helper/connect_broker.cpp: the connect broker (see connect_broker.hpp).
+#include "helper/connect_broker.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/netlink.h>
+#include <linux/openat2.h>
+#include <linux/rtnetlink.h>
+#include <linux/seccomp.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace sandbox::detail {
+
+using backend::unique_fd;
+
+// ------------------------------------------------------------------ pure parts
+
+namespace {
+
+// The numbers of a "Name:\tA\tB ..." line's value, or false when malformed.
+bool parse_numbers(std::string_view value, std::vector<std::uint32_t>& out)
+{
+    out.clear();
+    while (true)
+    {
+        const auto start = value.find_first_not_of(" \t");
+        if (start == std::string_view::npos)
+            return true;
+        value.remove_prefix(start);
+        std::uint32_t n = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (ec != std::errc{} ||
+            (end != value.data() + value.size() && *end != ' ' && *end != '\t'))
+            return false;
+        out.push_back(n);
+        value.remove_prefix(static_cast<std::size_t>(end - value.data()));
+    }
+}
+
+} // namespace
+
+std::optional<task_ids> parse_task_ids(std::string_view status)
+{
+    task_ids t;
+    bool tgid = false, uid = false, gid = false, groups = false;
+    std::vector<std::uint32_t> v;
+    while (!status.empty())
+    {
+        const auto nl = status.find('\n');
+        const std::string_view line = status.substr(0, nl);
+        status.remove_prefix(nl == std::string_view::npos ? status.size() : nl + 1);
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos)
+            continue;
+        const std::string_view name = line.substr(0, colon);
+        const bool ids = name == "Uid" || name == "Gid";
+        if (name != "Tgid" && !ids && name != "Groups")
+            continue;
+        if (!parse_numbers(line.substr(colon + 1), v))
+            return std::nullopt;
+        if (name == "Tgid" && v.size() == 1 && v[0] > 0)
+            t.tgid = static_cast<pid_t>(v[0]), tgid = true;
+        else if (ids && v.size() == 4)
+        {
+            std::copy(v.begin(), v.end(), name == "Uid" ? t.uid : t.gid);
+            (name == "Uid" ? uid : gid) = true;
+        }
+        else if (name == "Groups")
+            t.groups = v, groups = true;
+        else
+            return std::nullopt;
+    }
+    if (!(tgid && uid && gid && groups))
+        return std::nullopt;
+    return t;
+}
+
+bool same_device(std::uint32_t kernel_dev, std::uint64_t st_dev)
+{
+    return (kernel_dev >> 20) == major(st_dev) && (kernel_dev & 0xfffff) == minor(st_dev);
+}
+
+// ------------------------------------------------------------------ the broker
+
+struct connect_broker::state
+{
+    unique_fd listener;
+    unique_fd wake; // an eventfd: written by stop()
+    std::vector<proto::socket_file> allowed;
+    // Calls in flight, each on a thread of its own; at most `max_in_flight`.
+    std::mutex m;
+    unsigned in_flight = 0;
+    std::thread receiver;
+};
+
+namespace {
+
+constexpr unsigned max_in_flight = 64;
+
+int sys_pidfd_open(pid_t pid)
+{
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+int sys_pidfd_getfd(int pidfd, int fd)
+{
+    return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+}
+
+bool notification_alive(int listener, std::uint64_t id)
+{
+    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+std::optional<std::string> read_text(const std::string& path)
+{
+    std::ifstream f(path);
+    if (!f)
+        return std::nullopt;
+    std::ostringstream s;
+    s << f.rdbuf();
+    return std::move(s).str();
+}
+
+// The calling thread takes `t`'s ids and groups and drops every capability (raw calls: the
+// C library's wrappers would change every thread of the worker). The thread is the call's
+// own and ends after it.
+bool become(const task_ids& t)
+{
+    if (::syscall(SYS_setgroups, t.groups.size(), t.groups.data()) != 0 ||
+        ::syscall(SYS_setresgid, t.gid[0], t.gid[1], t.gid[2]) != 0 ||
+        ::syscall(SYS_setresuid, t.uid[0], t.uid[1], t.uid[2]) != 0)
+        return false;
+    ::syscall(SYS_setfsgid, t.gid[3]);
+    ::syscall(SYS_setfsuid, t.uid[3]);
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2]{};
+    return ::syscall(SYS_capset, &h, d) == 0;
+}
+
+// A sock_diag socket in the task's network namespace (made on this thread, which enters
+// the namespace: a socket stays in the namespace it was made in).
+unique_fd diag_socket_of(pid_t tid)
+{
+    unique_fd ns(
+        ::open(("/proc/" + std::to_string(tid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns || ::setns(ns.get(), CLONE_NEWNET) != 0)
+        return {};
+    return unique_fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+}
+
+// Whether a listening AF_UNIX socket of the diag socket's namespace is bound to the file
+// `st` (sock_diag gives the bound file's device and the low 32 bits of its inode).
+bool served_in_namespace(int diag, const struct stat& st)
+{
+    struct
+    {
+        nlmsghdr nlh;
+        unix_diag_req req;
+    } q{};
+    q.nlh.nlmsg_len = sizeof q;
+    q.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    q.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    q.req.sdiag_family = AF_UNIX;
+    q.req.udiag_states = 1u << 10; // TCP_LISTEN
+    q.req.udiag_show = UDIAG_SHOW_VFS;
+    if (::send(diag, &q, sizeof q, 0) != static_cast<ssize_t>(sizeof q))
+        return false;
+    alignas(nlmsghdr) char buf[16384];
+    bool found = false;
+    while (true)
+    {
+        const ssize_t n = ::recv(diag, buf, sizeof buf, 0);
+        if (n <= 0)
+            return found;
+        int left = static_cast<int>(n);
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
+        {
+            if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+                return found;
+            auto* msg = static_cast<unix_diag_msg*>(NLMSG_DATA(h));
+            int alen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
+            for (auto* a = reinterpret_cast<rtattr*>(msg + 1); RTA_OK(a, alen);
+                 a = RTA_NEXT(a, alen))
+            {
+                if (a->rta_type != UNIX_DIAG_VFS || RTA_PAYLOAD(a) < sizeof(unix_diag_vfs))
+                    continue;
+                unix_diag_vfs v;
+                std::memcpy(&v, RTA_DATA(a), sizeof v);
+                if (v.udiag_vfs_ino == static_cast<std::uint32_t>(st.st_ino) &&
+                    same_device(v.udiag_vfs_dev, st.st_dev))
+                    found = true; // read on to the end of the dump
+            }
+        }
+    }
+}
+
+// One connect, as the task asked for it (see connect_broker.hpp): 0 or an errno. (Every
+// call is answered: an answer to a task that is gone fails harmlessly.)
+class call
+{
+public:
+    call(connect_broker::state& s, const seccomp_notif& n) : s_(s), n_(n) {}
+
+    int run()
+    {
+        const pid_t tid = static_cast<pid_t>(n_.pid);
+        if (tid <= 0)
+            return EPERM; // not in our pid namespace: nothing to act as
+        const std::size_t len = static_cast<std::uint32_t>(n_.data.args[2]);
+        if (len > sizeof addr_)
+            return EINVAL;
+        len_ = len;
+        if (int rc = copy_address(tid); rc != 0)
+            return rc;
+        const auto status = read_text("/proc/" + std::to_string(tid) + "/status");
+        const auto ids = status ? parse_task_ids(*status) : std::nullopt;
+        if (!ids)
+            return ESRCH; // gone (the answer then fails harmlessly)
+        if (int rc = copy_socket(tid, ids->tgid); rc != 0)
+            return rc;
+        if (path_named())
+            return connect_path(tid, *ids);
+        if (!become(*ids))
+            return EPERM;
+        return connect_as_given();
+    }
+
+private:
+    int copy_address(pid_t tid)
+    {
+        if (len_ == 0)
+            return 0;
+        iovec local{&addr_, len_};
+        iovec remote{reinterpret_cast<void*>(n_.data.args[1]), len_};
+        const ssize_t got = ::process_vm_readv(tid, &local, 1, &remote, 1, 0);
+        if (got == static_cast<ssize_t>(len_))
+            return 0;
+        return EFAULT;
+    }
+
+    // The socket the thread names, copied from its process: the thread's descriptor table
+    // may be its own (clone without CLONE_FILES), so the copy must be the very socket the
+    // thread's descriptor shows.
+    int copy_socket(pid_t tid, pid_t tgid)
+    {
+        unique_fd pidfd(sys_pidfd_open(tgid));
+        if (!pidfd || !notification_alive(s_.listener.get(), n_.id))
+            return ESRCH; // the tid (and its process) may have been reused meanwhile
+        const int fd = static_cast<int>(n_.data.args[0]);
+        sock_.reset(sys_pidfd_getfd(pidfd.get(), fd));
+        if (!sock_)
+            return errno == EBADF || errno == ESRCH ? EBADF : errno;
+        struct stat mine = {};
+        struct stat theirs = {};
+        const std::string seen = "/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) +
+                                 "/fd/" + std::to_string(fd);
+        if (::fstat(sock_.get(), &mine) != 0 || ::stat(seen.c_str(), &theirs) != 0 ||
+            mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
+            return EBADF;
+        return 0;
+    }
+
+    bool path_named() const
+    {
+        return len_ > offsetof(sockaddr_un, sun_path) && addr_.ss_family == AF_UNIX &&
+               reinterpret_cast<const sockaddr_un&>(addr_).sun_path[0] != '\0';
+    }
+
+    std::string path() const
+    {
+        const auto& un = reinterpret_cast<const sockaddr_un&>(addr_);
+        const std::size_t max = len_ - offsetof(sockaddr_un, sun_path);
+        return std::string(un.sun_path, ::strnlen(un.sun_path, max));
+    }
+
+    int connect_path(pid_t tid, const task_ids& ids)
+    {
+        const std::string proc = "/proc/" + std::to_string(tid);
+        unique_fd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        std::string where = path();
+        if (where.front() != '/')
+        {
+            char cwd[PATH_MAX];
+            const ssize_t n = ::readlink((proc + "/cwd").c_str(), cwd, sizeof cwd - 1);
+            if (n <= 0)
+                return EACCES;
+            where = std::string(cwd, static_cast<std::size_t>(n)) + "/" + where;
+        }
+        // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
+        // plan's sockets pass.
+        unique_fd diag = diag_socket_of(tid);
+        if (!root || !notification_alive(s_.listener.get(), n_.id))
+            return EACCES;
+        if (!become(ids))
+            return EPERM;
+        // Resolved as the task, in its root: the directories it cannot search stop us too.
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        unique_fd file(
+            static_cast<int>(::syscall(SYS_openat2, root.get(), where.c_str(), &how, sizeof how)));
+        if (!file)
+            return errno == ELOOP || errno == EXDEV ? EACCES : errno;
+        struct stat st = {};
+        if (::fstat(file.get(), &st) != 0)
+            return errno;
+        if (!S_ISSOCK(st.st_mode))
+            return ECONNREFUSED; // what connecting to a file that is no socket gives
+        const proto::socket_file sf{st.st_dev, st.st_ino};
+        if (std::find(s_.allowed.begin(), s_.allowed.end(), sf) == s_.allowed.end() &&
+            !(diag && served_in_namespace(diag.get(), st)))
+            return EACCES;
+        sockaddr_un via{};
+        via.sun_family = AF_UNIX;
+        const std::string link = "/proc/self/fd/" + std::to_string(file.get());
+        std::memcpy(via.sun_path, link.c_str(), link.size() + 1);
+        return ::connect(sock_.get(), reinterpret_cast<const sockaddr*>(&via), sizeof via) == 0
+                   ? 0
+                   : errno;
+    }
+
+    int connect_as_given()
+    {
+        return ::connect(sock_.get(), reinterpret_cast<const sockaddr*>(&addr_),
+                         static_cast<socklen_t>(len_)) == 0
+                   ? 0
+                   : errno;
+    }
+
+    connect_broker::state& s_;
+    seccomp_notif n_;
+    sockaddr_storage addr_{};
+    std::size_t len_ = 0;
+    unique_fd sock_;
+};
+
+void answer(int listener, std::uint64_t id, int rc)
+{
+    seccomp_notif_resp resp{};
+    resp.id = id;
+    resp.error = rc == 0 ? 0 : -rc;
+    while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno == EINTR)
+    {}
+}
+
+void serve_one(std::shared_ptr<connect_broker::state> s, seccomp_notif n)
+{
+    const int rc = call(*s, n).run();
+    answer(s->listener.get(), n.id, rc);
+    std::lock_guard lock(s->m);
+    --s->in_flight;
+}
+
+// Hands `n` to a thread of its own, or answers EAGAIN when `max_in_flight` are busy.
+void serve_on_a_thread(const std::shared_ptr<connect_broker::state>& s, const seccomp_notif& n)
+{
+    {
+        std::lock_guard lock(s->m);
+        if (s->in_flight >= max_in_flight)
+            return answer(s->listener.get(), n.id, EAGAIN);
+        ++s->in_flight;
+    }
+    try
+    {
+        std::thread(serve_one, s, n).detach();
+    }
+    catch (const std::system_error&)
+    {
+        answer(s->listener.get(), n.id, EAGAIN);
+        std::lock_guard lock(s->m);
+        --s->in_flight;
+    }
+}
+
+// The receiving thread: takes each call and hands it to a thread of its own.
+void receive_calls(std::shared_ptr<connect_broker::state> s)
+{
+    pollfd p[2] = {{s->listener.get(), POLLIN, 0}, {s->wake.get(), POLLIN, 0}};
+    while (true)
+    {
+        if (::poll(p, 2, -1) < 0)
+        {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        if (p[1].revents != 0 || (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0)
+            return; // stopped, or no task uses the filter any more
+        seccomp_notif n{};
+        if (::ioctl(s->listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &n) != 0)
+            continue; // the task was killed meanwhile (ENOENT)
+        serve_on_a_thread(s, n);
+    }
+}
+
+} // namespace
+
+connect_broker::connect_broker(std::shared_ptr<state> s) : s_(std::move(s)) {}
+
+std::shared_ptr<connect_broker>
+connect_broker::start(unique_fd listener, std::vector<proto::socket_file> allowed, bool receive)
+{
+    auto s = std::make_shared<state>();
+    s->listener = std::move(listener);
+    s->wake.reset(::eventfd(0, EFD_CLOEXEC));
+    s->allowed = std::move(allowed);
+    if (!s->wake)
+        return nullptr;
+    if (receive)
+    {
+        try
+        {
+            s->receiver = std::thread(receive_calls, s);
+        }
+        catch (const std::system_error&)
+        {
+            return nullptr;
+        }
+    }
+    return std::shared_ptr<connect_broker>(new connect_broker(std::move(s)));
+}
+
+void connect_broker::serve(const seccomp_notif& n)
+{
+    serve_on_a_thread(s_, n);
+}
+
+void connect_broker::stop()
+{
+    if (!s_->receiver.joinable())
+        return;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(s_->wake.get(), &one, sizeof one);
+    s_->receiver.join();
+}
+
+connect_broker::~connect_broker()
+{
+    stop();
+}
+
+} // namespace sandbox::detail
