@@ -243,6 +243,26 @@ struct scratch_dir
 // A blocked /bin/cat (its stdin and stdout pipes of ours) to look at from outside, once it
 // has echoed a byte: its exec complete (spawn returns as soon as the new program's memory is
 // in place, before its environment is: /proc/PID/environ may still be empty then).
+// What a terminal's master gives within 10 s, read until it ends with `want` (the echo of
+// a line and a command's copy of it).
+std::string terminal_text(int master, const std::string& want)
+{
+    std::string text;
+    pollfd p{master, POLLIN, 0};
+    while (text.size() < want.size() ||
+           text.compare(text.size() - want.size(), want.size(), want) != 0)
+    {
+        if (::poll(&p, 1, 10000) != 1)
+            break;
+        char buf[256];
+        const ssize_t n = ::read(master, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
 struct blocked_cat
 {
     pipe_pair in, out;
@@ -369,6 +389,11 @@ BOOST_AUTO_TEST_CASE(on_a_terminal_it_leads_a_new_session)
     a.tty_path = ::ptsname(master.get());
     pid_t pid = -1;
     BOOST_TEST_REQUIRE(sandbox::detail::spawn_command(a, pid) == 0);
+    // spawn_command returns once the child has let go of our memory, which the kernel does
+    // before it closes the close-on-exec descriptors; cat copying a line back proves the
+    // command runs, so its descriptors are final.
+    BOOST_TEST_REQUIRE(::write(master.get(), "ping\n", 5) == 5);
+    BOOST_TEST(terminal_text(master.get(), "ping\r\nping\r\n") == "ping\r\nping\r\n");
     const std::string proc = "/proc/" + std::to_string(pid);
     BOOST_TEST(stat_field(pid, 6) == pid);   // session leader
     BOOST_TEST(stat_field(pid, 7) != 0);     // a controlling terminal
