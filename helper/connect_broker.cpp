@@ -1,14 +1,18 @@
 // helper/connect_broker.cpp: the connect broker (see connect_broker.hpp).
 #include "helper/connect_broker.hpp"
 
+#include "helper/proc.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
+#include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -21,6 +25,7 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -110,15 +115,44 @@ struct connect_broker::state
     unique_fd listener;
     unique_fd wake; // an eventfd: written by stop()
     std::vector<proto::socket_file> allowed;
-    // Calls in flight, each on a thread of its own; at most `max_in_flight`.
+    // Calls in flight, each on a thread of its own; at most `max_in_flight`. `threads` holds
+    // those that started, by notification id; the watcher interrupts them (see watch_calls).
     std::mutex m;
+    std::condition_variable changed;
     unsigned in_flight = 0;
+    std::map<std::uint64_t, pthread_t> threads;
+    bool watching = false;
+    bool stopped = false;
     std::thread receiver;
+    // sock_diag sockets by network namespace (device, inode), made on first use: a thread
+    // that queries one holds `diag_m` (a query is a send and the dump's receives).
+    std::mutex diag_m;
+    std::map<std::pair<dev_t, ino_t>, unique_fd> diag;
 };
 
 namespace {
 
 constexpr unsigned max_in_flight = 64;
+constexpr std::size_t max_namespaces = 16; // sock_diag sockets kept; more are made per call
+constexpr auto watch_period = std::chrono::milliseconds(20);
+constexpr auto stop_patience = std::chrono::seconds(2);
+
+// The signal that interrupts a call's thread (a blocked connect returns EINTR): a handler
+// that does nothing, without SA_RESTART, installed once in the worker (our own process).
+int wake_signal()
+{
+    static const int sig = [] {
+        const int n = SIGRTMIN + 2;
+        struct sigaction a
+        {
+        };
+        a.sa_handler = [](int) {};
+        sigemptyset(&a.sa_mask);
+        ::sigaction(n, &a, nullptr);
+        return n;
+    }();
+    return sig;
+}
 
 int sys_pidfd_open(pid_t pid)
 {
@@ -132,16 +166,6 @@ int sys_pidfd_getfd(int pidfd, int fd)
 bool notification_alive(int listener, std::uint64_t id)
 {
     return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-}
-
-std::optional<std::string> read_text(const std::string& path)
-{
-    std::ifstream f(path);
-    if (!f)
-        return std::nullopt;
-    std::ostringstream s;
-    s << f.rdbuf();
-    return std::move(s).str();
 }
 
 // The calling thread takes `t`'s ids and groups and drops every capability (raw calls: the
@@ -235,8 +259,16 @@ public:
         len_ = len;
         if (int rc = copy_address(tid); rc != 0)
             return rc;
-        const auto status = read_text("/proc/" + std::to_string(tid) + "/status");
-        const auto ids = status ? parse_task_ids(*status) : std::nullopt;
+        // (A file that fills the buffer may be cut inside its Groups line: never used. It
+        // takes over a thousand groups.)
+        char status[16384];
+        int err = 0;
+        const std::string where = "/proc/" + std::to_string(tid) + "/status";
+        const ssize_t n = read_small(where.c_str(), status, sizeof status, err);
+        const bool whole = n > 0 && static_cast<std::size_t>(n) < sizeof status;
+        const auto ids = whole
+                             ? parse_task_ids(std::string_view(status, static_cast<std::size_t>(n)))
+                             : std::nullopt;
         if (!ids)
             return ESRCH; // gone (the answer then fails harmlessly)
         if (int rc = copy_socket(tid, ids->tgid); rc != 0)
@@ -311,7 +343,7 @@ private:
         }
         // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
         // plan's sockets pass.
-        unique_fd diag = diag_socket_of(tid);
+        const int diag = diag_socket(tid);
         if (!root || !notification_alive(s_.listener.get(), n_.id))
             return EACCES;
         if (!become(ids))
@@ -329,9 +361,7 @@ private:
             return errno;
         if (!S_ISSOCK(st.st_mode))
             return ECONNREFUSED; // what connecting to a file that is no socket gives
-        const proto::socket_file sf{st.st_dev, st.st_ino};
-        if (std::find(s_.allowed.begin(), s_.allowed.end(), sf) == s_.allowed.end() &&
-            !(diag && served_in_namespace(diag.get(), st)))
+        if (!allowed(st, diag))
             return EACCES;
         sockaddr_un via{};
         via.sun_family = AF_UNIX;
@@ -340,6 +370,37 @@ private:
         return ::connect(sock_.get(), reinterpret_cast<const sockaddr*>(&via), sizeof via) == 0
                    ? 0
                    : errno;
+    }
+
+    // The task's network namespace's sock_diag socket (kept by the broker), made on this
+    // thread while it still has CAP_SYS_ADMIN; -1 when none can be had.
+    int diag_socket(pid_t tid)
+    {
+        struct stat ns = {};
+        if (::stat(("/proc/" + std::to_string(tid) + "/ns/net").c_str(), &ns) != 0)
+            return -1;
+        std::lock_guard lock(s_.diag_m);
+        const auto key = std::make_pair(ns.st_dev, ns.st_ino);
+        if (auto it = s_.diag.find(key); it != s_.diag.end())
+            return it->second.get();
+        unique_fd made = diag_socket_of(tid);
+        if (!made)
+            return -1;
+        if (s_.diag.size() >= max_namespaces)
+            return (own_diag_ = std::move(made)).get();
+        return s_.diag.emplace(key, std::move(made)).first->second.get();
+    }
+
+    // A listed socket file, or one a listener of the task's own namespace is bound to.
+    bool allowed(const struct stat& st, int diag)
+    {
+        const proto::socket_file sf{st.st_dev, st.st_ino};
+        if (std::find(s_.allowed.begin(), s_.allowed.end(), sf) != s_.allowed.end())
+            return true;
+        if (diag < 0)
+            return false;
+        std::lock_guard lock(s_.diag_m);
+        return served_in_namespace(diag, st);
     }
 
     int connect_as_given()
@@ -355,6 +416,7 @@ private:
     sockaddr_storage addr_{};
     std::size_t len_ = 0;
     unique_fd sock_;
+    unique_fd own_diag_;
 };
 
 void answer(int listener, std::uint64_t id, int rc)
@@ -366,20 +428,74 @@ void answer(int listener, std::uint64_t id, int rc)
     {}
 }
 
-void serve_one(std::shared_ptr<connect_broker::state> s, seccomp_notif n)
+// The watcher: while calls are in flight, it interrupts (wake_signal) each whose task is
+// gone, every `watch_period`, so a connect left blocked (a server that accepts nothing) is
+// withdrawn as the task's own would be. (A signal may land just before the thread blocks:
+// hence the repeats.) After stop() it interrupts all; it ends once none is left, or after
+// `stop_patience` (a thread stuck where no signal reaches keeps its state alive).
+void watch_calls(std::shared_ptr<connect_broker::state> s)
 {
-    const int rc = call(*s, n).run();
-    answer(s->listener.get(), n.id, rc);
-    std::lock_guard lock(s->m);
-    --s->in_flight;
+    std::unique_lock lock(s->m);
+    auto give_up = std::chrono::steady_clock::time_point::max();
+    while (!(s->stopped && s->in_flight == 0))
+    {
+        if (s->stopped && give_up == std::chrono::steady_clock::time_point::max())
+            give_up = std::chrono::steady_clock::now() + stop_patience;
+        if (std::chrono::steady_clock::now() > give_up)
+            break;
+        for (const auto& [id, thread] : s->threads)
+            if (s->stopped || !notification_alive(s->listener.get(), id))
+                ::pthread_kill(thread, wake_signal());
+        if (s->in_flight == 0)
+            s->changed.wait(lock);
+        else
+            s->changed.wait_for(lock, watch_period);
+    }
+    s->watching = false;
 }
 
-// Hands `n` to a thread of its own, or answers EAGAIN when `max_in_flight` are busy.
+void serve_one(std::shared_ptr<connect_broker::state> s, seccomp_notif n)
+{
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, wake_signal());
+    ::pthread_sigmask(SIG_UNBLOCK, &wake, nullptr);
+    {
+        std::lock_guard lock(s->m);
+        s->threads.emplace(n.id, ::pthread_self());
+    }
+    const int rc = call(*s, n).run();
+    answer(s->listener.get(), n.id, rc);
+    std::lock_guard lock(s->m); // held to the end: the watcher never signals a thread gone
+    s->threads.erase(n.id);
+    --s->in_flight;
+    s->changed.notify_all();
+}
+
+// Starts the watcher if it is not running (with `s->m` held). False when no thread can be had.
+bool ensure_watcher(const std::shared_ptr<connect_broker::state>& s)
+{
+    if (s->watching)
+        return true;
+    try
+    {
+        std::thread(watch_calls, s).detach();
+    }
+    catch (const std::system_error&)
+    {
+        return false;
+    }
+    s->watching = true;
+    return true;
+}
+
+// Hands `n` to a thread of its own, or answers EAGAIN when `max_in_flight` are busy (or no
+// thread can be had).
 void serve_on_a_thread(const std::shared_ptr<connect_broker::state>& s, const seccomp_notif& n)
 {
     {
         std::lock_guard lock(s->m);
-        if (s->in_flight >= max_in_flight)
+        if (s->in_flight >= max_in_flight || !ensure_watcher(s))
             return answer(s->listener.get(), n.id, EAGAIN);
         ++s->in_flight;
     }
@@ -392,6 +508,7 @@ void serve_on_a_thread(const std::shared_ptr<connect_broker::state>& s, const se
         answer(s->listener.get(), n.id, EAGAIN);
         std::lock_guard lock(s->m);
         --s->in_flight;
+        s->changed.notify_all();
     }
 }
 
@@ -429,6 +546,7 @@ connect_broker::start(unique_fd listener, std::vector<proto::socket_file> allowe
     s->allowed = std::move(allowed);
     if (!s->wake)
         return nullptr;
+    wake_signal(); // its handler in place before any call's thread runs
     if (receive)
     {
         try
@@ -450,6 +568,11 @@ void connect_broker::serve(const seccomp_notif& n)
 
 void connect_broker::stop()
 {
+    {
+        std::lock_guard lock(s_->m);
+        s_->stopped = true;
+        s_->changed.notify_all();
+    }
     if (!s_->receiver.joinable())
         return;
     const std::uint64_t one = 1;

@@ -22,6 +22,13 @@
 //   5. any other address (IP, abstract and unnamed AF_UNIX: all in the task's network
 //      namespace) is connected as given.
 // The answer is the connect's own: 0, or its errno (EINPROGRESS for a non-blocking socket).
+// A connect that blocks (a server whose queue is full) blocks the task as its own would; a
+// watcher thread interrupts it (a signal of the worker's own) once the task is gone or the
+// broker stopped, so no connection is made for a command that has ended and no thread stays
+// blocked in the worker, which serves the next execution.
+//
+// The sock_diag socket of step 4 is made once per network namespace (entering it needs
+// CAP_SYS_ADMIN, so before step 3) and queried only for a file that is not listed.
 #ifndef SANDBOX_HELPER_CONNECT_BROKER_HPP
 #define SANDBOX_HELPER_CONNECT_BROKER_HPP
 
@@ -69,8 +76,8 @@ public:
     /// served at once; one more is answered EAGAIN at once.
     void serve(const seccomp_notif& n);
     ~connect_broker();
-    /// Takes no more calls (the tree is gone: none can come). Calls already taken finish on
-    /// their own threads.
+    /// The tree is gone (no call can come): calls still in flight are interrupted, and end
+    /// on their own threads; never blocks on them.
     void stop();
 
     struct state;

@@ -125,10 +125,6 @@ std::optional<std::uint64_t> parse_pss_bytes(std::string_view text) noexcept
     return std::nullopt;
 }
 
-namespace {
-
-// Reads up to `size` bytes of a small /proc file at once: their count, or -1 with `err` set
-// (ENOENT also when the file is empty: a zombie or a kernel thread has nothing to say).
 ssize_t read_small(const char* path, char* buf, std::size_t size, int& err) noexcept
 {
     unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
@@ -144,8 +140,6 @@ ssize_t read_small(const char* path, char* buf, std::size_t size, int& err) noex
     err = n < 0 ? errno : n == 0 ? ENOENT : 0;
     return n > 0 ? n : -1;
 }
-
-} // namespace
 
 namespace {
 

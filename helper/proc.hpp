@@ -2,6 +2,7 @@
 #ifndef SANDBOX_HELPER_PROC_HPP
 #define SANDBOX_HELPER_PROC_HPP
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -97,6 +98,10 @@ std::optional<std::uint64_t> parse_schedstat_ns(std::string_view text) noexcept;
 /// where `stat`'s utime and stime are whole clock ticks (10 ms), each rounded down. For a
 /// single-threaded process it is its whole cpu time. On failure nullopt and `err`.
 std::optional<std::uint64_t> read_runtime_ns(pid_t pid, int& err) noexcept;
+
+/// Reads up to `size` bytes of a small /proc file in one read: their count, or -1 with `err`
+/// set (ENOENT also when the file is empty: a zombie or a kernel thread has nothing to say).
+ssize_t read_small(const char* path, char* buf, std::size_t size, int& err) noexcept;
 
 /// Reads /proc/<pid>/stat. On failure returns nullopt and sets `err` to errno.
 std::optional<proc_stat> read_proc_stat(pid_t pid, int& err) noexcept;

@@ -388,9 +388,7 @@ outcome<std::vector<backend::socket_file>> socket_files(const std::vector<std::s
     std::vector<backend::socket_file> out;
     for (const auto& p : paths)
     {
-        struct stat sb
-        {
-        };
+        struct stat sb = {};
         if (::stat(p.c_str(), &sb) != 0 || !S_ISSOCK(sb.st_mode))
         {
             failure f =

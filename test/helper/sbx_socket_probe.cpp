@@ -83,6 +83,20 @@ int serve(const std::string& path)
     return 0;
 }
 
+// Connects to `path` until a connect blocks (the server's queue is full and it accepts
+// nothing), saying how many got through; the connect stays blocked until the tree is killed.
+int fill(const std::string& path)
+{
+    const sockaddr_un a = address(path);
+    for (int n = 0;; ++n)
+    {
+        std::printf("connected %d\n", n);
+        const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (::connect(s, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
+            return report("connect", -1), 1;
+    }
+}
+
 int race(const std::string& good, const std::string& bad, int n)
 {
     static sockaddr_un shared;
@@ -138,6 +152,8 @@ int main(int argc, char** argv)
         return serve(argv[2]);
     if (mode == "race" && argc == 5)
         return race(argv[2], argv[3], std::atoi(argv[4]));
+    if (mode == "fill" && argc == 3)
+        return fill(argv[2]);
     if (mode == "datagram" && argc == 2)
         return datagram();
     std::fprintf(stderr, "usage: sbx_socket_probe MODE ARGS (see the source)\n");

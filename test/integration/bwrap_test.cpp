@@ -45,30 +45,7 @@ using sandbox::exec_status;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// A directory outside /tmp (which the sandbox replaces with its own): what the sandbox would
-// otherwise see of the host. Removed on destruction.
-class host_dir
-{
-public:
-    host_dir()
-        : path_(std::filesystem::path("/var/tmp") /
-                ("sbx-bwrap-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)))
-    {
-        std::filesystem::create_directories(path_);
-    }
-    ~host_dir()
-    {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    host_dir(const host_dir&) = delete;
-    host_dir& operator=(const host_dir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    static inline int count_ = 0;
-    std::filesystem::path path_;
-};
+using sbx_test::host_dir;
 
 // The host user a root caller's commands run as by default (nobody and nogroup, else
 // 65534); anyone else's run as themselves.

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
-#include <sstream>
 #include <random>
+#include <sstream>
+#include <system_error>
 #include <thread>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sbx_test {
@@ -56,6 +58,21 @@ temp_dir::temp_dir()
 }
 
 temp_dir::~temp_dir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+host_dir::host_dir()
+{
+    char t[] = "/var/tmp/sbx-host-XXXXXX";
+    if (::mkdtemp(t) == nullptr)
+        throw std::system_error(errno, std::generic_category(), "mkdtemp under /var/tmp");
+    ::chmod(t, 0755);
+    path_ = t;
+}
+
+host_dir::~host_dir()
 {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);

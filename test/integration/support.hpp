@@ -53,6 +53,21 @@ private:
     std::filesystem::path path_;
 };
 
+/// A fresh directory under /var/tmp, which any user may search, removed with what it holds:
+/// the host as a bwrap sandbox sees it (/tmp is private there).
+class host_dir
+{
+public:
+    host_dir();
+    ~host_dir();
+    host_dir(const host_dir&) = delete;
+    host_dir& operator=(const host_dir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
 /// True while a process with this pid exists and is not a zombie. A process whose main thread
 /// has exited while other threads run shows as a zombie and is alive.
 bool alive(pid_t pid);

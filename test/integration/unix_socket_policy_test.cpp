@@ -34,37 +34,20 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// A directory under /var/tmp (the host's, visible inside; /tmp is private there) that any
-// user can search, removed with what it holds.
-struct host_dir
-{
-    fs::path path;
-    host_dir()
-    {
-        char t[] = "/var/tmp/sbx-usp-XXXXXX";
-        BOOST_REQUIRE(::mkdtemp(t) != nullptr);
-        path = t;
-        ::chmod(t, 0755);
-    }
-    ~host_dir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using sbx_test::host_dir;
 
 // A host listener at `path` anyone may connect to; counts the connections it got.
 struct listener
 {
     int fd = -1;
-    explicit listener(const std::string& path)
+    explicit listener(const std::string& path, int backlog = 4096)
     {
         fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         sockaddr_un a{};
         a.sun_family = AF_UNIX;
         std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
         BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        BOOST_REQUIRE(::listen(fd, 4096) == 0);
+        BOOST_REQUIRE(::listen(fd, backlog) == 0);
         ::chmod(path.c_str(), 0777); // connecting needs write access to the socket
     }
     ~listener() { ::close(fd); }
@@ -92,7 +75,7 @@ const std::string& probe()
 {
     static const host_dir dir;
     static const std::string path = [] {
-        const auto p = dir.path / "sbx_socket_probe";
+        const auto p = dir.path() / "sbx_socket_probe";
         fs::copy_file(SBX_SOCKET_PROBE, p);
         ::chmod(p.c_str(), 0755);
         return p.string();
@@ -105,8 +88,8 @@ struct policy_fixture
     asio::io_context ioc;
     sbx_test::temp_dir root;
     host_dir hosts;
-    std::string listed = (hosts.path / "listed.sock").string();
-    std::string unlisted = (hosts.path / "unlisted.sock").string();
+    std::string listed = (hosts.path() / "listed.sock").string();
+    std::string unlisted = (hosts.path() / "unlisted.sock").string();
     listener good{listed}, bad{unlisted};
 
     policy_fixture() { ::chmod(root.str().c_str(), 0777); }
@@ -196,6 +179,36 @@ BOOST_FIXTURE_TEST_CASE(with_a_process_cap_both_filters_hold, policy_fixture)
 // climbs out of the working directory, the shell's root link in /proc (a magic link: none
 // is followed), and /proc/self (which names the process looking: the broker, which has no
 // pid in the sandbox's /proc, so the name does not resolve at all).
+// A connect the broker makes blocks as the command's own would (a listed server that
+// accepts nothing, its queue full). When the tree ends, the broker's connect is withdrawn
+// too: the server never gets a connection from a command that is gone, and the worker keeps
+// no thread blocked on it.
+BOOST_FIXTURE_TEST_CASE(a_blocked_connect_ends_with_its_tree, policy_fixture)
+{
+    const std::string stuck_path = (hosts.path() / "stuck.sock").string();
+    listener stuck(stuck_path, 0); // one queued connection, then connects block
+    sandbox::bwrap_runner_options o;
+    o.root = root.str();
+    sandbox::bwrap_runner r(ioc.get_executor(), o);
+    sandbox::exec_request req;
+    req.command = probe();
+    req.args = {"fill", stuck_path};
+    req.options.net.mode = sandbox::net_mode::deny_all;
+    req.options.net.unix_sockets = {stuck_path};
+    req.options.timeout = 2s;
+    auto out = sbx_test::run(ioc, r, std::move(req), 60s);
+    BOOST_TEST(out.result.out.data.find("connected 1\n") != std::string::npos,
+               out.result.out.data + out.result.err.data);
+    BOOST_TEST(out.result.out.data.find("connected 3\n") == std::string::npos);
+    BOOST_TEST(out.result.out.data.find("connect ") == std::string::npos);
+    // Room again for one: a connect still pending would now get in.
+    const int one = ::accept4(stuck.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    BOOST_TEST(one >= 0);
+    ::close(one);
+    std::this_thread::sleep_for(300ms);
+    BOOST_TEST(stuck.drain() == 0);
+}
+
 BOOST_FIXTURE_TEST_CASE(no_other_name_reaches_an_unlisted_socket, policy_fixture)
 {
     const std::string rel = "../.." + unlisted; // from /tmp/d: /var/tmp/... via /
@@ -265,7 +278,7 @@ BOOST_FIXTURE_TEST_CASE(the_server_sees_the_sandbox_user, policy_fixture)
 // sandbox-run through the entry reaches the listed socket and no other.
 BOOST_FIXTURE_TEST_CASE(a_document_lists_the_sockets, policy_fixture)
 {
-    const auto file = (hosts.path / "c.yaml").string();
+    const auto file = (hosts.path() / "c.yaml").string();
     std::ofstream(file) << "version: v1\nsandboxes:\n  agent:\n    backend: bwrap\n    root: "
                         << root.str()
                         << "\n    defaults:\n      net:\n        mode: allow_list\n"
