@@ -122,6 +122,7 @@ struct connect_broker::state
     unsigned in_flight = 0;
     std::map<std::uint64_t, pthread_t> threads;
     bool watching = false;
+    bool watcher_idle = false; // waiting without a period: a new call must wake it
     bool stopped = false;
     std::thread receiver;
     // sock_diag sockets by network namespace (device, inode), made on first use: a thread
@@ -136,6 +137,7 @@ constexpr unsigned max_in_flight = 64;
 constexpr std::size_t max_namespaces = 16; // sock_diag sockets kept; more are made per call
 constexpr auto watch_period = std::chrono::milliseconds(20);
 constexpr auto stop_patience = std::chrono::seconds(2);
+constexpr auto idle_after = std::chrono::seconds(1); // without calls: the watcher sleeps
 
 // The signal that interrupts a call's thread (a blocked connect returns EINTR): a handler
 // that does nothing, without SA_RESTART, installed once in the worker (our own process).
@@ -435,19 +437,31 @@ void answer(int listener, std::uint64_t id, int rc)
 // `stop_patience` (a thread stuck where no signal reaches keeps its state alive).
 void watch_calls(std::shared_ptr<connect_broker::state> s)
 {
+    using clock = std::chrono::steady_clock;
     std::unique_lock lock(s->m);
-    auto give_up = std::chrono::steady_clock::time_point::max();
+    auto give_up = clock::time_point::max();
+    auto busy = clock::now();
     while (!(s->stopped && s->in_flight == 0))
     {
-        if (s->stopped && give_up == std::chrono::steady_clock::time_point::max())
-            give_up = std::chrono::steady_clock::now() + stop_patience;
-        if (std::chrono::steady_clock::now() > give_up)
+        const auto now = clock::now();
+        if (s->stopped && give_up == clock::time_point::max())
+            give_up = now + stop_patience;
+        if (now > give_up)
             break;
         for (const auto& [id, thread] : s->threads)
             if (s->stopped || !notification_alive(s->listener.get(), id))
                 ::pthread_kill(thread, wake_signal());
-        if (s->in_flight == 0)
-            s->changed.wait(lock);
+        if (s->in_flight > 0)
+            busy = now;
+        // Periodic while calls come (no wake-up per call: a busy connect loop pays none),
+        // asleep after a quiet second until a call or stop() wakes it.
+        if (s->in_flight == 0 && !s->stopped && now - busy > idle_after)
+        {
+            s->watcher_idle = true;
+            s->changed.wait(lock, [&] { return s->in_flight > 0 || s->stopped; });
+            s->watcher_idle = false;
+            busy = clock::now();
+        }
         else
             s->changed.wait_for(lock, watch_period);
     }
@@ -469,7 +483,6 @@ void serve_one(std::shared_ptr<connect_broker::state> s, seccomp_notif n)
     std::lock_guard lock(s->m); // held to the end: the watcher never signals a thread gone
     s->threads.erase(n.id);
     --s->in_flight;
-    s->changed.notify_all();
 }
 
 // Starts the watcher if it is not running (with `s->m` held). False when no thread can be had.
@@ -498,6 +511,8 @@ void serve_on_a_thread(const std::shared_ptr<connect_broker::state>& s, const se
         if (s->in_flight >= max_in_flight || !ensure_watcher(s))
             return answer(s->listener.get(), n.id, EAGAIN);
         ++s->in_flight;
+        if (s->watcher_idle)
+            s->changed.notify_all();
     }
     try
     {
@@ -508,7 +523,6 @@ void serve_on_a_thread(const std::shared_ptr<connect_broker::state>& s, const se
         answer(s->listener.get(), n.id, EAGAIN);
         std::lock_guard lock(s->m);
         --s->in_flight;
-        s->changed.notify_all();
     }
 }
 
