@@ -214,11 +214,16 @@ bool served_in_namespace(int diag, const struct stat& st)
     q.req.udiag_show = UDIAG_SHOW_VFS;
     if (::send(diag, &q, sizeof q, 0) != static_cast<ssize_t>(sizeof q))
         return false;
-    alignas(nlmsghdr) char buf[16384];
+    // On the heap, as every buffer of a call: a call's thread is new, and glibc gives a
+    // cached stack back to the kernel (madvise) when a thread ends, so each stack page a
+    // call touches faults in again (16 KiB of stack cost ~100 us a call here).
+    std::vector<nlmsghdr> space(16384 / sizeof(nlmsghdr));
+    char* buf = reinterpret_cast<char*>(space.data());
+    const std::size_t size = space.size() * sizeof(nlmsghdr);
     bool found = false;
     while (true)
     {
-        const ssize_t n = ::recv(diag, buf, sizeof buf, 0);
+        const ssize_t n = ::recv(diag, buf, size, 0);
         if (n <= 0)
             return found;
         int left = static_cast<int>(n);
@@ -262,15 +267,15 @@ public:
         if (int rc = copy_address(tid); rc != 0)
             return rc;
         // (A file that fills the buffer may be cut inside its Groups line: never used. It
-        // takes over a thousand groups.)
-        char status[16384];
+        // takes over a thousand groups. The buffer is on the heap: see served_in_namespace.)
+        std::string status(16384, '\0');
         int err = 0;
         const std::string where = "/proc/" + std::to_string(tid) + "/status";
-        const ssize_t n = read_small(where.c_str(), status, sizeof status, err);
-        const bool whole = n > 0 && static_cast<std::size_t>(n) < sizeof status;
-        const auto ids = whole
-                             ? parse_task_ids(std::string_view(status, static_cast<std::size_t>(n)))
-                             : std::nullopt;
+        const ssize_t n = read_small(where.c_str(), status.data(), status.size(), err);
+        const bool whole = n > 0 && static_cast<std::size_t>(n) < status.size();
+        const auto ids =
+            whole ? parse_task_ids(std::string_view(status.data(), static_cast<std::size_t>(n)))
+                  : std::nullopt;
         if (!ids)
             return ESRCH; // gone (the answer then fails harmlessly)
         if (int rc = copy_socket(tid, ids->tgid); rc != 0)
@@ -337,11 +342,12 @@ private:
         std::string where = path();
         if (where.front() != '/')
         {
-            char cwd[PATH_MAX];
-            const ssize_t n = ::readlink((proc + "/cwd").c_str(), cwd, sizeof cwd - 1);
+            std::string cwd(PATH_MAX, '\0');
+            const ssize_t n = ::readlink((proc + "/cwd").c_str(), cwd.data(), cwd.size() - 1);
             if (n <= 0)
                 return EACCES;
-            where = std::string(cwd, static_cast<std::size_t>(n)) + "/" + where;
+            cwd.resize(static_cast<std::size_t>(n));
+            where = cwd + "/" + where;
         }
         // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
         // plan's sockets pass.
@@ -479,9 +485,14 @@ void serve_one(std::shared_ptr<connect_broker::state> s, seccomp_notif n)
         s->threads.emplace(n.id, ::pthread_self());
     }
     const int rc = call(*s, n).run();
+    {
+        // Off the list before the answer ends the notification: the watcher signals only
+        // calls still waiting, and never a thread that is gone.
+        std::lock_guard lock(s->m);
+        s->threads.erase(n.id);
+    }
     answer(s->listener.get(), n.id, rc);
-    std::lock_guard lock(s->m); // held to the end: the watcher never signals a thread gone
-    s->threads.erase(n.id);
+    std::lock_guard lock(s->m);
     --s->in_flight;
 }
 
