@@ -352,6 +352,7 @@ private:
         // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
         // plan's sockets pass.
         const int diag = diag_socket(tid);
+        const auto listed = listed_now();
         if (!root || !notification_alive(s_.listener.get(), n_.id))
             return EACCES;
         if (!become(ids))
@@ -369,7 +370,7 @@ private:
             return errno;
         if (!S_ISSOCK(st.st_mode))
             return ECONNREFUSED; // what connecting to a file that is no socket gives
-        if (!allowed(st, diag))
+        if (!allowed(st, listed, diag))
             return EACCES;
         sockaddr_un via{};
         via.sun_family = AF_UNIX;
@@ -399,11 +400,30 @@ private:
         return s_.diag.emplace(key, std::move(made)).first->second.get();
     }
 
-    // A listed socket file, or one a listener of the task's own namespace is bound to.
-    bool allowed(const struct stat& st, int diag)
+    // The plan's sockets whose host path still names them, as (device, inode): a socket its
+    // service removed does not pass, even when another one gets its inode number. (Looked
+    // at as the worker, before the thread takes the task's ids: the host path may lie where
+    // the task's user cannot search.)
+    std::vector<std::pair<dev_t, ino_t>> listed_now() const
     {
-        const proto::socket_file sf{st.st_dev, st.st_ino};
-        if (std::find(s_.allowed.begin(), s_.allowed.end(), sf) != s_.allowed.end())
+        std::vector<std::pair<dev_t, ino_t>> out;
+        for (const auto& f : s_.allowed)
+        {
+            struct stat st = {};
+            if (::stat(f.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+                static_cast<std::uint64_t>(st.st_dev) == f.dev &&
+                static_cast<std::uint64_t>(st.st_ino) == f.ino)
+                out.emplace_back(st.st_dev, st.st_ino);
+        }
+        return out;
+    }
+
+    // A listed socket file, or one a listener of the task's own namespace is bound to.
+    bool allowed(const struct stat& st, const std::vector<std::pair<dev_t, ino_t>>& listed,
+                 int diag)
+    {
+        if (std::find(listed.begin(), listed.end(), std::make_pair(st.st_dev, st.st_ino)) !=
+            listed.end())
             return true;
         if (diag < 0)
             return false;

@@ -16,7 +16,9 @@
 //   4. a path-named AF_UNIX address is resolved as the task sees it (its root and working
 //      directory, openat2 RESOLVE_IN_ROOT, no magic links) to an O_PATH descriptor of the
 //      socket file; the connect is allowed when that file is one of the plan's sockets (by
-//      device and inode) or is bound by a listening socket of the task's own network
+//      device and inode, while its host path still names it: a socket its service removed
+//      does not pass, even when another gets its inode number) or is bound by a listening
+//      socket of the task's own network
 //      namespace (sock_diag: a socket the sandbox serves itself), and then made through
 //      /proc/self/fd/N, so it reaches that very file; else it fails with EACCES;
 //   5. any other address (IP, abstract and unnamed AF_UNIX: all in the task's network

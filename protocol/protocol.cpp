@@ -26,6 +26,31 @@ bool get_string(std::string_view& in, std::string& s)
     return true;
 }
 
+// A count, then each file's device, inode and path (at least 20 bytes each: a count the
+// rest cannot hold is refused before anything is allocated).
+bool get_socket_files(std::string_view& in, std::vector<socket_file>& out)
+{
+    std::uint32_t count = 0;
+    if (!from_bytes(in, count))
+        return false;
+    in.remove_prefix(sizeof count);
+    if (count > in.size() / 20)
+        return false;
+    out.resize(count);
+    for (auto& sf : out)
+    {
+        if (!from_bytes(in, sf.dev))
+            return false;
+        in.remove_prefix(sizeof sf.dev);
+        if (!from_bytes(in, sf.ino))
+            return false;
+        in.remove_prefix(sizeof sf.ino);
+        if (!get_string(in, sf.path))
+            return false;
+    }
+    return true;
+}
+
 } // namespace
 
 std::string encode_plan(const plan& p)
@@ -50,10 +75,13 @@ std::string encode_plan(const plan& p)
         put_string(out, p.tty_path);
     if (f.options & opt_connect_broker)
     {
-        std::string files;
+        out.append(as_bytes(static_cast<std::uint32_t>(p.allowed_sockets.size())));
         for (const auto& sf : p.allowed_sockets)
-            files.append(as_bytes(sf));
-        put_string(out, files);
+        {
+            out.append(as_bytes(sf.dev));
+            out.append(as_bytes(sf.ino));
+            put_string(out, sf.path);
+        }
     }
     return out;
 }
@@ -79,19 +107,8 @@ std::optional<plan> decode_plan(std::string_view in)
             return std::nullopt;
     if ((p.fixed.options & opt_tty) && !get_string(in, p.tty_path))
         return std::nullopt;
-    if (p.fixed.options & opt_connect_broker)
-    {
-        std::string files;
-        if (!get_string(in, files) || files.size() % sizeof(socket_file) != 0)
-            return std::nullopt;
-        std::string_view rest(files);
-        p.allowed_sockets.resize(files.size() / sizeof(socket_file));
-        for (auto& sf : p.allowed_sockets)
-        {
-            from_bytes(rest, sf);
-            rest.remove_prefix(sizeof sf);
-        }
-    }
+    if ((p.fixed.options & opt_connect_broker) && !get_socket_files(in, p.allowed_sockets))
+        return std::nullopt;
     if (!in.empty())
         return std::nullopt;
     return p;

@@ -24,12 +24,13 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 10; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+inline constexpr std::uint32_t version = 11; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
                                              // 5: extra descriptors, ignored job signals;
                                              // 6: the worker keeps the deadline;
                                              // 7: the cgroup path; 8: set-up, then timeout;
                                              // 9: idle workers retire, cap watches;
-                                             // 10: the connect broker
+                                             // 10: the connect broker;
+                                             // 11: allowed sockets name their path
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -117,11 +118,13 @@ enum plan_option : std::uint32_t
     opt_connect_broker = 64,
 };
 
-/// A socket file by its device (st_dev) and inode.
+/// A socket file by its device (st_dev) and inode, and the host path it was found at (the
+/// broker lets it through only while that path still names it).
 struct socket_file
 {
     std::uint64_t dev = 0;
     std::uint64_t ino = 0;
+    std::string path;
     friend bool operator==(const socket_file&, const socket_file&) = default;
 };
 

@@ -397,7 +397,7 @@ outcome<std::vector<backend::socket_file>> socket_files(const std::vector<std::s
             return f;
         }
         out.push_back(
-            {static_cast<std::uint64_t>(sb.st_dev), static_cast<std::uint64_t>(sb.st_ino)});
+            {static_cast<std::uint64_t>(sb.st_dev), static_cast<std::uint64_t>(sb.st_ino), p});
     }
     return out;
 }

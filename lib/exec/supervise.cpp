@@ -377,7 +377,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     {
         p.fixed.options |= proto::opt_connect_broker;
         for (const auto& f : *plan_.unix_socket_policy)
-            p.allowed_sockets.push_back({f.dev, f.ino});
+            p.allowed_sockets.push_back({f.dev, f.ino, f.path});
     }
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);

@@ -21,8 +21,10 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -50,7 +52,12 @@ struct listener
         BOOST_REQUIRE(::listen(fd, backlog) == 0);
         ::chmod(path.c_str(), 0777); // connecting needs write access to the socket
     }
-    ~listener() { ::close(fd); }
+    ~listener()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
     // Accepts what is queued; the number, and the uid of the last peer (-1: none).
     int drain(uid_t* last_uid = nullptr)
     {
@@ -207,6 +214,43 @@ BOOST_FIXTURE_TEST_CASE(a_blocked_connect_ends_with_its_tree, policy_fixture)
     ::close(one);
     std::this_thread::sleep_for(300ms);
     BOOST_TEST(stuck.drain() == 0);
+}
+
+// A listed socket passes while its host path names it. Here the listed file has a second
+// name (a hard link, outside the list, which leads to the very same socket), and its service
+// removes the listed name during the call while it keeps listening: without the policy the
+// command still connects by the other name; with it, that socket is no longer the listed
+// one (it is what keeps an inode number the host hands out again from naming any socket).
+BOOST_FIXTURE_TEST_CASE(a_listed_socket_removed_by_its_service_no_longer_passes, policy_fixture)
+{
+    const std::string marker = (hosts.path() / "removed").string();
+    const std::string other = (hosts.path() / "other.sock").string();
+    const std::string script = probe() + " connect " + other + "; while [ ! -e " + marker +
+                               " ]; do sleep 0.05; done; " + probe() + " connect " + other;
+    for (bool hold : {true, false})
+    {
+        BOOST_TEST_REQUIRE(::link(listed.c_str(), other.c_str()) == 0);
+        // The host: once the first connection is queued, the listed name goes, then the
+        // marker says so.
+        std::thread service([&] {
+            pollfd p{good.fd, POLLIN, 0};
+            if (::poll(&p, 1, 30000) == 1)
+                ::unlink(listed.c_str());
+            std::ofstream(marker) << "x";
+        });
+        auto r = run(script, hold);
+        service.join();
+        BOOST_TEST(!r.ec, r.result.diag);
+        BOOST_TEST(r.result.out.data ==
+                       (hold ? "connect ok\nconnect EACCES\n" : "connect ok\nconnect ok\n"),
+                   r.result.out.data + r.result.err.data);
+        BOOST_TEST(good.drain() == (hold ? 1 : 2));
+        // The next round's files: the listed socket anew at its path, no marker, no link.
+        ::unlink(marker.c_str());
+        ::unlink(other.c_str());
+        ::close(good.fd);
+        good.fd = listener(listed).release();
+    }
 }
 
 BOOST_FIXTURE_TEST_CASE(no_other_name_reaches_an_unlisted_socket, policy_fixture)

@@ -30,11 +30,14 @@
 
 namespace sandbox::backend {
 
-/// A socket file by its device and inode, as stat() gives them.
+/// A socket file by its device and inode, as stat() gives them, and the host path it was
+/// found at: it is let through only while that path still names it (a socket removed
+/// meanwhile does not pass, even when another one gets its inode number).
 struct socket_file
 {
     std::uint64_t dev = 0;
     std::uint64_t ino = 0;
+    std::string path;
 };
 
 /// \brief Everything the supervisor needs; built by a backend from an exec_request after
