@@ -675,6 +675,87 @@ class SandboxdTest(unittest.TestCase):
         self.assertTrue(wait_gone(sessions[0]["pid"]))
 
 
+class FakeDaemon:
+    """A daemon that answers sandbox-run --connect with output it chooses: one HTTP/1.1
+    server on a unix socket in a temporary directory, answering in order of the calls."""
+
+    def __init__(self, output_bodies):
+        self.dir = tempfile.mkdtemp(prefix="sbx-fake-")
+        self.sock = os.path.join(self.dir, "d.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.sock)
+        self.listener.listen(8)
+        self.outputs = list(output_bodies)
+        self.calls = []
+        import threading
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def answer(self, method, target):
+        self.calls.append(f"{method} {target}")
+        if target.endswith("/sessions") and method == "POST":
+            return 201, {"id": "s1"}
+        if "/output" in target:
+            return 200, self.outputs.pop(0) if self.outputs else {"chunks": [], "next": 0, "eof": True}
+        if target.endswith("/wait"):
+            return 200, {"exit_code": 0, "status": "exited", "out": {"data": ""}, "err": {"data": ""}}
+        return 200, {}
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            with c, c.makefile("rb") as r:
+                while True:
+                    line = r.readline()
+                    if not line:
+                        break
+                    method, target, _ = line.decode().split(" ", 2)
+                    length = 0
+                    while (h := r.readline()) not in (b"\r\n", b"\n", b""):
+                        name, _, value = h.decode().partition(":")
+                        if name.strip().lower() == "content-length":
+                            length = int(value)
+                    r.read(length)
+                    status, body = self.answer(method, target)
+                    data = json.dumps(body).encode()
+                    c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n" % (status, len(data)) + data)
+
+    def close(self):
+        self.listener.close()
+        self.thread.join(5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ConnectAgainstAFakeDaemon(unittest.TestCase):
+    """What sandbox-run --connect does with a daemon that answers wrongly."""
+
+    def test_output_that_is_not_base64_is_refused_not_half_decoded(self):
+        for bad in ["aGVsbG8=!!", "aGVsbG8", "aGVs bG8=", "aGVsbG8===", "aGVsbA=A", "aGVs=bG8"]:
+            fake = FakeDaemon([{"chunks": [{"stream": "stdout", "data_base64": bad}],
+                                "next": 5, "eof": False}])
+            try:
+                p = subprocess.run([SANDBOX_RUN, "--connect", fake.sock, "--sandbox", "build",
+                                    "--", "true"], capture_output=True, timeout=60)
+            finally:
+                fake.close()
+            self.assertEqual(p.returncode, 125, (bad, p.stdout, p.stderr))
+            self.assertEqual(p.stdout, b"", bad)
+            self.assertIn(b"base64", p.stderr, bad)
+        # The same daemon with good output: the bytes, and the exit.
+        fake = FakeDaemon([{"chunks": [{"stream": "stdout", "data_base64": "aGVsbG8="}],
+                            "next": 5, "eof": False}])
+        try:
+            p = subprocess.run([SANDBOX_RUN, "--connect", fake.sock, "--sandbox", "build",
+                                "--", "true"], capture_output=True, timeout=60)
+        finally:
+            fake.close()
+        self.assertEqual((p.returncode, p.stdout), (0, b"hello"), p.stderr)
+
+
 if __name__ == "__main__":
     SANDBOXD, SANDBOX_RUN = sys.argv[1], sys.argv[2]
     unittest.main(argv=sys.argv[:1], verbosity=2)

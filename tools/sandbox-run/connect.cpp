@@ -21,6 +21,9 @@
 #include <boost/json.hpp>
 
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -37,11 +40,18 @@ using client::connection;
 using client::error_message;
 using client::say;
 
-// sandboxd's data_base64 (Beast's base64, as the daemon encodes it).
+// sandboxd's data_base64 (Beast's base64, as the daemon encodes it: padded, so whole
+// groups of four). Anything else is refused whole: Beast's decoder stops at the first byte
+// it cannot read, and half an answer written out would pass for the command's output.
 std::string base64_decode(std::string_view in)
 {
-    std::string out(boost::beast::detail::base64::decoded_size(in.size()) + 3, '\0');
-    out.resize(boost::beast::detail::base64::decode(out.data(), in.data(), in.size()).first);
+    namespace b64 = boost::beast::detail::base64;
+    std::string out(b64::decoded_size(in.size()) + 3, '\0');
+    const auto [written, read] = b64::decode(out.data(), in.data(), in.size());
+    const std::string_view pad = in.substr(read);
+    if (in.size() % 4 != 0 || pad.size() > 2 || pad.find_first_not_of('=') != pad.npos)
+        throw std::runtime_error("its output was not base64 (data_base64)");
+    out.resize(written);
     return out;
 }
 
