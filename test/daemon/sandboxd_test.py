@@ -733,26 +733,24 @@ class FakeDaemon:
 class ConnectAgainstAFakeDaemon(unittest.TestCase):
     """What sandbox-run --connect does with a daemon that answers wrongly."""
 
+    def run_against(self, data_base64):
+        """sandbox-run --connect against a daemon whose one output chunk is `data_base64`."""
+        fake = FakeDaemon([{"chunks": [{"stream": "stdout", "data_base64": data_base64}],
+                            "next": 5, "eof": False}])
+        try:
+            return subprocess.run([SANDBOX_RUN, "--connect", fake.sock, "--sandbox", "build",
+                                   "--", "true"], capture_output=True, timeout=60)
+        finally:
+            fake.close()
+
     def test_output_that_is_not_base64_is_refused_not_half_decoded(self):
         for bad in ["aGVsbG8=!!", "aGVsbG8", "aGVs bG8=", "aGVsbG8===", "aGVsbA=A", "aGVs=bG8"]:
-            fake = FakeDaemon([{"chunks": [{"stream": "stdout", "data_base64": bad}],
-                                "next": 5, "eof": False}])
-            try:
-                p = subprocess.run([SANDBOX_RUN, "--connect", fake.sock, "--sandbox", "build",
-                                    "--", "true"], capture_output=True, timeout=60)
-            finally:
-                fake.close()
+            p = self.run_against(bad)
             self.assertEqual(p.returncode, 125, (bad, p.stdout, p.stderr))
             self.assertEqual(p.stdout, b"", bad)
             self.assertIn(b"base64", p.stderr, bad)
-        # The same daemon with good output: the bytes, and the exit.
-        fake = FakeDaemon([{"chunks": [{"stream": "stdout", "data_base64": "aGVsbG8="}],
-                            "next": 5, "eof": False}])
-        try:
-            p = subprocess.run([SANDBOX_RUN, "--connect", fake.sock, "--sandbox", "build",
-                                "--", "true"], capture_output=True, timeout=60)
-        finally:
-            fake.close()
+        # Good output: its bytes, and the exit.
+        p = self.run_against("aGVsbG8=")
         self.assertEqual((p.returncode, p.stdout), (0, b"hello"), p.stderr)
 
 
