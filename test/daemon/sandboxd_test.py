@@ -725,8 +725,10 @@ class FakeDaemon:
                               b"Content-Length: %d\r\n\r\n" % (status, len(data)) + data)
 
     def close(self):
+        self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (close does not)
         self.listener.close()
         self.thread.join(5)
+        assert not self.thread.is_alive()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
