@@ -103,6 +103,29 @@ std::optional<task_ids> parse_task_ids(std::string_view status)
     return t;
 }
 
+std::optional<task_ids> read_task_ids(pid_t tid, int& err)
+{
+    const std::string where = "/proc/" + std::to_string(tid) + "/status";
+    for (std::size_t size = 16384; size <= (std::size_t{1} << 20); size *= 4)
+    {
+        std::string status(size, '\0'); // on the heap: see served_in_namespace
+        const ssize_t n = read_small(where.c_str(), status.data(), status.size(), err);
+        if (n <= 0)
+        {
+            err = ESRCH;
+            return std::nullopt;
+        }
+        if (static_cast<std::size_t>(n) == size)
+            continue; // perhaps cut inside the Groups line: read again, whole
+        auto ids = parse_task_ids(std::string_view(status.data(), static_cast<std::size_t>(n)));
+        if (!ids)
+            err = EPERM;
+        return ids;
+    }
+    err = EPERM;
+    return std::nullopt;
+}
+
 bool same_device(std::uint32_t kernel_dev, std::uint64_t st_dev)
 {
     return (kernel_dev >> 20) == major(st_dev) && (kernel_dev & 0xfffff) == minor(st_dev);
@@ -128,7 +151,12 @@ struct connect_broker::state
     // sock_diag sockets by network namespace (device, inode), made on first use: a thread
     // that queries one holds `diag_m` (a query is a send and the dump's receives).
     std::mutex diag_m;
-    std::map<std::pair<dev_t, ino_t>, unique_fd> diag;
+    struct diag_socket
+    {
+        unique_fd fd;
+        bool broken = false; // a dump that did not end: out of step, never asked again
+    };
+    std::map<std::pair<dev_t, ino_t>, std::shared_ptr<diag_socket>> diag;
 };
 
 namespace {
@@ -165,9 +193,14 @@ int sys_pidfd_getfd(int pidfd, int fd)
     return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
 }
 
+// Whether the call `id` still waits (its task alive). The kernel takes its lock
+// interruptibly: EINTR says nothing about the call, and is asked again.
 bool notification_alive(int listener, std::uint64_t id)
 {
-    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+    while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
+        if (errno != EINTR)
+            return false;
+    return true;
 }
 
 // The calling thread takes `t`'s ids and groups and drops every capability (raw calls: the
@@ -186,20 +219,25 @@ bool become(const task_ids& t)
     return ::syscall(SYS_capset, &h, d) == 0;
 }
 
-// A sock_diag socket in the task's network namespace (made on this thread, which enters
-// the namespace: a socket stays in the namespace it was made in).
-unique_fd diag_socket_of(pid_t tid)
+// A sock_diag socket in the network namespace `ns` (made on this thread, which enters the
+// namespace: a socket stays in the namespace it was made in).
+unique_fd diag_socket_in(int ns)
 {
-    unique_fd ns(
-        ::open(("/proc/" + std::to_string(tid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns || ::setns(ns.get(), CLONE_NEWNET) != 0)
+    if (::setns(ns, CLONE_NEWNET) != 0)
         return {};
     return unique_fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
 }
 
+enum class served
+{
+    no,
+    yes,
+    broken // the dump did not end (an error, a signal): the socket is out of step
+};
+
 // Whether a listening AF_UNIX socket of the diag socket's namespace is bound to the file
 // `st` (sock_diag gives the bound file's device and the low 32 bits of its inode).
-bool served_in_namespace(int diag, const struct stat& st)
+served served_in_namespace(int diag, const struct stat& st)
 {
     struct
     {
@@ -213,7 +251,7 @@ bool served_in_namespace(int diag, const struct stat& st)
     q.req.udiag_states = 1u << 10; // TCP_LISTEN
     q.req.udiag_show = UDIAG_SHOW_VFS;
     if (::send(diag, &q, sizeof q, 0) != static_cast<ssize_t>(sizeof q))
-        return false;
+        return served::broken;
     // On the heap, as every buffer of a call: a call's thread is new, and glibc gives a
     // cached stack back to the kernel (madvise) when a thread ends, so each stack page a
     // call touches faults in again (16 KiB of stack cost ~100 us a call here).
@@ -225,12 +263,12 @@ bool served_in_namespace(int diag, const struct stat& st)
     {
         const ssize_t n = ::recv(diag, buf, size, 0);
         if (n <= 0)
-            return found;
+            return served::broken;
         int left = static_cast<int>(n);
         for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
         {
             if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
-                return found;
+                return found ? served::yes : served::no;
             auto* msg = static_cast<unix_diag_msg*>(NLMSG_DATA(h));
             int alen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
             for (auto* a = reinterpret_cast<rtattr*>(msg + 1); RTA_OK(a, alen);
@@ -266,23 +304,16 @@ public:
         len_ = len;
         if (int rc = copy_address(tid); rc != 0)
             return rc;
-        // (A file that fills the buffer may be cut inside its Groups line: never used. It
-        // takes over a thousand groups. The buffer is on the heap: see served_in_namespace.)
-        std::string status(16384, '\0');
-        int err = 0;
-        const std::string where = "/proc/" + std::to_string(tid) + "/status";
-        const ssize_t n = read_small(where.c_str(), status.data(), status.size(), err);
-        const bool whole = n > 0 && static_cast<std::size_t>(n) < status.size();
-        const auto ids =
-            whole ? parse_task_ids(std::string_view(status.data(), static_cast<std::size_t>(n)))
-                  : std::nullopt;
-        if (!ids)
-            return ESRCH; // gone (the answer then fails harmlessly)
-        if (int rc = copy_socket(tid, ids->tgid); rc != 0)
+        int rc = 0;
+        const auto found = read_task_ids(tid, rc);
+        if (!found)
+            return rc;
+        const task_ids& ids = *found;
+        if (rc = copy_socket(tid, ids.tgid); rc != 0)
             return rc;
         if (path_named())
-            return connect_path(tid, *ids);
-        if (!become(*ids))
+            return connect_path(tid, ids);
+        if (!become(ids))
             return EPERM;
         return connect_as_given();
     }
@@ -349,12 +380,16 @@ private:
             cwd.resize(static_cast<std::size_t>(n));
             where = cwd + "/" + where;
         }
-        // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
-        // plan's sockets pass.
-        const int diag = diag_socket(tid);
-        const auto listed = listed_now();
+        unique_fd ns(::open((proc + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+        pin_listed();
+        // The root and the namespace were opened while the task lived: its tid was not
+        // another process's yet.
         if (!root || !notification_alive(s_.listener.get(), n_.id))
             return EACCES;
+        // Without a sock_diag socket (no CAP_SYS_ADMIN to enter the namespace) only the
+        // plan's sockets pass.
+        if (ns)
+            take_diag_socket(ns.get());
         if (!become(ids))
             return EPERM;
         // Resolved as the task, in its root: the directories it cannot search stop us too.
@@ -370,7 +405,7 @@ private:
             return errno;
         if (!S_ISSOCK(st.st_mode))
             return ECONNREFUSED; // what connecting to a file that is no socket gives
-        if (!allowed(st, listed, diag))
+        if (!allowed(st))
             return EACCES;
         sockaddr_un via{};
         via.sun_family = AF_UNIX;
@@ -381,54 +416,70 @@ private:
                    : errno;
     }
 
-    // The task's network namespace's sock_diag socket (kept by the broker), made on this
-    // thread while it still has CAP_SYS_ADMIN; -1 when none can be had.
-    int diag_socket(pid_t tid)
+    // The sock_diag socket of the network namespace `ns` (kept by the broker, one per
+    // namespace), made on this thread while it still has CAP_SYS_ADMIN; none when none can
+    // be had.
+    void take_diag_socket(int ns)
     {
-        struct stat ns = {};
-        if (::stat(("/proc/" + std::to_string(tid) + "/ns/net").c_str(), &ns) != 0)
-            return -1;
+        struct stat st = {};
+        if (::fstat(ns, &st) != 0)
+            return;
+        diag_key_ = {st.st_dev, st.st_ino};
         std::lock_guard lock(s_.diag_m);
-        const auto key = std::make_pair(ns.st_dev, ns.st_ino);
-        if (auto it = s_.diag.find(key); it != s_.diag.end())
-            return it->second.get();
-        unique_fd made = diag_socket_of(tid);
-        if (!made)
-            return -1;
-        if (s_.diag.size() >= max_namespaces)
-            return (own_diag_ = std::move(made)).get();
-        return s_.diag.emplace(key, std::move(made)).first->second.get();
+        if (auto it = s_.diag.find(diag_key_); it != s_.diag.end())
+        {
+            diag_ = it->second;
+            return;
+        }
+        auto made = std::make_shared<connect_broker::state::diag_socket>();
+        made->fd = diag_socket_in(ns);
+        if (!made->fd)
+            return;
+        diag_ = made;
+        if (s_.diag.size() < max_namespaces)
+            s_.diag.emplace(diag_key_, std::move(made));
     }
 
-    // The plan's sockets whose host path still names them, as (device, inode): a socket its
-    // service removed does not pass, even when another one gets its inode number. (Looked
-    // at as the worker, before the thread takes the task's ids: the host path may lie where
-    // the task's user cannot search.)
-    std::vector<std::pair<dev_t, ino_t>> listed_now() const
+    // The plan's sockets whose host path still names them, each held open (O_PATH) for the
+    // call: a socket its service removed does not pass, and none that passes can have its
+    // inode number handed to another file meanwhile. (As the worker, before the thread
+    // takes the task's ids: the host path may lie where the task's user cannot search.)
+    void pin_listed()
     {
-        std::vector<std::pair<dev_t, ino_t>> out;
         for (const auto& f : s_.allowed)
         {
+            unique_fd fd(::open(f.path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
             struct stat st = {};
-            if (::stat(f.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+            if (fd && ::fstat(fd.get(), &st) == 0 && S_ISSOCK(st.st_mode) &&
                 static_cast<std::uint64_t>(st.st_dev) == f.dev &&
                 static_cast<std::uint64_t>(st.st_ino) == f.ino)
-                out.emplace_back(st.st_dev, st.st_ino);
+            {
+                listed_.emplace_back(st.st_dev, st.st_ino);
+                pinned_.push_back(std::move(fd));
+            }
         }
-        return out;
     }
 
-    // A listed socket file, or one a listener of the task's own namespace is bound to.
-    bool allowed(const struct stat& st, const std::vector<std::pair<dev_t, ino_t>>& listed,
-                 int diag)
+    // A listed socket file, or one a listener of the task's own namespace is bound to. A
+    // sock_diag socket whose dump did not end is dropped (the next call makes another).
+    bool allowed(const struct stat& st)
     {
-        if (std::find(listed.begin(), listed.end(), std::make_pair(st.st_dev, st.st_ino)) !=
-            listed.end())
+        const auto file = std::make_pair(st.st_dev, st.st_ino);
+        if (std::find(listed_.begin(), listed_.end(), file) != listed_.end())
             return true;
-        if (diag < 0)
+        if (!diag_)
             return false;
         std::lock_guard lock(s_.diag_m);
-        return served_in_namespace(diag, st);
+        if (diag_->broken)
+            return false;
+        const served r = served_in_namespace(diag_->fd.get(), st);
+        if (r == served::broken)
+        {
+            diag_->broken = true;
+            if (auto it = s_.diag.find(diag_key_); it != s_.diag.end() && it->second == diag_)
+                s_.diag.erase(it);
+        }
+        return r == served::yes;
     }
 
     int connect_as_given()
@@ -444,7 +495,10 @@ private:
     sockaddr_storage addr_{};
     std::size_t len_ = 0;
     unique_fd sock_;
-    unique_fd own_diag_;
+    std::shared_ptr<connect_broker::state::diag_socket> diag_;
+    std::pair<dev_t, ino_t> diag_key_{};
+    std::vector<std::pair<dev_t, ino_t>> listed_;
+    std::vector<unique_fd> pinned_;
 };
 
 void answer(int listener, std::uint64_t id, int rc)
@@ -463,6 +517,9 @@ void answer(int listener, std::uint64_t id, int rc)
 // `stop_patience` (a thread stuck where no signal reaches keeps its state alive).
 void watch_calls(std::shared_ptr<connect_broker::state> s)
 {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, nullptr); // nothing interrupts its own waits
     using clock = std::chrono::steady_clock;
     std::unique_lock lock(s->m);
     auto give_up = clock::time_point::max();

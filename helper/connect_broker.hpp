@@ -16,8 +16,9 @@
 //   4. a path-named AF_UNIX address is resolved as the task sees it (its root and working
 //      directory, openat2 RESOLVE_IN_ROOT, no magic links) to an O_PATH descriptor of the
 //      socket file; the connect is allowed when that file is one of the plan's sockets (by
-//      device and inode, while its host path still names it: a socket its service removed
-//      does not pass, even when another gets its inode number) or is bound by a listening
+//      device and inode, while its host path still names it, held open for the call: a
+//      socket its service removed does not pass, even when another gets its inode number)
+//      or is bound by a listening
 //      socket of the task's own network
 //      namespace (sock_diag: a socket the sandbox serves itself), and then made through
 //      /proc/self/fd/N, so it reaches that very file; else it fails with EACCES;
@@ -30,7 +31,9 @@
 // blocked in the worker, which serves the next execution.
 //
 // The sock_diag socket of step 4 is made once per network namespace (entering it needs
-// CAP_SYS_ADMIN, so before step 3) and queried only for a file that is not listed.
+// CAP_SYS_ADMIN, so before step 3, from the namespace descriptor opened while the task was
+// known alive) and queried only for a file that is not listed; one whose dump was cut off
+// (a signal, an error) is never asked again.
 #ifndef SANDBOX_HELPER_CONNECT_BROKER_HPP
 #define SANDBOX_HELPER_CONNECT_BROKER_HPP
 
@@ -59,6 +62,12 @@ struct task_ids
 
 /// The ids of a /proc/TID/status text, or nothing when a line is missing or malformed.
 std::optional<task_ids> parse_task_ids(std::string_view status);
+
+/// The ids of task `tid` from /proc/TID/status, read whole (a read that fills the buffer
+/// may be cut inside the Groups line, so it is read again, larger, up to 1 MiB: the kernel's
+/// 65,536 groups fit). On failure nothing, and `err`: ESRCH when the task is gone, EPERM
+/// when its status cannot be read whole or does not parse.
+std::optional<task_ids> read_task_ids(pid_t tid, int& err);
 
 /// Whether a sock_diag device number (the kernel's own encoding: major << 20 | minor) names
 /// the same device as a stat()'s st_dev.

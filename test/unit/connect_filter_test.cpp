@@ -11,13 +11,17 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <vector>
 
 #include <csignal>
+#include <grp.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -164,6 +168,46 @@ BOOST_AUTO_TEST_CASE(sock_diag_device_numbers)
     BOOST_TEST(sandbox::detail::same_device((259u << 20) | 300u, makedev(259, 300)));
     BOOST_TEST(!sandbox::detail::same_device((8u << 20) | 1u, makedev(8, 2)));
     BOOST_TEST(!sandbox::detail::same_device((8u << 20) | 1u, makedev(1, 8)));
+}
+
+// A task with the kernel's most groups (65,536: a status of ~450 KiB) is read whole, every
+// group, not cut at the first buffer's end. (Root: a child sets its groups and waits.)
+BOOST_AUTO_TEST_CASE(a_task_with_65536_groups_is_read_whole)
+{
+    if (::geteuid() != 0)
+    {
+        BOOST_TEST_MESSAGE("skipped: needs root to set groups");
+        return;
+    }
+    std::vector<gid_t> groups(65536);
+    for (std::size_t i = 0; i < groups.size(); ++i)
+        groups[i] = static_cast<gid_t>(100000 + i);
+    int ready[2];
+    BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0);
+    if (child == 0)
+    {
+        const char ok = ::setgroups(groups.size(), groups.data()) == 0 ? 'y' : 'n';
+        [[maybe_unused]] auto n = ::write(ready[1], &ok, 1);
+        ::pause();
+        ::_exit(0);
+    }
+    ::close(ready[1]);
+    char ok = 0;
+    BOOST_TEST(::read(ready[0], &ok, 1) == 1);
+    ::close(ready[0]);
+    int err = 0;
+    const auto ids = ok == 'y' ? sandbox::detail::read_task_ids(child, err) : std::nullopt;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    BOOST_TEST_REQUIRE(ok == 'y');
+    BOOST_TEST_REQUIRE(ids.has_value(), err);
+    BOOST_TEST(ids->tgid == child);
+    BOOST_TEST((std::vector<gid_t>(ids->groups.begin(), ids->groups.end()) == groups));
+    // A task that is gone: ESRCH.
+    BOOST_TEST(!sandbox::detail::read_task_ids(child, err).has_value());
+    BOOST_TEST(err == ESRCH);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
