@@ -122,6 +122,31 @@ inline std::vector<pid_t> proc_pids()
     return pids;
 }
 
+/// The parent of `pid` (0 when it is gone or unreadable).
+inline pid_t parent_of(pid_t pid)
+{
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    std::getline(st, text);
+    auto rp = text.rfind(')');
+    char state = 0;
+    int ppid = 0;
+    if (rp == std::string::npos || std::sscanf(text.c_str() + rp + 1, " %c %d", &state, &ppid) != 2)
+        return 0;
+    return ppid;
+}
+
+/// True when `pid` is this process or below it (a memory figure counts only the processes
+/// of its own run, whatever else runs on the machine: another benchmark, a test suite).
+inline bool mine(pid_t pid)
+{
+    const pid_t me = ::getpid();
+    for (int depth = 0; depth < 64 && pid > 1; ++depth, pid = parent_of(pid))
+        if (pid == me)
+            return true;
+    return false;
+}
+
 /// Processes whose parent is this process (a benchmark must leave none behind).
 inline std::vector<pid_t> my_children()
 {

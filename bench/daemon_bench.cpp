@@ -166,6 +166,7 @@ long pss_kib(pid_t pid) { return rollup_kib(pid, "Pss:"); }
 // The daemon's own growth: its private dirty pages (the heap), not shared ones.
 long private_kib(pid_t pid) { return rollup_kib(pid, "Private_Dirty:"); }
 
+// The proportional memory of this run's processes named `comm` (the daemon's workers, cats).
 long pss_of_comm(const char* comm, int& count)
 {
     long sum = 0;
@@ -175,7 +176,7 @@ long pss_of_comm(const char* comm, int& count)
         std::ifstream c("/proc/" + std::to_string(pid) + "/comm");
         std::string name;
         std::getline(c, name);
-        if (name == comm)
+        if (name == comm && bench::mine(pid))
             ++count, sum += pss_kib(pid);
     }
     return sum;

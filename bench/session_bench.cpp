@@ -211,7 +211,7 @@ long status_kib(const std::string& file, const char* key)
     return 0;
 }
 
-// Proportional memory of the processes with this name (comm), in KiB.
+// Proportional memory of this run's processes with this name (comm), in KiB.
 long pss_of(const char* comm, int& count)
 {
     long sum = 0;
@@ -222,7 +222,7 @@ long pss_of(const char* comm, int& count)
         std::ifstream c(dir + "/comm");
         std::string name;
         std::getline(c, name);
-        if (name != comm)
+        if (name != comm || !bench::mine(pid))
             continue;
         ++count;
         sum += status_kib(dir + "/smaps_rollup", "Pss:");

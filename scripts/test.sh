@@ -9,6 +9,10 @@
 #   scripts/test.sh --tsan       the TSan job alone: the two-thread test (test/threads/) built
 #                                with ThreadSanitizer in build-tsan/ (the library, the local
 #                                backend, the helper and that test only)
+#
+# The suites run side by side (ctest -j, one per core): each test process tells its own
+# processes from any other's (test/integration/support.hpp), and the benchmarks' memory figures
+# count only their own run's processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,12 +36,12 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # The install/consumer test and the benchmark smoke run belong to the normal build.
-  ctest --test-dir build-asan --output-on-failure -E 'install_consumer|bench_smoke'
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E 'install_consumer|bench_smoke'
 elif [ "${1:-}" = "--tsan" ]; then
   tsan_job
 else
   scripts/setup.sh
-  ctest --test-dir build --output-on-failure
+  ctest --test-dir build --output-on-failure -j "$(nproc)"
   test/install/run.sh
   tsan_job
 fi

@@ -21,6 +21,38 @@
 
 namespace sbx_test {
 
+namespace {
+
+// The copy and its directory; the directory goes at exit (a process still running the
+// copy keeps its inode, so removing it never disturbs a test's cleanup).
+struct target_copy
+{
+    std::filesystem::path dir;
+    std::string path;
+    target_copy()
+    {
+        const std::filesystem::path built = SBX_TEST_TARGET;
+        dir = built.parent_path() / ("run." + std::to_string(::getpid()));
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directory(dir);
+        path = (dir / built.filename()).string();
+        std::filesystem::copy_file(built, path);
+    }
+    ~target_copy()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+};
+
+} // namespace
+
+const std::string& private_target()
+{
+    static const target_copy copy;
+    return copy.path;
+}
+
 sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_options o)
 {
     sandbox::exec_request r;
@@ -30,21 +62,28 @@ sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_option
     return r;
 }
 
-run_outcome run(boost::asio::io_context& ioc, sandbox::runner& r, sandbox::exec_request req,
-                std::chrono::seconds limit)
+unchecked_outcome run_unchecked(boost::asio::io_context& ioc, sandbox::runner& r,
+                                sandbox::exec_request req, std::chrono::seconds limit)
 {
-    run_outcome out;
-    bool done = false;
+    unchecked_outcome out;
     sandbox::async_exec(r, std::move(req),
                         [&](boost::system::error_code ec, sandbox::exec_result res) {
                             out.ec = ec;
                             out.result = std::move(res);
-                            done = true;
+                            out.done = true;
                         });
     ioc.restart();
     ioc.run_for(limit);
-    BOOST_REQUIRE_MESSAGE(done, "operation did not complete within the time limit");
-    BOOST_CHECK_MESSAGE(ioc.stopped(), "io_context still had work after completion");
+    out.idle = ioc.stopped();
+    return out;
+}
+
+run_outcome run(boost::asio::io_context& ioc, sandbox::runner& r, sandbox::exec_request req,
+                std::chrono::seconds limit)
+{
+    auto out = run_unchecked(ioc, r, std::move(req), limit);
+    BOOST_REQUIRE_MESSAGE(out.done, "operation did not complete within the time limit");
+    BOOST_CHECK_MESSAGE(out.idle, "io_context still had work after completion");
     return out;
 }
 

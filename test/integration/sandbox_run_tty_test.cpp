@@ -134,39 +134,45 @@ public:
         const auto deadline = std::chrono::steady_clock::now() + 10s;
         while (screen_.find(needle) == std::string::npos &&
                std::chrono::steady_clock::now() < deadline)
-        {
-            pollfd p{master_, POLLIN, 0};
-            if (::poll(&p, 1, 50) == 1)
-            {
-                char buf[4096];
-                ssize_t n = ::read(master_, buf, sizeof buf);
-                if (n > 0)
-                    screen_.append(buf, static_cast<std::size_t>(n));
-            }
-        }
+            drain(50ms);
         return screen_;
     }
 
     void signal(int sig) { ::kill(pid_, sig); }
 
-    // sandbox-run's raw wait status (bounded: 10 s).
+    // sandbox-run's raw wait status (bounded: 10 s). The terminal is drained meanwhile, a
+    // poll of 10 ms at a time, so a run that exits is seen within 10 ms.
     int wait()
     {
         int status = 0;
-        for (int i = 0; i < 1000; ++i)
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline)
         {
             if (::waitpid(pid_, &status, WNOHANG) == pid_)
             {
                 pid_ = -1;
                 return status;
             }
-            read_until("\x01never"); // keep the terminal drained meanwhile
+            drain(10ms);
         }
         BOOST_FAIL("sandbox-run did not exit");
         return -1;
     }
 
 private:
+    // Appends what the terminal shows within `limit` (one poll, one read) to screen_.
+    void drain(std::chrono::milliseconds limit)
+    {
+        pollfd p{master_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(limit.count())) == 1)
+        {
+            char buf[4096];
+            ssize_t n = ::read(master_, buf, sizeof buf);
+            if (n > 0)
+                screen_.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+
     int master_ = -1;
     int slave_ = -1;
     std::string slave_name_;

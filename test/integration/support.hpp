@@ -20,8 +20,15 @@
 
 namespace sbx_test {
 
-/// Path of the helper program (test/helper/sbx_test_target.cpp).
-inline const std::string target = SBX_TEST_TARGET;
+/// This test process's own copy of the helper program (test/helper/sbx_test_target.cpp):
+/// made on first use in a directory beside the built one (`run.PID/`, so every sandbox
+/// that sees the build tree sees it), removed at exit. The checks that find helpers by
+/// executable path then see only this process's, so two suites run at once (`ctest -j`)
+/// neither report nor kill each other's.
+const std::string& private_target();
+
+/// Path of the helper program the tests run: `private_target()`.
+inline const std::string& target = private_target();
 
 /// A request running the helper with `args`.
 sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_options o = {});
@@ -37,6 +44,17 @@ struct run_outcome
 /// test if the io_context has work left afterwards.
 run_outcome run(boost::asio::io_context& ioc, sandbox::runner& r, sandbox::exec_request req,
                 std::chrono::seconds limit = std::chrono::seconds(30));
+
+/// `run` without its checks, for code that must not assert (see `fd_exhaustion`): says
+/// whether the operation completed and whether the io_context then had no work left.
+struct unchecked_outcome : run_outcome
+{
+    bool done = false;
+    bool idle = false;
+};
+unchecked_outcome run_unchecked(boost::asio::io_context& ioc, sandbox::runner& r,
+                                sandbox::exec_request req,
+                                std::chrono::seconds limit = std::chrono::seconds(30));
 
 /// A temporary directory removed on destruction (canonical path).
 class temp_dir
@@ -125,7 +143,10 @@ struct local_fixture
 
 /// RLIMIT_NOFILE lowered so that exactly `headroom` descriptor numbers are free in this
 /// process (all others below the limit hold /dev/null); restored and closed on destruction,
-/// whatever the test does meanwhile.
+/// whatever the test does meanwhile. No test assertion may run while it is in force, passing
+/// or not: under UBSan an assertion's message object is checked (-fsanitize=vptr), the
+/// check's memory probe needs a pipe, and without a free descriptor it reports a false
+/// "invalid vptr" and aborts. Record what happened; assert after the guard is gone.
 class fd_exhaustion
 {
 public:
