@@ -29,11 +29,16 @@ BWRAP_BOX = """  walled:
 
 
 def raw_request(sock_path, text, timeout=10):
-    """Sends `text` on a new connection and returns everything until the daemon closes."""
+    """Sends `text` on a new connection and returns everything until the daemon closes.
+    A daemon out of descriptors answers 503 and closes as soon as it accepts, perhaps before
+    the request is sent: the send then fails (EPIPE) but the answer is still there to read."""
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(timeout)
         s.connect(sock_path)
-        s.sendall(text.encode())
+        try:
+            s.sendall(text.encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # answered early: read what the daemon said
         data = b""
         while True:
             part = s.recv(65536)
