@@ -2,8 +2,7 @@
 #include <sandbox/net_policy.hpp>
 
 #include "host_pattern.hpp"
-
-#include <boost/url.hpp>
+#include "proxy_url.hpp"
 
 #include <cstddef>
 #include <initializer_list>
@@ -28,21 +27,6 @@ std::string indexed(std::string_view field, std::size_t index)
     s += std::to_string(index);
     s += ']';
     return s;
-}
-
-bool iequals_ascii(std::string_view a, std::string_view b) noexcept
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-    {
-        char c = a[i];
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-        if (c != b[i])
-            return false;
-    }
-    return true;
 }
 
 // Parses a host pattern and, on failure, attaches the field path as the diagnostics limit.
@@ -106,54 +90,11 @@ outcome<> check_pins(const std::vector<std::pair<std::string, std::string>>& pin
     return {};
 }
 
-// The proxy URL may carry a password, so no message here ever repeats the URL itself.
+// One parser for the URL (proxy_url.hpp), which the egress proxy reads it with too.
 outcome<> check_proxy(std::string_view proxy)
 {
-    const std::string limit = "net.proxy";
-    const auto parsed = boost::urls::parse_absolute_uri(proxy);
-    if (!parsed)
-    {
-        // An absolute URI has no fragment; say so when that is the only problem.
-        const auto any = boost::urls::parse_uri(proxy);
-        if (any && any->has_fragment())
-            return invalid("the proxy URL must not have a fragment ('#...')", limit);
-        return invalid("the proxy URL is not a valid absolute URL (expected "
-                       "http://host:port or socks5://[user[:password]@]host:port)",
-                       limit);
-    }
-    const boost::urls::url_view& url = *parsed;
-
-    const std::string_view scheme = url.scheme();
-    if (!iequals_ascii(scheme, "http") && !iequals_ascii(scheme, "socks5"))
-        return invalid("proxy URL scheme " + detail::quote_for_message(scheme, 16) +
-                           " is not supported; use http or socks5",
-                       limit);
-    if (!url.has_authority() || url.encoded_host().empty())
-        return invalid("the proxy URL has no host", limit);
-    if (url.has_password() && url.encoded_user().empty())
-        return invalid("the proxy URL has a password but no user name", limit);
-    if (url.has_port())
-    {
-        const std::string_view port = url.port();
-        if (port.empty())
-            return invalid("the proxy URL has an empty port after ':'", limit);
-        long value = 0;
-        for (const char c : port)
-        {
-            value = value * 10 + (c - '0'); // the URL grammar allows digits only
-            if (value > max_port)
-                break;
-        }
-        if (value < 1 || value > max_port)
-            return invalid("proxy port " + detail::quote_for_message(port, 16) +
-                               " is out of range (1-65535)",
-                           limit);
-    }
-    const std::string_view path = url.encoded_path();
-    if (!path.empty() && path != "/")
-        return invalid("the proxy URL must not have a path", limit);
-    if (url.has_query())
-        return invalid("the proxy URL must not have a query ('?...')", limit);
+    if (auto parsed = detail::parse_proxy_url(proxy); !parsed)
+        return parsed.error();
     return {};
 }
 

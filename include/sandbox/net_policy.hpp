@@ -82,7 +82,9 @@ struct net_policy
     /// `sandbox-run --allow-host` takes them; an allow rule each, after `rules`.
     std::vector<std::string> allow_hosts{};
     std::vector<net_rule> rules{};
-    /// Upstream proxy URL for `net_mode::proxy`: `http://` or `socks5://`, optional user[:pass]@.
+    /// Upstream proxy URL for `net_mode::proxy`: `http://` or `socks5://` (`socks5h://` is the
+    /// same: the upstream always gets the name), optional user[:pass]@, no path, query or
+    /// fragment. Validation and the egress proxy read it with one parser.
     std::string proxy{};
     /// Absolute host paths of unix sockets the child may connect to.
     std::vector<std::string> unix_sockets{};

@@ -3,6 +3,7 @@
 // was built destroyed in reverse order when the build fails.
 #include "config/backends.hpp"
 #include "config/tree.hpp"
+#include "proxy_url.hpp"
 
 #include <sandbox/config/registry.hpp>
 #include <sandbox/error.hpp>
@@ -187,6 +188,14 @@ std::unique_ptr<runner> make_backend(const backend_factory& make, const sandbox_
 
 } // namespace
 
+// Any spelling of the scheme (SOCKS5://, socks5h://) is a SOCKS5 upstream: read by the one
+// parser of proxy URLs.
+bool is_socks5_upstream(const std::string& proxy)
+{
+    auto url = sandbox::detail::parse_proxy_url(proxy);
+    return url && url->scheme == sandbox::detail::proxy_url::kind::socks5;
+}
+
 std::vector<problem> capability_gate(const exec_options& d, const enforcement_report& e,
                                      const std::string& entry_path)
 {
@@ -206,7 +215,7 @@ std::vector<problem> capability_gate(const exec_options& d, const enforcement_re
     if (d.net.mode != net_mode::inherit &&
         std::find(e.net_modes.begin(), e.net_modes.end(), d.net.mode) == e.net_modes.end())
         refuse("net.mode", std::string("network mode \"") + to_string(d.net.mode) + "\"");
-    if (d.net.proxy.rfind("socks5", 0) == 0 && !e.socks5)
+    if (is_socks5_upstream(d.net.proxy) && !e.socks5)
         refuse("net.proxy", "a socks5 upstream");
     if (d.net.mitm && d.net.mitm->enabled && !e.mitm)
         refuse("net.mitm", "TLS inspection (mitm)");

@@ -14,12 +14,12 @@
 #include "egress.hpp"
 
 #include "deadline.hpp"
+#include "proxy_url.hpp"
 #include "upstream.hpp"
 
 #include <sandbox/host_port.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/url/parse.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -53,85 +53,24 @@ const char* to_string(open_status s) noexcept
 // ---------------------------------------------------------------------------------------
 // Configuration
 
-namespace {
-
-failure bad_proxy(std::string why)
-{
-    return make_failure(errc::validation,
-                        "net.proxy must be http://[user:pass@]host[:port] or "
-                        "socks5://[user[:pass]@]host[:port]: " +
-                            std::move(why),
-                        "net.proxy");
-}
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
-outcome<upstream_proxy::kind> upstream_scheme(std::string_view scheme)
-{
-    const std::string s = lower(scheme);
-    if (s == "http")
-        return upstream_proxy::kind::http;
-    if (s == "socks5" || s == "socks5h")
-        return upstream_proxy::kind::socks5;
-    return bad_proxy("unsupported scheme");
-}
-
-outcome<> upstream_credentials(const boost::urls::url_view& u, upstream_proxy& out)
-{
-    if (!u.has_userinfo())
-        return {};
-    std::string user = u.user();
-    if (user.empty())
-        return bad_proxy("empty user name");
-    if (user.find(':') != std::string::npos)
-        return bad_proxy("':' in the user name");
-    out.password = u.password();
-    if (out.scheme == upstream_proxy::kind::socks5 &&
-        (user.size() > 255 || out.password.size() > 255))
-        return bad_proxy("SOCKS5 user name and password are at most 255 bytes");
-    out.user = std::move(user);
-    return {};
-}
-
-} // namespace
-
 outcome<upstream_proxy> parse_upstream(std::string_view url)
 {
-    auto parsed = boost::urls::parse_absolute_uri(url);
+    auto parsed = detail::parse_proxy_url(url); // the policy's validation reads it alike
     if (!parsed)
-        return bad_proxy("not a URL");
-    const boost::urls::url_view& u = *parsed;
-    upstream_proxy out;
-    auto scheme = upstream_scheme(u.scheme());
-    if (!scheme)
-        return scheme.error();
-    out.scheme = *scheme;
-    if (!u.has_authority() || u.has_query() || u.has_fragment() ||
-        (!u.encoded_path().empty() && u.encoded_path() != "/"))
-        return bad_proxy("only a scheme, credentials, a host and a port");
-    if (u.host_type() == boost::urls::host_type::ipvfuture)
-        return bad_proxy("unsupported host form");
-    auto host = canonicalize_host(u.host_address());
+        return parsed.error();
+    auto host = canonicalize_host(parsed->host);
     if (!host)
-        return bad_proxy("bad host");
+        return make_failure(errc::validation,
+                            "the proxy URL's host is not a valid name or address: " +
+                                host.error().diag.message,
+                            "net.proxy");
+    upstream_proxy out;
+    out.scheme = parsed->scheme == detail::proxy_url::kind::socks5 ? upstream_proxy::kind::socks5
+                                                                   : upstream_proxy::kind::http;
     out.host = std::move(*host);
-    if (u.has_port())
-    {
-        auto port = parse_port(u.port());
-        if (!port)
-            return bad_proxy("bad port");
-        out.port = *port;
-    }
-    else
-        out.port = out.scheme == upstream_proxy::kind::socks5 ? 1080 : 80;
-    if (auto c = upstream_credentials(u, out); !c)
-        return c.error();
+    out.port = parsed->port;
+    out.user = std::move(parsed->user);
+    out.password = std::move(parsed->password);
     return out;
 }
 

@@ -220,6 +220,20 @@ BOOST_AUTO_TEST_CASE(the_capability_gate_refuses_what_the_backend_cannot_enforce
                                            sandbox::enforcement_report{}, "sandboxes[\"y\"]");
     BOOST_TEST_REQUIRE(gate.size() == 1u);
     BOOST_TEST(gate[0].path == "sandboxes[\"y\"].defaults.resources.disk_bytes");
+    // A SOCKS5 upstream in any spelling of its scheme needs the socks5 claim.
+    sandbox::enforcement_report proxy_only;
+    proxy_only.net_modes = {sandbox::net_mode::proxy};
+    for (const char* url : {"socks5://127.0.0.1:1080", "SOCKS5://127.0.0.1", "socks5h://h:1"})
+    {
+        sandbox::exec_options o;
+        o.net.mode = sandbox::net_mode::proxy;
+        o.net.proxy = url;
+        const auto refused = cfg::capability_gate(o, proxy_only, "sandboxes[\"z\"]");
+        BOOST_TEST_REQUIRE(refused.size() == 1u, url);
+        BOOST_TEST(refused[0].path == "sandboxes[\"z\"].defaults.net.proxy");
+        o.net.proxy = "http://127.0.0.1:3128";
+        BOOST_TEST(cfg::capability_gate(o, proxy_only, "sandboxes[\"z\"]").empty());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_build_reports_every_entry_and_keeps_nothing)

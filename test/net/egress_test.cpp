@@ -80,13 +80,37 @@ BOOST_AUTO_TEST_CASE(http_with_credentials_and_default_ports)
     BOOST_CHECK_EQUAL(s.port, 1080);
     BOOST_CHECK_EQUAL(s.host.text(), "::1");
     BOOST_CHECK(!s.user);
+    auto h = parse_upstream("SOCKS5H://u@0x7f.1").value(); // the name goes to the upstream
+    BOOST_CHECK(h.scheme == upstream_proxy::kind::socks5);
+    BOOST_CHECK_EQUAL(h.host.text(), "127.0.0.1");
+    BOOST_CHECK_EQUAL(h.port, 1080);
+    BOOST_REQUIRE(h.user);
+    BOOST_CHECK_EQUAL(*h.user, "u");
+}
+
+// Whatever the policy's validation accepts, the egress reads the same way (one parser):
+// the only refusals left to the egress are hosts IDNA or the address forms refuse.
+BOOST_AUTO_TEST_CASE(agrees_with_the_policy_validation)
+{
+    for (const char* url :
+         {"http://proxy.example:3128", "HTTP://proxy.example:3128/", "SoCkS5://10.0.0.1",
+          "http://user@proxy.example:8080", "http://[::1]:3128", "socks5://u:p@h:1",
+          "http://h:08080", "http://:3128", "socks5:h", "ftp://h", "http://h/p", "http://@h"})
+    {
+        sandbox::net_policy p;
+        p.mode = sandbox::net_mode::proxy;
+        p.proxy = url;
+        const bool valid = !p.validate().has_error();
+        BOOST_CHECK_MESSAGE(valid == parse_upstream(url).has_value(), url);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(refuses_other_forms)
 {
-    for (const char* bad : {"https://h:1", "ftp://h", "h:8080", "http://h:0", "http://h:65536",
-                            "http://h/path", "http://h?q", "http://h#f", "http://:pw@h",
-                            "http://a%3Ab:c@h", "http://[fe80::1%25lo]:1", "socks5://", ""})
+    for (const char* bad :
+         {"https://h:1", "ftp://h", "h:8080", "http://h:0", "http://h:65536", "http://h/path",
+          "http://h?q", "http://h#f", "http://:pw@h", "http://a%3Ab:c@h", "http://[fe80::1%25lo]:1",
+          "socks5://", "", "http://bad..name", "http://h%00x"})
     {
         auto r = parse_upstream(bad);
         BOOST_CHECK_MESSAGE(!r, bad);

@@ -166,9 +166,10 @@ BOOST_AUTO_TEST_CASE(reference_policy_is_valid) { check_valid(reference_policy()
 BOOST_AUTO_TEST_CASE(proxy_mode_policy_is_valid)
 {
     check_valid(proxy_policy());
-    for (const char* url : {"http://proxy.example:3128", "HTTP://proxy.example:3128/",
-                            "SoCkS5://10.0.0.1", "http://user@proxy.example:8080",
-                            "http://[::1]:3128", "socks5://u:p@proxy_host:1", "http://h:65535"})
+    for (const char* url :
+         {"http://proxy.example:3128", "HTTP://proxy.example:3128/", "SoCkS5://10.0.0.1",
+          "http://user@proxy.example:8080", "http://[::1]:3128", "socks5://u:p@proxy_host:1",
+          "http://h:65535", "socks5h://proxy.example:1080", "http://h:08080"})
     {
         BOOST_TEST_CONTEXT("proxy " << url) { check_valid(with_proxy(url)); }
     }
@@ -262,7 +263,6 @@ BOOST_AUTO_TEST_CASE(mode_out_of_range)
 BOOST_AUTO_TEST_CASE(proxy_scheme)
 {
     check_invalid(with_proxy("https://proxy.example:443"), "net.proxy", "scheme");
-    check_invalid(with_proxy("socks5h://proxy.example:1080"), "net.proxy", "scheme");
     check_invalid(with_proxy("socks4://proxy.example:1080"), "net.proxy", "scheme");
 }
 
@@ -285,6 +285,13 @@ BOOST_AUTO_TEST_CASE(proxy_url_shape)
     check_invalid(with_proxy("127.0.0.1:1080"), "net.proxy");
     check_invalid(with_proxy("http://proxy example"), "net.proxy");
     check_invalid(with_proxy(" http://proxy.example"), "net.proxy");
+    check_invalid(with_proxy("http://@proxy.example"), "net.proxy", "user");
+    check_invalid(with_proxy("http://a%3Ab:c@proxy.example"), "net.proxy", "user");
+    check_invalid(with_proxy("socks5://" + std::string(256, 'u') + ":p@proxy.example"), "net.proxy",
+                  "255");
+    check_invalid(with_proxy("socks5://u:" + std::string(256, 'p') + "@proxy.example"), "net.proxy",
+                  "255");
+    check_valid(with_proxy("http://" + std::string(256, 'u') + ":p@proxy.example")); // Basic
 }
 
 BOOST_AUTO_TEST_CASE(proxy_messages_hide_credentials)
