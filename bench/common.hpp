@@ -153,18 +153,8 @@ inline std::vector<pid_t> my_children()
     std::vector<pid_t> kids;
     const pid_t me = ::getpid();
     for (pid_t pid : proc_pids())
-    {
-        std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-        std::string text;
-        std::getline(st, text);
-        auto rp = text.rfind(')');
-        if (rp == std::string::npos)
-            continue;
-        char state = 0;
-        int ppid = 0;
-        if (std::sscanf(text.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == me)
+        if (parent_of(pid) == me)
             kids.push_back(pid);
-    }
     return kids;
 }
 

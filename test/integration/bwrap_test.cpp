@@ -119,9 +119,8 @@ struct bwrap_fixture
         return run_sh(ioc, runner, script, std::move(o));
     }
 
-    // `script` run by /bin/sh on `r` (20 s unless `o` sets a timeout).
-    static sbx_test::run_outcome run_sh(asio::io_context& ioc, sandbox::runner& r,
-                                        const std::string& script, sandbox::exec_options o = {})
+    // `script` for /bin/sh, 20 s unless `o` sets a timeout.
+    static sandbox::exec_request sh_request(const std::string& script, sandbox::exec_options o = {})
     {
         sandbox::exec_request req;
         req.command = "/bin/sh";
@@ -129,7 +128,14 @@ struct bwrap_fixture
         req.options = std::move(o);
         if (req.options.timeout == std::chrono::nanoseconds(0))
             req.options.timeout = 20s;
-        return sbx_test::run(ioc, r, std::move(req));
+        return req;
+    }
+
+    // `script` run by /bin/sh on `r` (20 s unless `o` sets a timeout).
+    static sbx_test::run_outcome run_sh(asio::io_context& ioc, sandbox::runner& r,
+                                        const std::string& script, sandbox::exec_options o = {})
+    {
+        return sbx_test::run(ioc, r, sh_request(script, std::move(o)));
     }
 };
 
@@ -1570,13 +1576,7 @@ BOOST_FIXTURE_TEST_CASE(no_spare_descriptors_for_the_status_pipe, bwrap_fixture)
             sbx_test::fd_exhaustion guard(headroom);
             lowered = guard.ok();
             if (lowered)
-            {
-                sandbox::exec_request req;
-                req.command = "/bin/sh";
-                req.args = {"-c", "echo ran; kill -USR1 $$"};
-                req.options.timeout = 20s;
-                r = sbx_test::run_unchecked(ioc, runner, std::move(req));
-            }
+                r = sbx_test::run_unchecked(ioc, runner, sh_request("echo ran; kill -USR1 $$"));
         }
         BOOST_TEST_REQUIRE(lowered, "could not lower RLIMIT_NOFILE");
         BOOST_TEST_REQUIRE(r.done, "the exec did not complete within 30 s");

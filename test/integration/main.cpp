@@ -8,7 +8,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -25,6 +27,23 @@ namespace {
 
 // The copy and its directory; the directory goes at exit (a process still running the
 // copy keeps its inode, so removing it never disturbs a test's cleanup).
+// The copies of test processes that ended without their destructor (an abort, a kill): the
+// directory of a pid no process has any more.
+void remove_stale_copies(const std::filesystem::path& parent)
+{
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec))
+    {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("run.", 0) != 0)
+            continue;
+        char* end = nullptr;
+        const long pid = std::strtol(name.c_str() + 4, &end, 10);
+        if (pid > 0 && *end == '\0' && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            std::filesystem::remove_all(entry.path(), ec);
+    }
+}
+
 struct target_copy
 {
     std::filesystem::path dir;
@@ -32,6 +51,7 @@ struct target_copy
     target_copy()
     {
         const std::filesystem::path built = SBX_TEST_TARGET;
+        remove_stale_copies(built.parent_path());
         dir = built.parent_path() / ("run." + std::to_string(::getpid()));
         std::filesystem::remove_all(dir);
         std::filesystem::create_directory(dir);
