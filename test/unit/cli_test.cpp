@@ -1,6 +1,7 @@
 // test/unit/cli_test.cpp: sandbox-run's pure logic: durations, sizes, the command line and the
 // default policy, exit statuses, JSON output and UTF-8 sanitizing.
 #include "cli.hpp"
+#include "cli_internal.hpp"
 
 #include <sandbox/error.hpp>
 
@@ -266,6 +267,28 @@ BOOST_AUTO_TEST_CASE(default_policy_values)
         BOOST_TEST(u.find(n) != std::string::npos, n);
     for (const char* s : {"10m", "10 MiB", "1024", "--env-clear", "--stdin-file", "124", "137"})
         BOOST_TEST(u.find(s) != std::string::npos, s);
+}
+
+// One table makes the parser and the usage text: every option the usage lists is parsed,
+// and every option parsed is listed, with its value name when it takes one.
+BOOST_AUTO_TEST_CASE(the_usage_lists_exactly_the_options_parsed)
+{
+    const auto desc = sbx_cli::make_options();
+    const std::string u = sbx_cli::usage();
+    std::size_t listed = 0;
+    for (std::size_t at = u.find("\n  -"); at != std::string::npos; at = u.find("\n  -", at + 1))
+    {
+        std::string label = u.substr(at + 3, u.find("  ", at + 3) - at - 3);
+        if (label.rfind("-h, ", 0) == 0)
+            label = label.substr(4);
+        const std::string name = label.substr(2, label.find(' ') - 2);
+        const auto* o = desc.find_nothrow(name, false);
+        BOOST_TEST_REQUIRE(o != nullptr, name);
+        BOOST_TEST((o->semantic()->max_tokens() > 0) == (label.find(' ') != std::string::npos),
+                   label);
+        ++listed;
+    }
+    BOOST_TEST(listed == desc.options().size());
 }
 
 BOOST_AUTO_TEST_CASE(tty_is_a_flag_that_excludes_json_and_stdin_file)

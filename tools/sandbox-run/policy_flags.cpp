@@ -1,0 +1,162 @@
+// tools/sandbox-run/policy_flags.cpp: the network flags (--net, --allow-host, --deny-host,
+// --proxy, --resolve) and the policy chain's (--allow-command, --ask, --ask-timeout,
+// --audit), checked as they are read so that a bad one is a usage error before anything runs.
+#include "cli_internal.hpp"
+
+#include <sandbox/error.hpp>
+#include <sandbox/policy/predicates.hpp>
+
+#include <boost/program_options/variables_map.hpp>
+
+#include <algorithm>
+#include <utility>
+
+namespace sandbox::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+outcome<sandbox::net_mode> parse_net_mode_flag(const std::string& n)
+{
+    if (n == "deny" || n == "deny_all" || n == "deny-all")
+        return sandbox::net_mode::deny_all;
+    if (n == "inherit" || n == "default")
+        return sandbox::net_mode::inherit;
+    if (n == "allow-list" || n == "allow_list")
+        return sandbox::net_mode::allow_list;
+    if (n == "proxy")
+        return sandbox::net_mode::proxy;
+    return make_failure(errc::validation,
+                        "--net: expected allow-list, proxy, deny or inherit, got " + in_quotes(n),
+                        "net.mode");
+}
+
+// --allow-host and --proxy choose their mode when --net does not; a mode that cannot use
+// them is a usage error, not a silent drop.
+outcome<void> imply_net_mode(sandbox::net_policy& net, bool mode_given)
+{
+    const bool rules = !net.rules.empty();
+    const bool proxy = !net.proxy.empty();
+    if (!mode_given)
+    {
+        if (proxy)
+            net.mode = sandbox::net_mode::proxy;
+        else if (rules && std::any_of(net.rules.begin(), net.rules.end(), [](auto& r) {
+                     return r.action == sandbox::net_action::allow;
+                 }))
+            net.mode = sandbox::net_mode::allow_list;
+    }
+    const bool proxied =
+        net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
+    if ((rules || proxy) && !proxied)
+        return make_failure(errc::validation,
+                            "--allow-host, --deny-host and --proxy need --net allow-list or "
+                            "proxy (--allow-host and --proxy choose them)",
+                            "net.mode");
+    return {};
+}
+
+} // namespace
+
+outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
+{
+    auto has = [&vm](const char* name) { return vm.count(name) > 0 && !vm[name].defaulted(); };
+    sandbox::net_policy& net = cfg.request.options.net;
+    if (has("net"))
+    {
+        auto m = parse_net_mode_flag(vm["net"].as<std::string>());
+        if (!m)
+            return m.error();
+        net.mode = *m;
+    }
+    for (auto [name, action] : {std::pair{"allow-host", sandbox::net_action::allow},
+                                std::pair{"deny-host", sandbox::net_action::deny}})
+        if (has(name))
+            for (const auto& t : vm[name].as<std::vector<std::string>>())
+            {
+                auto rule = parse_host_rule(t, action);
+                if (!rule)
+                    return rule.error();
+                net.rules.push_back(std::move(*rule));
+            }
+    if (has("proxy") && (net.proxy = vm["proxy"].as<std::string>()).empty())
+        return make_failure(errc::validation, "--proxy: empty URL", "net.proxy");
+    if (has("resolve"))
+        for (const auto& t : vm["resolve"].as<std::vector<std::string>>())
+        {
+            auto pin = parse_resolve(t);
+            if (!pin)
+                return pin.error();
+            cfg.net_proxy.resolve.push_back(std::move(*pin));
+        }
+    if (auto r = imply_net_mode(net, has("net")); !r)
+        return r;
+    const bool proxied =
+        net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
+    if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend == "local")
+    {
+        auto f = make_failure(errc::not_available,
+                              "--net allow-list and proxy, --allow-host, --deny-host, --proxy "
+                              "and --resolve need --backend bwrap or auto (its egress proxy); "
+                              "the local backend cannot confine a command's network",
+                              "net.mode");
+        f.diag.backend = cfg.backend;
+        return f;
+    }
+    if (!cfg.net_proxy.resolve.empty() && !proxied)
+        return make_failure(errc::validation,
+                            "--resolve needs --net allow-list or proxy (it pins names for the "
+                            "egress proxy)",
+                            "resolve");
+    return {};
+}
+
+outcome<run_config::chain_flags> parse_chain_flags(const po::variables_map& vm)
+{
+    run_config::chain_flags c;
+    auto list = [&vm](const char* name) {
+        return vm.count(name) ? vm[name].as<std::vector<std::string>>()
+                              : std::vector<std::string>{};
+    };
+    if (vm.count("allow-command"))
+    {
+        c.allowed_commands = list("allow-command");
+        for (const auto& n : *c.allowed_commands)
+            if (n.empty())
+                return make_failure(errc::validation, "--allow-command: empty command name",
+                                    "allowed_commands");
+    }
+    c.ask = list("ask");
+    try
+    {
+        (void)sandbox::command_patterns(c.ask);
+    }
+    catch (const sandbox::error& e)
+    {
+        auto f = make_failure(errc::validation, "--ask: " + e.diag().message, "ask");
+        f.diag.rule = e.diag().rule;
+        return f;
+    }
+    if (vm.count("ask-timeout") && c.ask.empty())
+        return make_failure(errc::validation, "--ask-timeout needs --ask", "ask_timeout");
+    if (vm.count("ask-timeout"))
+    {
+        auto v = parse_duration(vm["ask-timeout"].as<std::string>());
+        if (!v)
+            return option_failure("ask-timeout", v.error(), "ask_timeout");
+        if (*v <= std::chrono::nanoseconds::zero())
+            return make_failure(errc::validation, "--ask-timeout: must be positive",
+                                "ask_timeout");
+        c.ask_timeout = *v;
+    }
+    if (vm.count("audit"))
+    {
+        c.audit = vm["audit"].as<std::string>();
+        if (c.audit.empty())
+            return make_failure(errc::validation, "--audit: empty file name", "audit");
+    }
+    return c;
+}
+
+} // namespace sandbox::cli
