@@ -675,6 +675,43 @@ class SandboxdTest(unittest.TestCase):
         self.assertTrue(wait_gone(sessions[0]["pid"]))
 
 
+    def test_sandbox_run_connect_output_never_holds_its_loop(self):
+        """The streamed output goes out through an asynchronous sink: a reader that goes away
+        ends the run (141, the session terminated), and a reader that stops reading does not
+        keep a signal from ending it (130)."""
+        base = [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "build", "--", "yes"]
+
+        def session_pid():
+            end = time.time() + 10
+            while time.time() < end:
+                sessions = self.d.request("GET", "/v1/sessions")[1]["sessions"]
+                if sessions:
+                    return sessions[0]["pid"]
+                time.sleep(0.05)
+            self.fail("no session")
+
+        for reader in ("gone", "stalled"):
+            p = subprocess.Popen(base, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                self.assertTrue(p.stdout.read1(4096), reader)
+                pid = session_pid()
+                if reader == "gone":
+                    p.stdout.close()
+                    self.assertEqual(p.wait(30), 141)
+                    self.assertIn(b"the reader of the output went away", p.stderr.read())
+                else:
+                    time.sleep(1)  # the pipe fills: a write waits for room
+                    p.send_signal(signal.SIGINT)
+                    self.assertEqual(p.wait(30), 130)
+                self.assertTrue(wait_gone(pid), reader)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                for f in (p.stdout, p.stderr):
+                    f.close()
+
+
 class FakeDaemon:
     """A daemon that answers sandbox-run --connect with output it chooses: one HTTP/1.1
     server on a unix socket in a temporary directory, answering in order of the calls."""

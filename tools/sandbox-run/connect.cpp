@@ -55,20 +55,36 @@ std::string base64_decode(std::string_view in)
     return out;
 }
 
-// Writes the chunks of one output answer; returns (next offset, eof).
-std::pair<std::uint64_t, bool> emit(const json::object& o)
+struct emitted
 {
+    std::uint64_t next = 0;
+    bool eof = false;
+    bool written = true; // false: streaming had to stop (the sink says why)
+};
+
+// Writes the chunks of one output answer through the sink (the loop never waits for our
+// reader); returns the next offset and whether the output has ended.
+asio::awaitable<emitted> emit(output_sink& sink, const json::object& o)
+{
+    emitted e{static_cast<std::uint64_t>(o.at("next").to_number<std::int64_t>()),
+              o.at("eof").get_bool()};
     for (const auto& c : o.at("chunks").get_array())
     {
         const auto& chunk = c.get_object();
-        const int fd = chunk.at("stream").get_string() == "stderr" ? STDERR_FILENO : STDOUT_FILENO;
+        const auto stream =
+            chunk.at("stream").get_string() == "stderr" ? output_stream::err : output_stream::out;
+        std::string bytes;
         if (auto* d = chunk.if_contains("data"))
-            write_fully(fd, std::string_view(d->get_string().data(), d->get_string().size()));
+            bytes.assign(d->get_string().data(), d->get_string().size());
         else if (auto* b = chunk.if_contains("data_base64"))
-            write_fully(fd, base64_decode(b->get_string()));
+            bytes = base64_decode(b->get_string());
+        if (!co_await async_write_output(sink, stream, bytes))
+        {
+            e.written = false;
+            co_return e;
+        }
     }
-    return {static_cast<std::uint64_t>(o.at("next").to_number<std::int64_t>()),
-            o.at("eof").get_bool()};
+    co_return e;
 }
 
 // --stdin-file over the daemon: the file's bytes posted as the session's input, in chunks
@@ -128,7 +144,19 @@ asio::awaitable<void> feed_input(run_config& cfg, std::string id)
 }
 
 // The streamed run: a session, its output long-polled until the end, its exit.
-asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted, std::string& id)
+// Streaming stopped (our reader went away, a signal): the session is ended on the daemon
+// and the exit status says why, as a local run's does.
+asio::awaitable<int> stop_streaming(connection& c, const output_sink& sink, std::string& id)
+{
+    say(sink.describe());
+    co_await c.call(http::verb::post, "/v1/sessions/" + id + "/terminate", R"({"grace":"0s"})");
+    co_await c.call(http::verb::delete_, "/v1/sessions/" + id, "");
+    id.clear();
+    co_return exit_status_for(sink.why());
+}
+
+asio::awaitable<int> streamed(connection& c, run_config& cfg, output_sink& sink, bool& interrupted,
+                              std::string& id)
 {
     auto started =
         co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/sessions",
@@ -166,9 +194,11 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, bool& interrupted,
             say(error_message(out));
             co_return exit_sandbox_failure;
         }
-        const auto [next, eof] = emit(json::parse(out.body).get_object());
-        at = next;
-        if (eof)
+        const auto e = co_await emit(sink, json::parse(out.body).get_object());
+        if (!e.written)
+            co_return co_await stop_streaming(c, sink, id);
+        at = e.next;
+        if (e.eof)
             break;
     }
     auto waited = co_await c.call(http::verb::post, "/v1/sessions/" + id + "/wait", "");
@@ -205,12 +235,14 @@ int run_connected(run_config& cfg)
     bool interrupted = false;
     std::string session_id;
     connection c(ioc);
+    output_sink sink(ioc.get_executor());
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     // A signal ends the session on the daemon (its own connection: ours is busy polling).
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec || session_id.empty())
             return;
         interrupted = true;
+        sink.interrupt(); // a write waiting for our reader ends too
         asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
             connection side(ioc);
             auto err = co_await side.open(cfg.connect);
@@ -228,7 +260,7 @@ int run_connected(run_config& cfg)
         if (cfg.json)
             status = co_await once(c, cfg);
         else
-            status = co_await streamed(c, cfg, interrupted, session_id);
+            status = co_await streamed(c, cfg, sink, interrupted, session_id);
     }, [&](std::exception_ptr e) {
         // However the run ended (a socket that is missing or no socket included), the signal
         // wait must end too, or the io_context never runs out of work.

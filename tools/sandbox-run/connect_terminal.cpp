@@ -5,6 +5,7 @@
 #include "connect.hpp"
 #include "daemon_client.hpp"
 #include "raw_terminal.hpp"
+#include "streaming.hpp"
 
 #include <sandbox/error.hpp>
 
@@ -36,6 +37,7 @@ struct terminal_run
     bool interrupted = false;
     bool ended = false;
     std::string exit_json; // the exit event's result
+    output_sink* sink = nullptr; // our terminal, written without blocking the loop
 };
 
 // One HTTP call on a connection of its own (a resize or a terminate while the WebSocket runs).
@@ -91,17 +93,19 @@ asio::awaitable<void> pump_signals(terminal_run& run, asio::signal_set& signals)
             continue;
         }
         run.interrupted = true;
+        run.sink->interrupt(); // a write waiting for our terminal ends too
         std::string target = "/v1/sessions/" + run.id + "/terminate";
         std::string body = R"({"grace":"0s"})";
         co_await side_call(run, std::move(target), std::move(body));
     }
 }
 
-// The session's output to our stdout until its exit (or closed) message.
+// The session's output to our stdout until its exit (or closed) message, or until our
+// terminal takes no more (hung up, a signal): then the session's tree is ended.
 asio::awaitable<void> pump_output(terminal_run& run, ws_type& ws)
 {
     beast::flat_buffer buf;
-    for (;;)
+    for (bool writing = true; writing;)
     {
         auto [ec, n] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
         if (ec)
@@ -110,7 +114,7 @@ asio::awaitable<void> pump_output(terminal_run& run, ws_type& ws)
         buf.consume(buf.size());
         if (!ws.got_text())
         {
-            write_fully(STDOUT_FILENO, data);
+            writing = co_await async_write_output(*run.sink, output_stream::out, data);
             continue;
         }
         boost::system::error_code pec;
@@ -120,14 +124,18 @@ asio::awaitable<void> pump_output(terminal_run& run, ws_type& ws)
         const auto& o = v.get_object();
         const auto* type = o.if_contains("type");
         if (type && *type == "gap")
-            write_fully(STDOUT_FILENO, "\r\n[sandbox-run: " +
-                                           std::to_string(o.at("resume_at").to_number<std::int64_t>() -
-                                                          o.at("from").to_number<std::int64_t>()) +
-                                           " bytes of output dropped]\r\n");
+            writing = co_await async_write_output(
+                *run.sink, output_stream::out,
+                "\r\n[sandbox-run: " +
+                    std::to_string(o.at("resume_at").to_number<std::int64_t>() -
+                                   o.at("from").to_number<std::int64_t>()) +
+                    " bytes of output dropped]\r\n");
         else if (type && *type == "exit")
             run.exit_json = json::serialize(o.at("result"));
     }
     run.ended = true;
+    if (run.sink->why() != write_end::ok && !run.interrupted)
+        co_await side_call(run, "/v1/sessions/" + run.id + "/terminate", R"({"grace":"0s"})");
 }
 
 asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
@@ -156,6 +164,8 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
     co_await ws.next_layer().async_connect(local::endpoint(run.cfg.connect), asio::use_awaitable);
     co_await ws.async_handshake("sandboxd", "/v1/sessions/" + run.id + "/attach?offset=0",
                                 asio::use_awaitable);
+    output_sink sink(ex);
+    run.sink = &sink;
     {
         raw_mode raw(STDIN_FILENO);
         asio::co_spawn(ex, pump_keys(run, ws), asio::detached);
@@ -168,6 +178,11 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
     co_await c.call(http::verb::delete_, "/v1/sessions/" + run.id, "");
     if (run.interrupted)
         co_return exit_cancelled;
+    if (sink.why() != write_end::ok)
+    {
+        say(sink.describe());
+        co_return exit_status_for(sink.why());
+    }
     auto [ec, result] =
         sandbox::exec_result_from_json(waited.status == 200 ? waited.body : run.exit_json);
     co_return exit_status_for(ec, result);
@@ -184,7 +199,7 @@ int run_connected_terminal(run_config& cfg)
     }
     asio::io_context ioc;
     asio::signal_set signals(ioc, SIGINT, SIGTERM, SIGWINCH);
-    terminal_run run{cfg, {}, false, false, {}};
+    terminal_run run{cfg, {}, false, false, {}, nullptr};
     int status = exit_sandbox_failure;
     asio::co_spawn(ioc, session(run, signals), [&](std::exception_ptr e, int s) {
         status = s;

@@ -142,13 +142,7 @@ int report(const cli::run_config& cfg, const boost::system::error_code& ec,
 int report_stream_end(const cli::output_sink& out)
 {
     print_error(out.describe());
-    switch (out.why())
-    {
-    case cli::write_end::reader_gone: return cli::exit_output_closed;
-    case cli::write_end::interrupted: return cli::exit_cancelled;
-    case cli::write_end::timed_out: return cli::exit_timeout;
-    default: return cli::exit_sandbox_failure;
-    }
+    return cli::exit_status_for(out.why());
 }
 
 std::unique_ptr<sandbox::bwrap_runner> make_bwrap(asio::io_context& ioc,

@@ -1,12 +1,17 @@
 // tools/sandbox-run/streaming.cpp: the asynchronous output sink and the plain write.
 #include "streaming.hpp"
 
+#include "cli.hpp"
+
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include <fcntl.h>
@@ -183,6 +188,30 @@ std::string output_sink::describe() const
                "; process tree killed";
     }
     return "";
+}
+
+asio::awaitable<bool> async_write_output(output_sink& sink, output_stream s, std::string_view data)
+{
+    return asio::async_initiate<const asio::use_awaitable_t<>&, void(bool)>(
+        [&sink, s, data](auto handler) {
+            // The sink keeps a std::function, which must be copyable; the handler is not.
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            sink.write(s, data, [h](bool ok) { std::move (*h)(ok); });
+        },
+        asio::use_awaitable);
+}
+
+int exit_status_for(write_end why)
+{
+    switch (why)
+    {
+    case write_end::reader_gone: return exit_output_closed;
+    case write_end::interrupted: return exit_cancelled;
+    case write_end::timed_out: return exit_timeout;
+    case write_end::ok:
+    case write_end::failed: break;
+    }
+    return exit_sandbox_failure;
 }
 
 } // namespace sandbox::cli

@@ -7,6 +7,7 @@
 #include <sandbox/exec_request.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <cstddef>
@@ -88,6 +89,15 @@ private:
     write_end why_ = write_end::ok;
     int error_ = 0;
 };
+
+/// `sink.write` in a coroutine: true once all of `data` is written, false once streaming
+/// had to stop (`sink.why()`). Only the coroutine waits; the loop goes on.
+boost::asio::awaitable<bool> async_write_output(output_sink& sink, output_stream s,
+                                                std::string_view data);
+
+/// The exit status a run whose streaming stopped ends with: 141 (`reader_gone`), 130
+/// (`interrupted`), 124 (`timed_out`), 125 otherwise.
+int exit_status_for(write_end why);
 
 } // namespace sandbox::cli
 
