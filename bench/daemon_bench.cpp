@@ -467,10 +467,10 @@ sys.stdin.read()
 // Waits until the session's output holds `word` (false: it ended or 60 s passed).
 bool wait_for_output(client& c, const std::string& id, const std::string& word)
 {
+    std::string out;
     for (int i = 0; i < 600; ++i)
     {
-        const auto out =
-            c.call(http::verb::get, "/v1/sessions/" + id + "/output?offset=0&wait=100", "");
+        out = c.call(http::verb::get, "/v1/sessions/" + id + "/output?offset=0&wait=100", "");
         if (out.find(word) != std::string::npos)
             return true;
         if (out.find("\"eof\":true") != std::string::npos)
@@ -480,6 +480,8 @@ bool wait_for_output(client& c, const std::string& id, const std::string& word)
             return false;
         }
     }
+    std::fprintf(stderr, "daemon_bench: no \"%s\" from the stalled-tunnel session: %s\n",
+                 word.c_str(), out.substr(0, 2000).c_str());
     return false;
 }
 
@@ -500,6 +502,8 @@ void stalled_tunnels(const daemon_process& d, int sink_port)
                              R"({"command":"/usr/bin/python3","args":["-c",")" + script + R"(",")" +
                                  std::to_string(n) + R"(",")" + dest + R"("]})");
     const auto at = body.find("\"id\":\"");
+    if (at == std::string::npos)
+        throw std::runtime_error("the stalled-tunnel session did not start: " + body);
     const std::string id = body.substr(at + 6, body.find('"', at + 6) - at - 6);
     bool ok = wait_for_output(c, id, "idle");
     const long idle = private_kib(d.pid);
