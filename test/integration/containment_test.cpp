@@ -330,6 +330,16 @@ public:
     std::string err() const { return slurp(err_); }
     std::string out() const { return slurp(out_); }
 
+    /// True once the output starts with `prefix` (within `limit`): sandbox-run passes the
+    /// command's output on asynchronously, so it may come after the command's other signs.
+    bool wait_for_out(std::string_view prefix, std::chrono::milliseconds limit) const
+    {
+        const auto end = clock_type::now() + limit;
+        while (out().rfind(prefix, 0) != 0 && clock_type::now() < end)
+            std::this_thread::sleep_for(5ms);
+        return out().rfind(prefix, 0) == 0;
+    }
+
 private:
     static std::string slurp(const fs::path& p)
     {
@@ -1196,7 +1206,7 @@ BOOST_AUTO_TEST_CASE(a_command_holding_its_callers_descriptors_dies_with_the_cal
                            "--then", "steal-fds", "3", "--then", "children", "1", "60000",
                            "--then", "touch", ready.string(), "--then", "sleep", "60000"});
     BOOST_TEST_REQUIRE(wait_for_file(ready, 3000ms), "the command never got ready");
-    BOOST_TEST(cli.out().rfind("stole ", 0) == 0, "the command took nothing: " << cli.out());
+    BOOST_TEST(cli.wait_for_out("stole ", 3000ms), "the command took nothing: " << cli.out());
     const auto pids = recorded(pf);
     BOOST_TEST(pids.size() == 2u, "pids " << fmt(pids));
 
