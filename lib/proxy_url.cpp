@@ -4,6 +4,7 @@
 
 #include "host_pattern.hpp"
 
+#include <boost/url/grammar/ci_string.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
@@ -19,26 +20,12 @@ failure invalid(std::string message)
     return make_failure(errc::validation, std::move(message), "net.proxy");
 }
 
-char lower(char c)
-{
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals_ascii(std::string_view a, std::string_view b) noexcept
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i]))
-            return false;
-    return true;
-}
-
 outcome<proxy_url::kind> scheme_of(std::string_view scheme)
 {
-    if (iequals_ascii(scheme, "http"))
+    if (boost::urls::grammar::ci_is_equal(scheme, "http"))
         return proxy_url::kind::http;
-    if (iequals_ascii(scheme, "socks5") || iequals_ascii(scheme, "socks5h"))
+    if (boost::urls::grammar::ci_is_equal(scheme, "socks5") ||
+        boost::urls::grammar::ci_is_equal(scheme, "socks5h"))
         return proxy_url::kind::socks5;
     return invalid("proxy URL scheme " + quote_for_message(scheme, 16) +
                    " is not supported; use http or socks5");

@@ -137,10 +137,7 @@ outcome<void> parse_connect_flags(const po::variables_map& vm, run_config& cfg)
         return make_failure(errc::validation,
                             "--stdin-file with --connect is streamed to the session: not "
                             "with --tty (the terminal is stdin) or --json (one exec)",
-                            "stdin-file");
-    if (given(vm, "stdin-file"))
-        if (auto r = take_stdin_file(vm, cfg); !r)
-            return r;
+                            "stdin-file"); // (opened with the run flags, as without --connect)
     if (cfg.tty && json)
         return make_failure(errc::validation,
                             "--tty and --json exclude each other (a terminal session is "

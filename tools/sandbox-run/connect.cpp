@@ -73,11 +73,12 @@ asio::awaitable<emitted> emit(output_sink& sink, const json::object& o)
         const auto& chunk = c.get_object();
         const auto stream =
             chunk.at("stream").get_string() == "stderr" ? output_stream::err : output_stream::out;
-        std::string bytes;
+        std::string decoded; // data_base64 only; data is written from the answer itself
+        std::string_view bytes;
         if (auto* d = chunk.if_contains("data"))
-            bytes.assign(d->get_string().data(), d->get_string().size());
+            bytes = std::string_view(d->get_string().data(), d->get_string().size());
         else if (auto* b = chunk.if_contains("data_base64"))
-            bytes = base64_decode(b->get_string());
+            bytes = decoded = base64_decode(b->get_string());
         if (!co_await async_write_output(sink, stream, bytes))
         {
             e.written = false;
