@@ -25,7 +25,7 @@
 
 #include "helper/fork_gate.hpp"
 #include "helper/spawn.hpp"
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 
 #include <sandbox/unique_fd.hpp>
 

@@ -14,7 +14,7 @@
 #ifndef SANDBOX_HELPER_CGROUP_HPP
 #define SANDBOX_HELPER_CGROUP_HPP
 
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 
 #include <sandbox/unique_fd.hpp>
 

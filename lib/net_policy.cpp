@@ -1,7 +1,7 @@
 // lib/net_policy.cpp: text forms of the network enums and net_policy::validate().
 #include <sandbox/net_policy.hpp>
 
-#include "host_pattern.hpp"
+#include "host/pattern.hpp"
 #include "proxy_url.hpp"
 
 #include <cstddef>

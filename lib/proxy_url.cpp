@@ -2,7 +2,7 @@
 // what a proxy URL may and may not carry beyond it.
 #include "proxy_url.hpp"
 
-#include "host_pattern.hpp"
+#include "host/pattern.hpp"
 
 #include <boost/url/grammar/ci_string.hpp>
 #include <boost/url/parse.hpp>
@@ -110,7 +110,11 @@ outcome<proxy_url> parse_proxy_url(std::string_view text)
     out.port = *port;
     if (auto r = take_credentials(url, out); !r)
         return r.error();
-    out.host = url.host_address();
+    auto host = net::canonicalize_host(url.host_address());
+    if (!host)
+        return invalid("the proxy URL's host is not a valid name or address: " +
+                       host.error().diag.message);
+    out.host = std::move(*host);
     return out;
 }
 

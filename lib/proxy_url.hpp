@@ -7,6 +7,8 @@
 #include <sandbox/config.hpp>
 #include <sandbox/failure.hpp>
 
+#include "host/canonical.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,9 +28,9 @@ struct proxy_url
         socks5,
     };
     kind scheme = kind::http;
-    /// The host, percent-decoded; an IPv6 literal without its brackets. Only its syntax is
-    /// checked here; the egress proxy canonicalizes it (IDNA, IPv4 spellings).
-    std::string host{};
+    /// The host, percent-decoded and canonical (host/canonical.hpp: IDNA, every IPv4
+    /// spelling, IPv6 without brackets), as the egress proxy dials it.
+    net::canonical_host host{};
     /// The port given, or the scheme's (80 for http, 1080 for socks5).
     std::uint16_t port = 0;
     /// Percent-decoded; empty optional when the URL has no user information.
@@ -37,8 +39,9 @@ struct proxy_url
 };
 
 /// \brief Parses a proxy URL. Fails with `errc::validation`, limit "net.proxy" and a one-line
-/// message naming the part at fault: scheme, host, user, port (1-65535), path, query,
-/// fragment. No message repeats the URL, which may hold a password.
+/// message naming the part at fault: scheme, host (also a name IDNA refuses or a number that
+/// is no IPv4 address), user, port (1-65535), path, query, fragment. No message repeats the
+/// URL, which may hold a password.
 SANDBOX_DECL outcome<proxy_url> parse_proxy_url(std::string_view text);
 
 } // namespace sandbox::detail

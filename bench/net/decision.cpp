@@ -5,7 +5,7 @@
 #include "cases.hpp"
 
 #include "bench/common.hpp"
-#include "net/host.hpp"
+#include "host/canonical.hpp"
 #include "net/rule_set.hpp"
 
 #include <boost/asio/ip/address.hpp>

@@ -25,10 +25,10 @@
 #include "exec/child_control.hpp"
 #include "exec/exit_classification.hpp"
 #include "exec/input_writer.hpp"
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 #include "protocol/init_status.hpp"
-#include "supervisor/client.hpp"
 #include "protocol/protocol.hpp"
+#include "supervisor/client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

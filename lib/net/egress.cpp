@@ -58,16 +58,10 @@ outcome<upstream_proxy> parse_upstream(std::string_view url)
     auto parsed = detail::parse_proxy_url(url); // the policy's validation reads it alike
     if (!parsed)
         return parsed.error();
-    auto host = canonicalize_host(parsed->host);
-    if (!host)
-        return make_failure(errc::validation,
-                            "the proxy URL's host is not a valid name or address: " +
-                                host.error().diag.message,
-                            "net.proxy");
     upstream_proxy out;
     out.scheme = parsed->scheme == detail::proxy_url::kind::socks5 ? upstream_proxy::kind::socks5
                                                                    : upstream_proxy::kind::http;
-    out.host = std::move(*host);
+    out.host = std::move(parsed->host);
     out.port = parsed->port;
     out.user = std::move(parsed->user);
     out.password = std::move(parsed->password);

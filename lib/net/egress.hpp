@@ -6,7 +6,7 @@
 #define SANDBOX_LIB_NET_EGRESS_HPP
 
 #include "address_guard.hpp"
-#include "host.hpp"
+#include "host/canonical.hpp"
 #include "resolver.hpp"
 #include "rule_set.hpp"
 

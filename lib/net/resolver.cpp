@@ -11,8 +11,8 @@
 // c-ares reading resolv.conf and /etc/hosts.
 #include "resolver.hpp"
 
-#include "host.hpp"
-#include "host_pattern.hpp"
+#include "host/canonical.hpp"
+#include "host/pattern.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>

@@ -10,8 +10,8 @@
 // lowest-numbered allow.
 #include "rule_set.hpp"
 
-#include "host.hpp"
-#include "host_pattern.hpp"
+#include "host/canonical.hpp"
+#include "host/pattern.hpp"
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
@@ -166,9 +166,8 @@ struct rule_set::impl
     prefix_table<v6_key, v6_hash, 128> v6{};
     std::vector<std::uint16_t> host_loopback_ports{};
 
-    // Adds one parsed pattern; `limit` names it in failures.
-    outcome<void> add(const detail::host_pattern& p, net_action action, int port,
-                      std::string text, const std::string& limit);
+    // Adds one parsed pattern (its names already in canonical form: nothing left to refuse).
+    void add(const detail::host_pattern& p, net_action action, int port, std::string text);
     void add_ip(ip::address a, int length, const entry& e);
 
     rule_match result(const verdict& v) const
@@ -198,8 +197,8 @@ void rule_set::impl::add_ip(ip::address a, int length, const entry& e)
         v6.add(mask_v6(key_of(a.to_v6()), length), length, e);
 }
 
-outcome<void> rule_set::impl::add(const detail::host_pattern& p, net_action action, int port,
-                                  std::string text, const std::string& limit)
+void rule_set::impl::add(const detail::host_pattern& p, net_action action, int port,
+                         std::string text)
 {
     const entry e{texts.size(), action, static_cast<std::uint16_t>(port)};
     switch (p.kind)
@@ -211,17 +210,13 @@ outcome<void> rule_set::impl::add(const detail::host_pattern& p, net_action acti
         add_ip(p.address, p.prefix_length, e);
         break;
     case detail::host_kind::domain:
-    case detail::host_kind::wildcard_domain: {
-        auto name = to_ascii_name(p.host);
-        if (!name)
-            return at(name.error(), limit);
-        auto& node = names[std::move(*name)];
+    case detail::host_kind::wildcard_domain: { // already A-labels (host/pattern.hpp)
+        auto& node = names[p.host];
         (p.kind == detail::host_kind::domain ? node.domain : node.wildcard).push_back(e);
         break;
     }
     }
     texts.push_back(std::move(text));
-    return {};
 }
 
 namespace {
@@ -244,7 +239,8 @@ outcome<void> add_rule(rule_set::impl& impl, std::string_view host, net_action a
     if (action == net_action::allow && parsed->kind == detail::host_kind::domain &&
         parsed->host == host_loopback_name)
         impl.host_loopback_ports.push_back(static_cast<std::uint16_t>(port));
-    return impl.add(*parsed, action, port, rule_text(action, host, port), limit);
+    impl.add(*parsed, action, port, rule_text(action, host, port));
+    return {};
 }
 
 } // namespace

@@ -6,7 +6,7 @@
 #ifndef SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 #define SANDBOX_LIB_SUPERVISOR_CLIENT_HPP
 
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 #include "protocol/idle_claim.hpp"
 #include "protocol/protocol.hpp"
 

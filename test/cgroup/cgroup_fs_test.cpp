@@ -1,9 +1,9 @@
-// test/cgroup/cgroup_fs_test.cpp: protocol/cgroup_site and helper/cgroup against a directory
+// test/cgroup/cgroup_fs_test.cpp: kernel/cgroup_site and helper/cgroup against a directory
 // tree standing in for cgroupfs (file formats, limits, error paths), and against the real
 // cgroup2 mount (a tree's whole life, with real processes in it).
 #include "helper/cgroup.hpp"
 #include "helper/proc.hpp"
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -4,7 +4,7 @@
 // makes under the cgroup2 mount and removes; skipped where that mount is not writable.
 #include "helper/fork_gate.hpp"
 #include "helper/spawn.hpp"
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 #include "protocol/init_status.hpp"
 
 #include <sandbox/unique_fd.hpp>

@@ -1,6 +1,6 @@
 // test/fuzz/fuzz_net_policy.cpp: host patterns and network policies built from arbitrary
 // bytes: no crash, only validation errors, and accepted host patterns are stable.
-#include "host_pattern.hpp"
+#include "host/pattern.hpp"
 
 #include <sandbox/net_policy.hpp>
 

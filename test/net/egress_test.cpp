@@ -95,7 +95,10 @@ BOOST_AUTO_TEST_CASE(agrees_with_the_policy_validation)
     for (const char* url :
          {"http://proxy.example:3128", "HTTP://proxy.example:3128/", "SoCkS5://10.0.0.1",
           "http://user@proxy.example:8080", "http://[::1]:3128", "socks5://u:p@h:1",
-          "http://h:08080", "http://:3128", "socks5:h", "ftp://h", "http://h/p", "http://@h"})
+          "http://h:08080", "http://:3128", "socks5:h", "ftp://h", "http://h/p", "http://@h",
+          // hosts: the validation canonicalizes them as the egress does (IDNA, IPv4 forms)
+          "http://bad..name", "http://xn--zz.test:3128", "http://1.2.3.256:1",
+          "http://M%C3%BCnchen.test:1", "http://0x7f.1:3128"})
     {
         sandbox::net_policy p;
         p.mode = sandbox::net_mode::proxy;

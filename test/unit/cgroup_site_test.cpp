@@ -1,6 +1,6 @@
-// test/unit/cgroup_site_test.cpp: the pure parsers of protocol/cgroup_site (control files,
+// test/unit/cgroup_site_test.cpp: the pure parsers of kernel/cgroup_site (control files,
 // /proc/PID/cgroup, /proc/self/mountinfo, tree names).
-#include "protocol/cgroup_site.hpp"
+#include "kernel/cgroup_site.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,6 +1,7 @@
-// test/unit/net_host_test.cpp: host canonicalization, ports and authorities (lib/net/host.hpp),
-// with the literal forms, host syntax and IDN cases of network.md §11.6-§11.10.
-#include "net/host.hpp"
+// test/unit/net_host_test.cpp: host canonicalization, ports and authorities
+// (lib/host/canonical.hpp), with the literal forms, host syntax and IDN cases of network.md
+// §11.6-§11.10.
+#include "host/canonical.hpp"
 
 #include <sandbox/host_port.hpp>
 

@@ -1,7 +1,7 @@
 // test/unit/net_policy_test.cpp: network policy validation and host pattern parsing.
 #include <sandbox/net_policy.hpp>
 
-#include "host_pattern.hpp"
+#include "host/pattern.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/test/unit_test.hpp>
@@ -282,6 +282,10 @@ BOOST_AUTO_TEST_CASE(proxy_url_shape)
     check_invalid(with_proxy("http://proxy.example:3128/path"), "net.proxy", "path");
     check_invalid(with_proxy("http://:3128"), "net.proxy", "host");
     check_invalid(with_proxy("socks5:proxy.example"), "net.proxy", "host");
+    // The host is canonicalized when validated, as the egress proxy dials it.
+    check_invalid(with_proxy("http://xn--zz.example:3128"), "net.proxy", "IDNA");
+    check_invalid(with_proxy("http://1.2.3.256:3128"), "net.proxy", "number");
+    check_invalid(with_proxy("socks5://bad..name:1080"), "net.proxy", "host");
     check_invalid(with_proxy("127.0.0.1:1080"), "net.proxy");
     check_invalid(with_proxy("http://proxy example"), "net.proxy");
     check_invalid(with_proxy(" http://proxy.example"), "net.proxy");
@@ -323,6 +327,13 @@ BOOST_AUTO_TEST_CASE(rule_host_syntax)
     check_invalid(with_rule_host(std::string(64, 'a') + ".example"), "net.rules[1].host",
                   "longer than 63");
     check_invalid(with_rule_host("b\xc3" "cher.example"), "net.rules[1].host", "UTF-8");
+    // Refused when validated, not first when the proxy compiles its rules: IDNA refuses
+    // the A-label (a bad Punycode), and a mapped name that ends in a number.
+    check_invalid(with_rule_host("xn--zz.test"), "net.rules[1].host", "IDNA");
+    check_invalid(with_rule_host("*.xn--zz.test"), "net.rules[1].host", "IDNA");
+    check_invalid(with_rule_host("a\xe3\x80\x82"
+                                 "1"),
+                  "net.rules[1].host", "numeric");
     check_invalid(with_rule_host("example.com:443"), "net.rules[1].host");
     check_invalid(with_rule_host(""), "net.rules[1].host", "empty");
 }
@@ -503,10 +514,16 @@ BOOST_AUTO_TEST_CASE(host_pattern_domains)
     BOOST_TEST(parse_ok("xn--bcher-kva.example").host == "xn--bcher-kva.example");
     BOOST_TEST(parse_ok("a-b.c0.1x").host == "a-b.c0.1x");
     BOOST_TEST(parse_ok("123.example").host == "123.example");
-    // UTF-8 labels are kept as given (ASCII lower-cased); the rule compiler applies IDNA.
-    BOOST_TEST(parse_ok("B\xc3\xbc" "cher.Example").host == "b\xc3\xbc" "cher.example");
-    BOOST_TEST(parse_ok("\xe4\xbe\x8b\xe3\x81\x88.jp").host == "\xe4\xbe\x8b\xe3\x81\x88.jp");
-    BOOST_TEST((parse_ok("*.m\xc3\xbcnchen.test").kind == host_kind::wildcard_domain));
+    // UTF-8 labels become A-labels (IDNA UTS-46), the spelling of every destination host.
+    BOOST_TEST(parse_ok("B\xc3\xbc"
+                        "cher.Example")
+                   .host == "xn--bcher-kva.example");
+    BOOST_TEST(parse_ok("\xe4\xbe\x8b\xe3\x81\x88.jp").host == "xn--r8jz45g.jp");
+    p = parse_ok("*.m\xc3\xbcnchen.test");
+    BOOST_TEST((p.kind == host_kind::wildcard_domain));
+    BOOST_TEST(p.host == "xn--mnchen-3ya.test");
+    // A full-width dot separates labels once mapped, as it does in a destination host.
+    BOOST_TEST(parse_ok("allowed\xe3\x80\x82test").host == "allowed.test");
 
     p = parse_ok("*.Internal.Example.");
     BOOST_TEST((p.kind == host_kind::wildcard_domain));

@@ -3,7 +3,7 @@
 // rules checked against a plain linear matcher.
 #include "net/rule_set.hpp"
 
-#include "net/host.hpp"
+#include "host/canonical.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/test/unit_test.hpp>

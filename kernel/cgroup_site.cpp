@@ -1,5 +1,5 @@
-// protocol/cgroup_site.cpp: see cgroup_site.hpp.
-#include "protocol/cgroup_site.hpp"
+// kernel/cgroup_site.cpp: see cgroup_site.hpp.
+#include "kernel/cgroup_site.hpp"
 
 #include <sandbox/unique_fd.hpp>
 

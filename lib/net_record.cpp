@@ -1,4 +1,4 @@
-// lib/net/record.cpp: the egress proxy's records as text and JSON (public, net_proxy.hpp).
+// lib/net_record.cpp: the egress proxy's records as text and JSON (public, net_proxy.hpp).
 #include <sandbox/net_proxy.hpp>
 #include <sandbox/utf8.hpp>
 

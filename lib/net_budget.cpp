@@ -1,4 +1,4 @@
-// lib/net/budget.cpp: the proxies' connection budgets (sandbox/net_proxy.hpp).
+// lib/net_budget.cpp: the proxies' connection budgets (sandbox/net_proxy.hpp).
 #include <sandbox/net_proxy.hpp>
 
 #include <algorithm>

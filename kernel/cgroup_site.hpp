@@ -1,8 +1,8 @@
-// protocol/cgroup_site.hpp: where a helper's cgroup tree goes, found the same way on both
+// kernel/cgroup_site.hpp: where a helper's cgroup tree goes, found the same way on both
 // sides. The library reads it (read-only) for `enforcement()` and to know the tree of a helper
 // it gives up on; the helper makes the tree there. Pure parsers plus one read-only lookup.
-#ifndef SANDBOX_PROTOCOL_CGROUP_SITE_HPP
-#define SANDBOX_PROTOCOL_CGROUP_SITE_HPP
+#ifndef SANDBOX_KERNEL_CGROUP_SITE_HPP
+#define SANDBOX_KERNEL_CGROUP_SITE_HPP
 
 #include <chrono>
 #include <cstdint>
@@ -104,4 +104,4 @@ int remove_cgroup_path(const std::string& path, std::chrono::milliseconds wait);
 
 } // namespace sandbox::detail
 
-#endif // SANDBOX_PROTOCOL_CGROUP_SITE_HPP
+#endif // SANDBOX_KERNEL_CGROUP_SITE_HPP

@@ -1,9 +1,13 @@
-// lib/host_pattern.hpp: private parser for network host patterns (domains, wildcards, IPs, CIDR).
+// lib/host/pattern.hpp: the parser of a rule's host pattern (domains, wildcards, IPs, CIDR).
+// Its domains are mapped by canonical.hpp's `to_ascii_name`, the mapping every destination
+// host gets, so a pattern and the hosts it names are one spelling.
 #ifndef SANDBOX_LIB_HOST_PATTERN_HPP
 #define SANDBOX_LIB_HOST_PATTERN_HPP
 
 #include <sandbox/failure.hpp>
 #include <sandbox/host_port.hpp>
+
+#include "text.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -30,7 +34,8 @@ enum class host_kind
 struct host_pattern
 {
     host_kind kind = host_kind::domain;
-    /// Domain forms: lower-case, trailing dot removed; for a wildcard the part after "*.".
+    /// Domain forms: lower-case A-labels (IDNA UTS-46, as `net::to_ascii_name`), trailing dot
+    /// removed; for a wildcard the part after "*.".
     /// Empty for the ip and cidr forms.
     std::string host{};
     /// The literal (ip) or the network address (cidr).
@@ -39,8 +44,8 @@ struct host_pattern
     int prefix_length = -1;
 };
 
-/// \brief Parses one host pattern. Nothing is trimmed. Domain labels may be UTF-8 (kept as
-/// given, lower-cased in ASCII only; the rule compiler maps them to A-labels with IDNA).
+/// \brief Parses one host pattern. Nothing is trimmed. Domain labels may be UTF-8; they are
+/// mapped to A-labels here, so a name IDNA refuses is refused when the policy is validated.
 ///
 /// Fails with `errc::validation` and a one-line message that quotes the offending text. The
 /// failure carries no `limit`: the caller knows which field the text came from.
@@ -49,13 +54,6 @@ SANDBOX_DECL outcome<host_pattern> parse_host_pattern(std::string_view text);
 // "HOST:PORT" is split by the public sandbox::split_host_port (sandbox/host_port.hpp).
 using sandbox::host_and_port;
 using sandbox::split_host_port;
-
-/// \brief Quotes user-supplied text for a diagnostics message.
-///
-/// Wraps it in single quotes, escapes quotes, backslashes, control and non-ASCII bytes as
-/// `\xNN`, and shortens text longer than `max_chars` with a trailing "...", so that the
-/// message stays on one line and safe to log.
-SANDBOX_DECL std::string quote_for_message(std::string_view text, std::size_t max_chars = 80);
 
 } // namespace sandbox::detail
 

@@ -1,4 +1,4 @@
-// lib/net/host.cpp: see host.hpp.
+// lib/host/canonical.cpp: see canonical.hpp.
 //
 // The order of canonicalize_host: byte screening (control bytes, NUL, space, '%', '@', '\',
 // '/'), then the bracketed IPv6 form, then a bare IPv6 (any ':'), then every IPv4 spelling
@@ -6,9 +6,9 @@
 // bytes or an A-label, else lower-cased; one trailing dot dropped; label and length limits;
 // a name whose last label starts with a digit is refused (it is either a number inet_aton
 // rejects, such as `1.2.3.4.5` or `0x1g`, or no name any registry hands out).
-#include "host.hpp"
+#include "canonical.hpp"
 
-#include "host_pattern.hpp"
+#include "pattern.hpp"
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
@@ -25,8 +25,11 @@
 namespace sandbox::net {
 namespace {
 
-constexpr std::size_t max_name_length = 253;
-constexpr std::size_t max_label_length = 63;
+using detail::is_digit;
+using detail::max_label_length;
+using detail::max_name_length;
+using detail::to_lower_ascii;
+
 // Input bound before IDNA (a UTF-8 name can be longer than its A-label form).
 constexpr std::size_t max_raw_length = 1024;
 constexpr std::uint32_t max_port = 65535;
@@ -40,8 +43,6 @@ failure refuse(std::string_view text, std::string_view why)
     return make_failure(errc::validation, std::move(message));
 }
 
-constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-
 constexpr int hex_value(char c) noexcept
 {
     if (is_digit(c))
@@ -51,19 +52,6 @@ constexpr int hex_value(char c) noexcept
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
-}
-
-constexpr char to_lower_ascii(char c) noexcept
-{
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool is_non_ascii(std::string_view s) noexcept
-{
-    for (const char c : s)
-        if (static_cast<unsigned char>(c) >= 0x80)
-            return true;
-    return false;
 }
 
 // Bytes that never appear in a host, whatever its form: they smuggle a second meaning
@@ -198,8 +186,8 @@ bool has_a_label(std::string_view name) noexcept
 outcome<std::string> idna_map(std::string_view name)
 {
     char* out = nullptr;
-    const int rc = ::idn2_to_ascii_8z(std::string(name).c_str(), &out,
-                                      IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
+    const int rc =
+        ::idn2_to_ascii_8z(std::string(name).c_str(), &out, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
     const std::unique_ptr<char, decltype(&std::free)> owned(out, &std::free);
     if (rc != IDN2_OK || out == nullptr)
         return refuse(name, std::string("IDNA refuses it (") + ::idn2_strerror(rc) + ")");
@@ -261,7 +249,7 @@ outcome<std::string> to_ascii_name(std::string_view name)
     if (const char* why = forbidden_byte(name))
         return refuse(name, why);
     std::string mapped;
-    if (is_non_ascii(name) || has_a_label(name))
+    if (detail::has_non_ascii(name) || has_a_label(name))
     {
         auto r = idna_map(name);
         if (!r)
@@ -359,8 +347,7 @@ outcome<std::pair<std::string_view, std::string_view>> split_authority(std::stri
 
 } // namespace
 
-outcome<authority> parse_authority(std::string_view text,
-                                   std::optional<std::uint16_t> default_port)
+outcome<authority> parse_authority(std::string_view text, std::optional<std::uint16_t> default_port)
 {
     bool has_port = false;
     auto parts = split_authority(text, has_port);

@@ -1,5 +1,7 @@
-// lib/host_pattern.cpp: parsing and normalisation of network host patterns.
-#include "host_pattern.hpp"
+// lib/host/pattern.cpp: see pattern.hpp.
+#include "pattern.hpp"
+
+#include "canonical.hpp"
 
 #include <sandbox/utf8.hpp>
 
@@ -18,8 +20,6 @@
 namespace sandbox::detail {
 namespace {
 
-constexpr std::size_t max_domain_length = 253;
-constexpr std::size_t max_label_length = 63;
 constexpr int max_prefix_v4 = 32;
 constexpr int max_prefix_v6 = 128;
 
@@ -32,23 +32,10 @@ failure invalid(std::string_view text, std::string_view why)
     return make_failure(errc::validation, std::move(message));
 }
 
-constexpr char to_lower_ascii(char c) noexcept
-{
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-
 constexpr bool is_domain_char(char lower) noexcept
 {
     return (lower >= 'a' && lower <= 'z') || is_digit(lower) || lower == '-' ||
            static_cast<unsigned char>(lower) >= 0x80;
-}
-
-bool is_non_ascii(std::string_view s) noexcept
-{
-    return std::any_of(s.begin(), s.end(),
-                       [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
 }
 
 bool all_digits(std::string_view s) noexcept
@@ -58,14 +45,14 @@ bool all_digits(std::string_view s) noexcept
 
 // Checks a domain name (no wildcard) and returns it lower-cased without its trailing dot.
 // `whole` is the complete pattern, quoted in messages.
-outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
+outcome<std::string> check_domain(std::string_view name, std::string_view whole)
 {
     if (!name.empty() && name.back() == '.')
         name.remove_suffix(1);
     if (name.empty())
         return invalid(whole, "the domain name is empty");
-    const bool ascii = !is_non_ascii(name);
-    if (ascii && name.size() > max_domain_length)
+    const bool ascii = !has_non_ascii(name);
+    if (ascii && name.size() > max_name_length)
         return invalid(whole, "the domain name is longer than 253 characters");
 
     std::string out;
@@ -82,8 +69,8 @@ outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
             return invalid(whole, "the label " + quote_for_message(label, 16) +
                                       " is longer than 63 characters");
         if (label.front() == '-' || label.back() == '-')
-            return invalid(whole, "the label " + quote_for_message(label) +
-                                      " starts or ends with '-'");
+            return invalid(whole,
+                           "the label " + quote_for_message(label) + " starts or ends with '-'");
         for (const char c : label)
         {
             const char lower = to_lower_ascii(c);
@@ -105,6 +92,22 @@ outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
         start = dot + 1;
     }
     return out;
+}
+
+// A checked domain, spelled as every destination host is (A-labels, `net::to_ascii_name`):
+// the rules compare the two as they are, and a name IDNA refuses fails validation.
+outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
+{
+    auto lower = check_domain(name, whole);
+    if (!lower)
+        return lower.error();
+    auto mapped = net::to_ascii_name(*lower);
+    if (!mapped)
+        return invalid(whole, mapped.error().diag.message);
+    const std::size_t dot = mapped->rfind('.'); // a full-width dot may have made a new label
+    if (all_digits(dot == std::string::npos ? *mapped : std::string_view(*mapped).substr(dot + 1)))
+        return invalid(whole, "a domain name cannot end in an all-numeric label");
+    return mapped;
 }
 
 // Returns `bytes` with every bit after the first `prefix` bits cleared.
@@ -207,40 +210,6 @@ constexpr std::string_view misplaced_star =
     "a '*' is only allowed as the whole first label, as in '*.example.com'";
 
 } // namespace
-
-std::string quote_for_message(std::string_view text, std::size_t max_chars)
-{
-    static constexpr char hex[] = "0123456789abcdef";
-    const bool cut = text.size() > max_chars;
-    const std::size_t total = text.size();
-    if (cut)
-        text = text.substr(0, max_chars);
-
-    std::string out = "'";
-    for (const char ch : text)
-    {
-        const auto c = static_cast<unsigned char>(ch);
-        if (ch == '\'' || ch == '\\')
-        {
-            out += '\\';
-            out += ch;
-        }
-        else if (c < 0x20 || c >= 0x7f)
-        {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 0x0F];
-        }
-        else
-        {
-            out += ch;
-        }
-    }
-    out += '\'';
-    if (cut)
-        out += "... (" + std::to_string(total) + " bytes)";
-    return out;
-}
 
 outcome<host_pattern> parse_host_pattern(std::string_view text)
 {
