@@ -1,5 +1,5 @@
 // lib/exec/child_control.hpp: what a session asks of the supervised-child core
-// (lib/exec/supervise.cpp) besides running the plan: the pid once it runs, the terminal,
+// (lib/exec/supervision.hpp) besides running the plan: the pid once it runs, the terminal,
 // signals for the command's group and a graceful stop. Exec uses the same core without it.
 #ifndef SANDBOX_LIB_EXEC_CHILD_CONTROL_HPP
 #define SANDBOX_LIB_EXEC_CHILD_CONTROL_HPP

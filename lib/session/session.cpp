@@ -1,4 +1,4 @@
-// lib/session/session.cpp: a session is the supervised-child core (lib/process/supervise.cpp)
+// lib/session/session.cpp: a session is the supervised-child core (lib/exec/supervision.hpp)
 // with the output log as its sink, a stdin pipe (or the terminal) kept open for write(), and
 // waiters parked on one timer that every change cancels.
 #include <sandbox/process_manager.hpp>

@@ -1,0 +1,175 @@
+// lib/exec/supervision.hpp: one supervised execution, the exec core, as seen from the
+// caller's executor. Its member functions live in three files by concern:
+//   supervise.cpp     the life cycle: cancellation, the ending, the result, completion
+//   worker_wire.cpp   the worker: a channel from the service, the plan and the child's
+//                     descriptors out, the reports and kill/signal requests
+//   output.cpp        the command's output (capture under the cap, streaming, back-pressure)
+//                     and its input
+// The helper's other modes (status init, run-as, access-as) are in helper_modes.cpp and the
+// rest of sandbox/backend/supervise.hpp in backend_entry.cpp.
+#ifndef SANDBOX_LIB_EXEC_SUPERVISION_HPP
+#define SANDBOX_LIB_EXEC_SUPERVISION_HPP
+
+#include <sandbox/backend/supervise.hpp>
+
+#include "exec/child_control.hpp"
+#include "protocol/protocol.hpp"
+#include "supervisor/client.hpp"
+
+#include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace sandbox::backend {
+
+// For the core's files (this header is private to lib/exec/).
+namespace asio = boost::asio;
+namespace proto = detail::proto;
+using proto::end_reason;
+
+class supervision final : public detail::child_control,
+                          public std::enable_shared_from_this<supervision>
+{
+public:
+    using clock = std::chrono::steady_clock;
+
+    supervision(asio::any_io_executor ex, spawn_plan plan, supervise_handler h,
+                detail::supervisor_service& svc, detail::spawned_fn on_spawned = {})
+        : ex_(std::move(ex)), plan_(std::move(plan)), handler_(std::move(h)), svc_(svc),
+          on_spawned_(std::move(on_spawned)), channel_(ex_),
+          out_{asio::posix::stream_descriptor(ex_)}, err_{asio::posix::stream_descriptor(ex_)},
+          in_(ex_)
+    {}
+
+    // A backend's resources for a command whose end was never reported (the caller went
+    // away mid-run) go to the service, which lets them go once the helper that ran the tree
+    // is reaped: the tree may still be running while its worker kills it (a write-deny
+    // stand-in removed under a live sandbox would unmount it there).
+    ~supervision()
+    {
+        if (plan_.tree_resources)
+            svc_.keep_until_helper_gone(std::move(plan_.tree_resources));
+    }
+
+    void start();
+    void on_channel(outcome<unique_fd> channel);
+
+    // Keeps the handler's executor (which may belong to another execution context) from
+    // running out of work while the operation is pending, as Asio operations do.
+    void track_handler_work()
+    {
+        handler_work_ = asio::prefer(asio::get_associated_executor(handler_, ex_),
+                                     asio::execution::outstanding_work.tracked);
+    }
+
+    void on_cancel(asio::cancellation_type t);
+
+    int terminal_fd() const noexcept override { return completed_ ? -1 : terminal_fd_; }
+    bool signal(int signo) override;
+    void terminate(std::chrono::nanoseconds grace) override;
+
+private:
+    struct stream
+    {
+        asio::posix::stream_descriptor d;
+        stream_capture cap{};
+        bool no_splice = false; // splice to /dev/null failed: over the cap, read and count
+        bool eof = false;
+        bool paused = false; // a chunk is with the on_output_async handler
+    };
+
+    bool capped() const { return plan_.caps.any(); }
+    outcome<void> send_first(unique_fd channel);
+    void send_rest();
+    void read_channel();
+    void on_channel_readable();
+    void on_report(const proto::message& m);
+    void channel_done();
+    void send_kill(end_reason why, std::chrono::nanoseconds grace);
+    void read(stream& s);
+    void wait_readable(stream& s);
+    void on_readable(stream& s, boost::system::error_code ec);
+    void drain(stream& s);
+    void end_stream(stream& s);
+    bool capture(stream& s, std::string_view data);
+    void deliver(stream& s, std::string_view data);
+    output_stream stream_of(const stream& s) const noexcept;
+    void hand_over(stream& s, std::string_view data);
+    void resume(stream& s, bool keep);
+    void stop_output(std::string why);
+    void arm_drain_timer();
+    void abandon_pipes();
+    void write_input();
+    void maybe_finish();
+    void finish();
+    exec_result ended_result(boost::system::error_code& ec);
+    exec_result result_from_report(boost::system::error_code& ec,
+                                   std::optional<int> wait_status = std::nullopt);
+    exec_result setup_timed_out(boost::system::error_code& ec);
+    exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
+    void fail(failure f);
+    void complete(boost::system::error_code ec, exec_result r);
+    template <class Schedule>
+    void deliver(boost::system::error_code ec, exec_result r, Schedule schedule);
+
+    asio::any_io_executor ex_;
+    spawn_plan plan_;
+    supervise_handler handler_;
+    detail::supervisor_service& svc_;
+    detail::spawned_fn on_spawned_;
+    asio::posix::stream_descriptor channel_;
+    std::string encoded_;
+    std::size_t sent_ = 0;
+    bool plan_sent_ = false;
+    std::uint32_t cgroup_options_ = 0; // proto::opt_cgroup bits for the runner's setting
+    std::optional<std::pair<end_reason, std::chrono::nanoseconds>> pending_kill_;
+    // How the worker's part ended, stored once: running until it is set.
+    struct running
+    {
+    };
+    struct not_spawned // the worker could not start the command
+    {
+        int err;
+        std::uint32_t stage; // proto::spawn_stage: the command's, the fork gate's, the cgroup's
+    };
+    struct worker_lost // the worker died (or spoke garbage) before it reported
+    {
+    };
+    std::variant<running, proto::exit_report_msg, not_spawned, worker_lost> ending_;
+    bool ended() const noexcept { return !std::holds_alternative<running>(ending_); }
+    const proto::exit_report_msg* report() const noexcept
+    {
+        return std::get_if<proto::exit_report_msg>(&ending_);
+    }
+    std::string failure_text_;
+    stream out_, err_;
+    asio::posix::stream_descriptor in_;
+    std::size_t input_off_ = 0;
+    std::optional<asio::steady_timer> drain_timer_;
+    clock::time_point started_{};
+    bool completed_ = false;
+    bool pipes_abandoned_ = false;
+    bool cancel_requested_ = false;
+    bool terminate_requested_ = false;
+    int terminal_fd_ = -1;        // the pseudo-terminal master while out_ holds it
+    bool output_stopped_ = false; // the on_output handler asked to stop
+    std::string output_stop_text_;
+    unique_fd devnull_;
+    asio::any_completion_executor handler_work_;
+};
+
+} // namespace sandbox::backend
+
+#endif // SANDBOX_LIB_EXEC_SUPERVISION_HPP
