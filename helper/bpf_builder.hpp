@@ -68,6 +68,18 @@ public:
         jump_if(bpf_compat_arch, compat);
         ret(SECCOMP_RET_KILL_PROCESS);
     }
+    /// `by_architecture`, then each architecture's part: `judge(calls)` with that
+    /// architecture's table of call numbers (the same judge for both, so neither is missed).
+    template <class Calls, class Judge>
+    void per_architecture(std::uint8_t native, std::uint8_t compat, const Calls& native_calls,
+                          const Calls& compat_calls, Judge judge)
+    {
+        by_architecture(native, compat);
+        here(native);
+        judge(native_calls);
+        here(compat);
+        judge(compat_calls);
+    }
     /// Loads the call's number; a native one's without the x32 bit (an x32 call is judged as
     /// its 64-bit twin).
     void load_call(bool native)

@@ -56,11 +56,8 @@ void judge_calls(bpf_program& p, const arch_syscalls& c, bool gate_forks)
 std::vector<sock_filter> connect_filter_program(bool gate_forks)
 {
     bpf_program p;
-    p.by_architecture(native, compat);
-    p.here(native);
-    judge_calls(p, native_syscalls, gate_forks);
-    p.here(compat);
-    judge_calls(p, compat_syscalls, gate_forks);
+    p.per_architecture(native, compat, native_syscalls, compat_syscalls,
+                       [&](const arch_syscalls& c) { judge_calls(p, c, gate_forks); });
     // socket(domain, type, protocol) and socketpair(domain, type, protocol, sv): a datagram
     // socket of AF_UNIX (SOCK_RAW is one too there) is refused; anything else is made.
     p.here(socket_args);

@@ -47,11 +47,8 @@ void gate_calls(bpf_program& p, const arch_syscalls& c)
 std::vector<sock_filter> fork_filter_program()
 {
     bpf_program p;
-    p.by_architecture(native, compat);
-    p.here(native);
-    gate_calls(p, native_syscalls);
-    p.here(compat);
-    gate_calls(p, compat_syscalls);
+    p.per_architecture(native, compat, native_syscalls, compat_syscalls,
+                       [&](const arch_syscalls& c) { gate_calls(p, c); });
     p.here(flags);
     p.load(flags_offset);
     p.jump_if(CLONE_THREAD, allow, true);

@@ -57,11 +57,8 @@ void judge_calls(bpf_program& p, const arch_calls& c)
 std::vector<sock_filter> setid_filter_program()
 {
     bpf_program p;
-    p.by_architecture(native, compat);
-    p.here(native);
-    judge_calls(p, native_calls);
-    p.here(compat);
-    judge_calls(p, compat_calls);
+    p.per_architecture(native, compat, native_calls, compat_calls,
+                       [&](const auto& c) { judge_calls(p, c); });
     p.here(mode_in_arg1);
     p.load(bpf_arg_offset(1));
     p.jump_if(S_ISUID | S_ISGID, refuse, true);
