@@ -39,19 +39,7 @@ private:
 std::optional<failure> probe(asio::io_context& ioc, sandbox::runner* backend)
 {
     auto* b = dynamic_cast<sandbox::bwrap_runner*>(backend);
-    if (!b)
-        return std::nullopt;
-    std::optional<failure> verdict;
-    std::exception_ptr thrown;
-    asio::co_spawn(ioc, b->check(), [&](std::exception_ptr e, std::optional<failure> f) {
-        thrown = e;
-        verdict = std::move(f);
-    });
-    ioc.run();
-    ioc.restart();
-    if (thrown)
-        std::rethrow_exception(thrown);
-    return verdict;
+    return b ? check_bwrap(ioc, *b) : std::nullopt;
 }
 
 outcome<sandbox::config::registry> build(asio::io_context& ioc,
@@ -176,6 +164,21 @@ int check_config(asio::io_context& ioc, const run_config& cfg)
     }
     write_fully(STDOUT_FILENO, out);
     return 0;
+}
+
+std::optional<failure> check_bwrap(asio::io_context& ioc, sandbox::bwrap_runner& b)
+{
+    std::optional<failure> verdict;
+    std::exception_ptr thrown;
+    asio::co_spawn(ioc, b.check(), [&](std::exception_ptr e, std::optional<failure> f) {
+        thrown = e;
+        verdict = std::move(f);
+    });
+    ioc.run();
+    ioc.restart();
+    if (thrown)
+        std::rethrow_exception(thrown);
+    return verdict;
 }
 
 } // namespace sandbox::cli

@@ -14,6 +14,10 @@
 #include <memory>
 #include <optional>
 
+namespace sandbox {
+class bwrap_runner;
+}
+
 namespace sandbox::cli {
 
 /// The entry's runner for a run, and what keeps it alive.
@@ -35,6 +39,11 @@ struct config_pick
 /// and `--workspace`s), and runs the bwrap probe when the entry is on bwrap. Moves
 /// `cfg.chain.audit` into the entry's chain.
 config_pick pick_from_config(boost::asio::io_context& ioc, run_config& cfg);
+
+/// bwrap's verdict on the command line or entry it was built for: its option checks, then its
+/// probe (run once per runner: the run itself does not probe again), run to its end on `ioc`.
+/// Empty when it can run here.
+std::optional<sandbox::failure> check_bwrap(boost::asio::io_context& ioc, sandbox::bwrap_runner& b);
 
 /// `--check`: prints one JSON line per entry (`entry_to_json`) and returns 0, or prints every
 /// problem on stderr and returns 125.

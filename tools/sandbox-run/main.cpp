@@ -161,23 +161,6 @@ std::unique_ptr<sandbox::bwrap_runner> make_bwrap(asio::io_context& ioc,
     return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), std::move(o));
 }
 
-// bwrap's verdict on this command line: its option checks, then its probe (run once per
-// runner: the run itself does not probe again).
-std::optional<sandbox::failure> check_bwrap(asio::io_context& ioc, sandbox::bwrap_runner& b)
-{
-    std::optional<sandbox::failure> verdict;
-    std::exception_ptr thrown;
-    asio::co_spawn(ioc, b.check(), [&](std::exception_ptr e, std::optional<sandbox::failure> f) {
-        thrown = e;
-        verdict = std::move(f);
-    });
-    ioc.run();
-    ioc.restart();
-    if (thrown)
-        std::rethrow_exception(thrown);
-    return verdict;
-}
-
 // The backend that runs the command: the one --backend names, or auto's choice.
 struct backend_pick
 {
@@ -198,11 +181,11 @@ backend_pick pick_backend(asio::io_context& ioc, const cli::run_config& cfg)
     if (cfg.backend == "bwrap")
     {
         if (cfg.enforcement) // its report covers the probe (namespaces may be disabled here)
-            check_bwrap(ioc, *bwrap);
+            cli::check_bwrap(ioc, *bwrap);
         p.runner = std::move(bwrap);
         return p;
     }
-    p.choice = cli::choose_backend(check_bwrap(ioc, *bwrap), cli::bwrap_only_flags(cfg));
+    p.choice = cli::choose_backend(cli::check_bwrap(ioc, *bwrap), cli::bwrap_only_flags(cfg));
     if (p.choice.backend == "local")
         p.runner = std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
     else
