@@ -13,6 +13,7 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "exec/child_control.hpp"
+#include "exec/stdio.hpp"
 #include "protocol/protocol.hpp"
 #include "supervisor/client.hpp"
 
@@ -31,6 +32,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace sandbox::backend {
 
@@ -92,6 +94,10 @@ private:
 
     bool capped() const { return plan_.caps.any(); }
     outcome<void> send_first(unique_fd channel);
+    proto::plan plan_message();
+    outcome<std::vector<int>> child_descriptors(const stdio_set& stdio, proto::plan& p,
+                                                unique_fd& started);
+    void keep_our_ends(stdio_set& stdio);
     void send_rest();
     void read_channel();
     void on_channel_readable();

@@ -77,6 +77,34 @@ outcome<void> supervision::send_first(unique_fd channel)
     auto stdio = open_stdio(plan_);
     if (!stdio)
         return stdio.error();
+    proto::plan p = plan_message();
+    unique_fd started; // the worker's copy of the status pipe: the timeout starts with it
+    auto fds = child_descriptors(*stdio, p, started);
+    if (!fds)
+        return fds.error();
+    encoded_ = proto::encode_plan(p);
+    const std::size_t n = std::min(encoded_.size(), proto::max_payload);
+    const bool last = n == encoded_.size();
+    int rc = proto::send_message(channel.get(), proto::msg_type::plan_chunk,
+                                 last ? proto::flag_last : 0, {encoded_.data(), n}, *fds);
+    if (rc != 0)
+        return make_os_failure(errc::internal, "cannot hand the command to its supervisor worker",
+                               rc);
+    sent_ = n;
+    plan_sent_ = last;
+    if (last)
+        std::string().swap(encoded_);
+    plan_.work_dir.reset();
+    plan_.stdin_fd.reset();  // ours closes now; the worker holds its own copy
+    plan_.extra_fds.clear(); // the status pipe's write end among them: only the tree holds it
+    channel_.assign(channel.release());
+    keep_our_ends(*stdio);
+    return {};
+}
+
+// The plan's fixed part, the command and its environment (moved out of the spawn plan).
+proto::plan supervision::plan_message()
+{
     proto::plan p;
     p.fixed.caps = plan_.caps;
     p.fixed.sample_interval_ns = plan_.sample_interval.count();
@@ -95,15 +123,26 @@ outcome<void> supervision::send_first(unique_fd channel)
         for (const auto& f : *plan_.unix_socket_policy)
             p.allowed_sockets.push_back({f.dev, f.ino, f.path});
     }
+    if (plan_.inner_status)
+        p.fixed.options |= proto::opt_ignore_job_signals;
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);
-    const int child_err = stdio->child_err ? stdio->child_err.get() : stdio->child_out.get();
-    std::vector<int> fds{stdio->child_out.get(), child_err};
+    return p;
+}
+
+// The descriptors that go with the plan, in the order its `fds` bits say: stdout, stderr,
+// then stdin, the work dir, the status pipe (`started` keeps the worker's copy open until
+// the message is sent) and the backend's extra ones.
+outcome<std::vector<int>> supervision::child_descriptors(const stdio_set& stdio, proto::plan& p,
+                                                         unique_fd& started)
+{
+    const int child_err = stdio.child_err ? stdio.child_err.get() : stdio.child_out.get();
+    std::vector<int> fds{stdio.child_out.get(), child_err};
     if (plan_.tty)
     {
         p.fixed.options |= proto::opt_tty;
-        p.tty_path = stdio->tty_path;
+        p.tty_path = stdio.tty_path;
     }
     else if (plan_.stdin_fd)
     {
@@ -113,7 +152,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     else if (plan_.input)
     {
         p.fixed.fds |= proto::fd_stdin;
-        fds.push_back(stdio->child_in.get());
+        fds.push_back(stdio.child_in.get());
     }
     const int dir = plan_.work_dir ? plan_.work_dir.get() : plan_.borrowed_work_dir_fd;
     if (dir >= 0)
@@ -121,7 +160,6 @@ outcome<void> supervision::send_first(unique_fd channel)
         p.fixed.fds |= proto::fd_work_dir;
         fds.push_back(dir);
     }
-    unique_fd started; // the worker's copy of the status pipe: the timeout starts with it
     if (plan_.inner_status)
     {
         started.reset(::fcntl(plan_.inner_status.get(), F_DUPFD_CLOEXEC, 3));
@@ -137,38 +175,25 @@ outcome<void> supervision::send_first(unique_fd channel)
     for (const auto& x : plan_.extra_fds)
         fds.push_back(x->get());
     p.fixed.extra_fds = static_cast<std::uint32_t>(plan_.extra_fds.size());
-    if (plan_.inner_status)
-        p.fixed.options |= proto::opt_ignore_job_signals;
-    encoded_ = proto::encode_plan(p);
-    const std::size_t n = std::min(encoded_.size(), proto::max_payload);
-    const bool last = n == encoded_.size();
-    int rc = proto::send_message(channel.get(), proto::msg_type::plan_chunk,
-                                 last ? proto::flag_last : 0, {encoded_.data(), n}, fds);
-    if (rc != 0)
-        return make_os_failure(errc::internal, "cannot hand the command to its supervisor worker",
-                               rc);
-    sent_ = n;
-    plan_sent_ = last;
-    if (last)
-        std::string().swap(encoded_);
-    plan_.work_dir.reset();
-    plan_.stdin_fd.reset();  // ours closes now; the worker holds its own copy
-    plan_.extra_fds.clear(); // the status pipe's write end among them: only the tree holds it
-    channel_.assign(channel.release());
-    out_.d.assign(stdio->out.release());
+    return fds;
+}
+
+// Our ends of the command's streams, once the child's are with the worker.
+void supervision::keep_our_ends(stdio_set& stdio)
+{
+    out_.d.assign(stdio.out.release());
     if (plan_.tty)
         terminal_fd_ = out_.d.native_handle();
-    if (stdio->err)
-        err_.d.assign(stdio->err.release());
+    if (stdio.err)
+        err_.d.assign(stdio.err.release());
     else
         err_.eof = true; // a terminal merges stderr into its one stream
     if (plan_.input)
     {
-        int fd = stdio->in.release();
+        int fd = stdio.in.release();
         ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         in_.assign(fd);
     }
-    return {};
 }
 
 // The rest of a plan larger than one message (a huge argv or environment).
