@@ -64,6 +64,8 @@ struct cap_report
     std::uint64_t peak_memory_bytes = 0;
     std::uint64_t samples = 0;
     std::uint64_t failed_samples = 0;
+    /// The longest time the tree went unseen by the sampler (sampled_caps).
+    std::chrono::nanoseconds longest_sample_gap{0};
     std::string last_failure; // the first one an enforcer has
 };
 

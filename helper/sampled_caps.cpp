@@ -179,6 +179,7 @@ private:
     awaitable measure_pss(sample& s);
     std::optional<tree_usage> apply_caps(const sample& s);
     pace_input pace_of(nanoseconds took) const;
+    void note_gap(std::chrono::steady_clock::time_point now) noexcept;
 
     // The fork gate.
     awaitable gate_loop(ptr self);
@@ -193,6 +194,11 @@ private:
     cpu_ledger ledger_;
     nanoseconds children_base_;
     std::uint64_t samples_ = 0, failed_ = 0;
+    // The start of the last sample (of the sampling, before the first), and the longest
+    // time from one sample's start to the end of the next: a member's cpu can have grown
+    // unseen for that long before it ended (or the tree did).
+    std::chrono::steady_clock::time_point last_began_{};
+    nanoseconds longest_gap_{0};
     std::uint32_t faults_left_ = 0;
     // Members' children are reaped by the kernel (SIGCHLD ignored): seen from a loss the
     // ledger found (kept), or predicted from a live member that ignores SIGCHLD (per sample).
@@ -223,11 +229,22 @@ void sampled_caps::start()
         asio::co_spawn(ctx_, gate_loop(shared_from_this()), asio::detached);
     }
     if (budget_.limits().any())
+    {
+        last_began_ = std::chrono::steady_clock::now();
         asio::co_spawn(ctx_, sample_loop(shared_from_this()), asio::detached);
+    }
+}
+
+void sampled_caps::note_gap(std::chrono::steady_clock::time_point now) noexcept
+{
+    if (last_began_ != std::chrono::steady_clock::time_point{})
+        longest_gap_ = std::max<nanoseconds>(longest_gap_, now - last_began_);
 }
 
 void sampled_caps::stop()
 {
+    note_gap(std::chrono::steady_clock::now()); // the time since the last sample
+    last_began_ = {};
     sample_timer_.cancel();
     if (pss_)
         pss_->cancel(); // a sample waiting for it ends now (the tree is gone)
@@ -243,6 +260,7 @@ void sampled_caps::add_to(cap_report& r) const
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, budget_.peak_footprint_bytes());
     r.samples += samples_;
     r.failed_samples += failed_;
+    r.longest_sample_gap = std::max(r.longest_sample_gap, longest_gap_);
     if (r.last_failure.empty())
         r.last_failure = last_failure_;
 }
@@ -289,6 +307,8 @@ awaitable sampled_caps::sample_loop(ptr /*self*/)
         }
         const auto usage = apply_caps(taken);
         const auto now = std::chrono::steady_clock::now();
+        note_gap(now);
+        last_began_ = began;
         const auto in = pace_of(now - began);
         delay = usage ? pacer.after_sample(*usage, now, in) : pacer.after_failure(in);
     }

@@ -173,6 +173,7 @@ std::string make_exit_report(const execution& x)
                                                   static_cast<std::uint64_t>(own_peak) * 1024);
     r.samples = caps.samples;
     r.failed_samples = caps.failed_samples;
+    r.longest_sample_gap_ns = caps.longest_sample_gap.count();
     r.killed_after_exit = x.killed_after;
     std::string payload(proto::as_bytes(r));
     payload += (x.failure.empty() ? caps.last_failure : x.failure).substr(0, 1024);

@@ -232,6 +232,7 @@ struct exit_report_msg
     std::uint64_t killed_after_exit = 0; // processes left by the command and killed
     std::uint32_t flags = 0;             // report_flag bits
     std::uint32_t pad = 0;
+    std::int64_t longest_sample_gap_ns = 0; // cap_report::longest_sample_gap
     // followed by the text of the last sampling failure
 };
 

@@ -32,6 +32,12 @@ struct sampler_stats
     std::uint64_t samples = 0;
     /// Samples that failed (a /proc read error other than the process being gone).
     std::uint64_t failed_samples = 0;
+    /// The longest time a finished execution's tree went unseen: from the start of one
+    /// sample (or of the sampling) to the end of the next (or of the tree). A member's cpu
+    /// that no rusage holds (a child the kernel reaped) can be missed for at most that long,
+    /// and a cap can be passed unseen for as long: how stale the sampler's view got on this
+    /// host, under its load.
+    std::chrono::nanoseconds longest_sample_gap{0};
     /// Trees killed for a cap, and for repeated sampling failure.
     std::uint64_t budget_kills = 0;
     std::uint64_t unenforceable_kills = 0;

@@ -568,6 +568,10 @@ void supervisor_service::on_capped_end(const proto::exit_report_msg* r) noexcept
         return;
     samples_ += r->samples;
     failed_ += r->failed_samples;
+    auto longest = longest_gap_ns_.load();
+    while (r->longest_sample_gap_ns > longest &&
+           !longest_gap_ns_.compare_exchange_weak(longest, r->longest_sample_gap_ns))
+    {}
     if (r->reason == proto::end_reason::budget)
         ++budget_kills_;
     if (r->reason == proto::end_reason::unenforceable)
@@ -581,6 +585,7 @@ sampler_stats supervisor_service::stats() const noexcept
     s.samples = samples_.load();
     s.ticks = s.samples;
     s.failed_samples = failed_.load();
+    s.longest_sample_gap = std::chrono::nanoseconds(longest_gap_ns_.load());
     s.budget_kills = budget_kills_.load();
     s.unenforceable_kills = unenforceable_kills_.load();
     return s;

@@ -140,6 +140,7 @@ private:
     kept_list kept_;                     // by the generation of the helper that ran them
     std::atomic<std::size_t> watched_{0};
     std::atomic<std::uint64_t> samples_{0}, failed_{0}, budget_kills_{0}, unenforceable_kills_{0};
+    std::atomic<std::int64_t> longest_gap_ns_{0};
 };
 
 /// Where the helper program is (see supervisor/program_lookup.hpp). Empty when no candidate is
