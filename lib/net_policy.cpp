@@ -2,6 +2,7 @@
 #include <sandbox/net_policy.hpp>
 
 #include "host/pattern.hpp"
+#include "net_rule_list.hpp"
 #include "proxy_url.hpp"
 
 #include <cstddef>
@@ -12,8 +13,6 @@
 
 namespace sandbox {
 namespace {
-
-constexpr int max_port = 65535;
 
 failure invalid(std::string message, std::string limit)
 {
@@ -52,24 +51,6 @@ outcome<> check_host_list(const std::vector<std::string>& hosts, std::string_vie
     return {};
 }
 
-// `allow_hosts`: each `HOST` or `HOST:PORT` (`[V6]:PORT`), as `--allow-host` takes them.
-outcome<> check_allow_hosts(const std::vector<std::string>& hosts)
-{
-    for (std::size_t i = 0; i < hosts.size(); ++i)
-    {
-        auto split = detail::split_host_port(hosts[i]);
-        if (!split)
-        {
-            failure f = split.error();
-            f.diag.limit = indexed("net.allow_hosts", i);
-            return f;
-        }
-        if (auto r = check_host(split->host, indexed("net.allow_hosts", i)); !r)
-            return r;
-    }
-    return {};
-}
-
 // `resolve`: each pin a domain name (no wildcard, no address) and an IP literal.
 outcome<> check_pins(const std::vector<std::pair<std::string, std::string>>& pins)
 {
@@ -95,26 +76,6 @@ outcome<> check_proxy(std::string_view proxy)
 {
     if (auto parsed = detail::parse_proxy_url(proxy); !parsed)
         return parsed.error();
-    return {};
-}
-
-outcome<> check_rules(const std::vector<net_rule>& rules)
-{
-    for (std::size_t i = 0; i < rules.size(); ++i)
-    {
-        const net_rule& rule = rules[i];
-        const std::string path = indexed("net.rules", i);
-        if (rule.action != net_action::deny && rule.action != net_action::allow)
-            return invalid("rule action " + std::to_string(static_cast<int>(rule.action)) +
-                               " is neither deny (0) nor allow (1)",
-                           path + ".action");
-        if (auto r = check_host(rule.host, path + ".host"); !r)
-            return r;
-        if (rule.port < 0 || rule.port > max_port)
-            return invalid("rule port " + std::to_string(rule.port) +
-                               " is out of range (0-65535; 0 means any port)",
-                           path + ".port");
-    }
     return {};
 }
 
@@ -257,10 +218,8 @@ outcome<> net_policy::validate() const
         if (auto r = check_proxy(proxy); !r)
             return r;
     }
-    if (auto r = check_rules(rules); !r)
-        return r;
-    if (auto r = check_allow_hosts(allow_hosts); !r)
-        return r;
+    if (auto r = detail::check_rule_list(*this); !r) // (net::rule_set compiles the same list)
+        return r.error();
     if (auto r = check_unix_sockets(unix_sockets); !r)
         return r;
     if (auto r = check_pins(resolve); !r)

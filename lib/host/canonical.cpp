@@ -8,7 +8,7 @@
 // rejects, such as `1.2.3.4.5` or `0x1g`, or no name any registry hands out).
 #include "canonical.hpp"
 
-#include "pattern.hpp"
+#include "text.hpp"
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>

@@ -82,12 +82,7 @@ outcome<std::string> check_domain(std::string_view name, std::string_view whole)
             out += lower;
         }
         if (dot == std::string_view::npos)
-        {
-            if (all_digits(label))
-                return invalid(whole, "not a valid IPv4 address, and a domain name cannot "
-                                      "end in an all-numeric label");
             break;
-        }
         out += '.';
         start = dot + 1;
     }
@@ -95,7 +90,8 @@ outcome<std::string> check_domain(std::string_view name, std::string_view whole)
 }
 
 // A checked domain, spelled as every destination host is (A-labels, `net::to_ascii_name`):
-// the rules compare the two as they are, and a name IDNA refuses fails validation.
+// the rules compare the two as they are, and a name IDNA refuses fails validation. Its last
+// label is judged after the mapping, which may make a new one (a full-width dot).
 outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
 {
     auto lower = check_domain(name, whole);
@@ -106,7 +102,8 @@ outcome<std::string> parse_domain(std::string_view name, std::string_view whole)
         return invalid(whole, mapped.error().diag.message);
     const std::size_t dot = mapped->rfind('.'); // a full-width dot may have made a new label
     if (all_digits(dot == std::string::npos ? *mapped : std::string_view(*mapped).substr(dot + 1)))
-        return invalid(whole, "a domain name cannot end in an all-numeric label");
+        return invalid(whole, "not a valid IPv4 address, and a domain name cannot end in an "
+                              "all-numeric label");
     return mapped;
 }
 

@@ -12,6 +12,7 @@
 
 #include "host/canonical.hpp"
 #include "host/pattern.hpp"
+#include "net_rule_list.hpp"
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
@@ -29,7 +30,6 @@ namespace {
 
 namespace ip = boost::asio::ip;
 
-constexpr int max_port = 65535;
 constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
 // One compiled rule as seen from a lookup bucket.
@@ -132,30 +132,6 @@ v6_key key_of(const ip::address_v6& a) noexcept
     return k;
 }
 
-std::string rule_text(net_action action, std::string_view pattern, int port)
-{
-    std::string s = to_string(action);
-    s += ' ';
-    s += pattern;
-    if (port != 0)
-    {
-        s += ':';
-        s += std::to_string(port);
-    }
-    return s;
-}
-
-failure at(failure f, std::string limit)
-{
-    f.diag.limit = std::move(limit);
-    return f;
-}
-
-std::string indexed(std::string_view field, std::size_t i)
-{
-    return std::string(field) + "[" + std::to_string(i) + "]";
-}
-
 } // namespace
 
 struct rule_set::impl
@@ -219,53 +195,20 @@ void rule_set::impl::add(const detail::host_pattern& p, net_action action, int p
     texts.push_back(std::move(text));
 }
 
-namespace {
-
-// `base` names the rule ("net.rules[2]"), `limit` its host ("net.rules[2].host").
-outcome<void> add_rule(rule_set::impl& impl, std::string_view host, net_action action, int port,
-                       const std::string& base, const std::string& limit)
-{
-    if (action != net_action::deny && action != net_action::allow)
-        return make_failure(errc::validation,
-                            "unknown rule action " + std::to_string(static_cast<int>(action)),
-                            base + ".action");
-    if (port < 0 || port > max_port)
-        return make_failure(errc::validation,
-                            "rule port " + std::to_string(port) + " is outside 0-65535",
-                            base + ".port");
-    auto parsed = detail::parse_host_pattern(host);
-    if (!parsed)
-        return at(parsed.error(), limit);
-    if (action == net_action::allow && parsed->kind == detail::host_kind::domain &&
-        parsed->host == host_loopback_name)
-        impl.host_loopback_ports.push_back(static_cast<std::uint16_t>(port));
-    impl.add(*parsed, action, port, rule_text(action, host, port));
-    return {};
-}
-
-} // namespace
-
 rule_set::rule_set() : impl_(std::make_shared<const impl>()) {}
 
 outcome<rule_set> rule_set::compile(const net_policy& p)
 {
+    auto list = detail::check_rule_list(p);
+    if (!list)
+        return list.error();
     auto built = std::make_shared<impl>();
-    for (std::size_t i = 0; i < p.rules.size(); ++i)
+    for (auto& r : *list)
     {
-        const auto& r = p.rules[i];
-        const std::string base = indexed("net.rules", i);
-        if (auto ok = add_rule(*built, r.host, r.action, r.port, base, base + ".host"); !ok)
-            return ok.error();
-    }
-    for (std::size_t i = 0; i < p.allow_hosts.size(); ++i)
-    {
-        const std::string limit = indexed("net.allow_hosts", i);
-        auto split = detail::split_host_port(p.allow_hosts[i]);
-        if (!split)
-            return at(split.error(), limit);
-        if (auto ok = add_rule(*built, split->host, net_action::allow, split->port, limit, limit);
-            !ok)
-            return ok.error();
+        if (r.action == net_action::allow && r.pattern.kind == detail::host_kind::domain &&
+            r.pattern.host == host_loopback_name)
+            built->host_loopback_ports.push_back(r.port);
+        built->add(r.pattern, r.action, r.port, std::move(r.text));
     }
     rule_set s;
     s.impl_ = std::move(built);

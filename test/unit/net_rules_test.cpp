@@ -61,6 +61,11 @@ void check_compile_fails(const sbx::net_policy& p, const std::string& limit)
         BOOST_TEST(r.error().code == sbx::errc::validation);
         BOOST_TEST(r.error().diag.limit == limit);
         BOOST_TEST(!r.error().diag.message.empty());
+        // Validation walks the same rule list (lib/net_rule_list.hpp): the same refusal.
+        const auto v = p.validate();
+        BOOST_TEST_REQUIRE(v.has_error());
+        BOOST_TEST(v.error().diag.message == r.error().diag.message);
+        BOOST_TEST(v.error().diag.limit == limit);
     }
 }
 
