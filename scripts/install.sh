@@ -9,8 +9,10 @@
 #                    elsewhere (the installed files find each other wherever they end up)
 #   --shared         shared libraries (libsandbox.so.0.1, ...) instead of static archives
 #   --build-dir DIR  the build tree (default build-release, or build-deb with --deb)
-#   --deb            a .deb of the shared libraries, headers, helper, sandbox-run and the CMake
-#                    and pkg-config files for /usr, written to the build tree (not installed)
+#   --deb            two .deb packages for /usr, written to the build tree (not installed) and
+#                    their paths printed: `sandbox` (the shared libraries, the helper,
+#                    sandbox-run, sandboxd) and `sandbox-dev` (headers, the CMake and pkg-config
+#                    files; it depends on `sandbox` of the same version)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +44,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_P
 cmake --build "$build_dir" -j "$(nproc)" >&2
 if [ "$deb" -eq 1 ]; then
   (cd "$build_dir" && cpack -G DEB >&2)
-  ls "$build_dir"/sandbox_*.deb
+  printf '%s\n' "$build_dir"/sandbox_*.deb "$build_dir"/sandbox-dev_*.deb # runtime, then dev
 else
   cmake --install "$build_dir" >&2
 fi

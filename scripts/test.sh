@@ -16,6 +16,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Runs a step and says on stderr how long it took (the CI log's figures).
+timed() {
+  local began=$SECONDS
+  "$@"
+  echo "test.sh: $* took $((SECONDS - began)) s" >&2
+}
+
 tsan_job() {
   if [ ! -f build-tsan/build.ninja ]; then
     # Asio's fenced blocks use std::atomic_thread_fence, which TSan does not model (GCC says so
@@ -32,16 +39,16 @@ tsan_job() {
 }
 
 if [ "${1:-}" = "--sanitize" ]; then
-  scripts/setup.sh --sanitize
+  timed scripts/setup.sh --sanitize
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # The install/consumer test and the benchmark smoke run belong to the normal build.
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E 'install_consumer|bench_smoke'
+  timed ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E 'install_consumer|bench_smoke'
 elif [ "${1:-}" = "--tsan" ]; then
   tsan_job
 else
-  scripts/setup.sh
-  ctest --test-dir build --output-on-failure -j "$(nproc)"
-  test/install/run.sh
-  tsan_job
+  timed scripts/setup.sh
+  timed ctest --test-dir build --output-on-failure -j "$(nproc)"
+  timed test/install/run.sh
+  timed tsan_job
 fi

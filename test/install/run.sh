@@ -7,8 +7,10 @@
 #           DESTDIR into a scratch directory: nothing exists at the configured prefix
 #   shared  the shared build of `scripts/install.sh --deb` (configured for /usr), staged the
 #           same way; also the README's pkg-config line
-#   deb     the .deb `scripts/install.sh --deb` writes, installed with apt-get (root only),
-#           purged afterwards whatever happens
+#   deb     the two .deb packages `scripts/install.sh --deb` writes: the runtime package
+#           alone must hold no header, build file or -dev dependency and run a command through
+#           sandbox-run; with the dev package beside it the consumer builds (apt-get, root
+#           only; both purged afterwards whatever happens)
 # No installed file may carry the path of the build tree it came from.
 #
 #   test/install/run.sh [static] [shared] [deb]       (default: all three)
@@ -21,7 +23,8 @@ work=$(mktemp -d /tmp/sbx-install-XXXXXX)
 deb_installed=0
 cleanup() {
   if [ "$deb_installed" -eq 1 ]; then
-    apt-get purge -y -q sandbox > /dev/null 2>&1 || echo "install test: could not remove the sandbox package" >&2
+    dpkg --purge sandbox-dev sandbox > /dev/null 2>&1 || # (either may be absent)
+      echo "install test: could not remove the sandbox packages" >&2
   fi
   rm -rf "$work"
 }
@@ -87,10 +90,11 @@ static_case() {
 }
 
 deb_build() {
-  [ -n "${deb_file:-}" ] && return
-  scripts/install.sh --deb --build-dir build-deb > "$work/deb-name"
-  deb_file=$(tail -n 1 "$work/deb-name")
-  [ -f "$deb_file" ] || fail "deb: no package written"
+  [ -n "${deb_runtime:-}" ] && return
+  scripts/install.sh --deb --build-dir build-deb > "$work/deb-names"
+  deb_runtime=$(sed -n 1p "$work/deb-names")
+  deb_dev=$(sed -n 2p "$work/deb-names")
+  [ -f "$deb_runtime" ] && [ -f "$deb_dev" ] || fail "deb: the two packages were not written: $(cat "$work/deb-names")"
 }
 
 shared_case() {
@@ -100,12 +104,35 @@ shared_case() {
   local prefix="$work/shared/usr" lib
   lib=$(find "$prefix" -name 'libsandbox.so.*' -type f | head -n 1)
   [ -n "$lib" ] || fail "shared: no libsandbox.so installed"
-  readelf -d "$lib" | grep -q 'SONAME.*libsandbox\.so\.' || fail "shared: $lib has no SONAME"
+  grep -q 'SONAME.*libsandbox\.so\.' <<< "$(readelf -d "$lib")" || fail "shared: $lib has no SONAME"
   no_build_paths shared "$work/shared" build-deb
   cmake_consumer shared "$prefix"
   local libdir
   libdir=$(dirname "$lib")
   PKG_CONFIG_PATH="$libdir/pkgconfig" LD_LIBRARY_PATH="$libdir" pkg_consumer shared
+}
+
+# deb_runtime_only: the runtime package alone holds what a server runs and nothing to build
+# with, and runs a command.
+deb_runtime_only() {
+  local listing depends
+  listing=$(dpkg-deb -c "$deb_runtime" | awk '{print $6}')
+  ! grep -Eq '^\./usr/include/|\.a$|/cmake/|/pkgconfig/|\.so$' <<< "$listing" ||
+    fail "deb: the runtime package holds files to build with: $(grep -E '^\./usr/include/|\.a$|/cmake/|/pkgconfig/|\.so$' <<< "$listing" | head -n 3)"
+  grep -q '^\./usr/libexec/sandbox/sandbox-supervisor$' <<< "$listing" || fail "deb: no helper in the runtime package"
+  grep -q '^\./usr/bin/sandbox-run$' <<< "$listing" || fail "deb: no sandbox-run in the runtime package"
+  depends=$(dpkg-deb -f "$deb_runtime" Depends)
+  ! grep -q -- '-dev' <<< "$depends" || fail "deb: the runtime package depends on -dev packages: $depends"
+  deb_installed=1
+  apt-get install -y -q "$src/$deb_runtime" > "$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "deb: apt-get install (runtime)"; }
+  [ ! -e /usr/include/sandbox ] || fail "deb: headers present with the runtime package alone"
+  local got
+  # (the default backend's sandbox user must reach the work directory, which becomes its root)
+  mkdir -m 755 "$work/run" && chmod 755 "$work"
+  got=$(cd "$work/run" && env -u SANDBOX_SUPERVISOR /usr/bin/sandbox-run -- /bin/echo runtime-only 2>&1) ||
+    fail "deb: sandbox-run of the runtime package failed: $got"
+  grep -q '^runtime-only$' <<< "$got" || fail "deb: sandbox-run printed: $got"
+  echo "install test deb (runtime alone): ok" >&2
 }
 
 deb_case() {
@@ -114,9 +141,12 @@ deb_case() {
     return
   fi
   deb_build
-  dpkg-deb -f "$deb_file" Depends | grep -q 'libboost-json1.81' || fail "deb: no dependency on Boost.JSON 1.81"
-  deb_installed=1
-  apt-get install -y -q "$src/$deb_file" > "$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "deb: apt-get install"; }
+  local depends # (not piped into grep -q: under pipefail its early exit fails the pipe)
+  depends=$(dpkg-deb -f "$deb_dev" Depends)
+  grep -q 'libboost-json1.81-dev' <<< "$depends" || fail "deb: the dev package does not depend on Boost.JSON 1.81: $depends"
+  grep -q 'sandbox (= 0' <<< "$depends" || fail "deb: the dev package does not depend on its runtime package: $depends"
+  deb_runtime_only
+  apt-get install -y -q "$src/$deb_dev" > "$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "deb: apt-get install (dev)"; }
   cmake_consumer deb
   pkg_consumer deb
 }
