@@ -1,6 +1,6 @@
 // protocol/net_bridge.hpp: the listener hand-off between `sandbox-supervisor --init FD
 // --net-bridge FD2` (pid 1 of a bwrap sandbox with its own network namespace,
-// helper/status_init.cpp) and the library's egress proxy (lib/net/bridge.cpp).
+// helper/status_init.cpp) and the library's egress proxy (net/bridge.cpp).
 //
 // The init creates the proxy's listeners on 127.0.0.1:0 and, with the same port, on [::1]
 // when the namespace has IPv6, inside the sandbox's namespace; it sends them over FD2 (an

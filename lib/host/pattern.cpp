@@ -219,7 +219,7 @@ outcome<host_pattern> parse_host_pattern(std::string_view text)
             return invalid(text, "the host contains whitespace or a control character");
     }
     // Non-ASCII (UTF-8) labels pass here; the rule compiler maps them to A-labels with IDNA
-    // (lib/net/rule_set.cpp), which also refuses what IDNA refuses.
+    // (net/rule_set.cpp), which also refuses what IDNA refuses.
     if (sanitize_utf8(text) != text)
         return invalid(text, "the host is not valid UTF-8");
 

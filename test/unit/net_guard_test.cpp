@@ -1,4 +1,4 @@
-// test/unit/net_guard_test.cpp: the SSRF guard's address classes (lib/net/address_guard.hpp),
+// test/unit/net_guard_test.cpp: the SSRF guard's address classes (net/address_guard.hpp),
 // with every address of network.md §11.1.
 #include "net/address_guard.hpp"
 

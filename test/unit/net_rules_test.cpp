@@ -1,4 +1,4 @@
-// test/unit/net_rules_test.cpp: compiled rules (lib/net/rule_set.hpp): deny wins, label
+// test/unit/net_rules_test.cpp: compiled rules (net/rule_set.hpp): deny wins, label
 // alignment, wildcards, ports, CIDRs, v4-mapped and IDN rules, compile failures, and 1,000
 // rules checked against a plain linear matcher.
 #include "net/rule_set.hpp"

@@ -123,7 +123,7 @@ std::optional<std::uint64_t> number(const std::optional<std::string>& s)
     return v;
 }
 
-// Beast's base64 (a detail of Boost 1.81, which the build pins: EXACT), as lib/net/upstream.cpp
+// Beast's base64 (a detail of Boost 1.81, which the build pins: EXACT), as net/upstream.cpp
 // uses it; sandbox-run --connect decodes with the same.
 std::string base64(std::string_view in)
 {

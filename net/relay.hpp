@@ -1,0 +1,45 @@
+// net/relay.hpp: copies bytes both ways between a client and its destination. Bytes a
+// receiver does not take stay in the sender's kernel buffer (an idle or stalled tunnel holds
+// no buffer of the proxy's); a FIN from one side is passed on (shutdown of that direction)
+// without cutting the other; bytes moved either way reset the idle timer.
+#ifndef SANDBOX_LIB_NET_RELAY_HPP
+#define SANDBOX_LIB_NET_RELAY_HPP
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace sandbox::net {
+
+/// What a relay moved, and why it ended: "eof" (both sides closed their direction), "idle_timeout",
+/// "reset" (an error on either side), "stopped" (cancelled: the proxy stopped).
+struct relay_totals
+{
+    std::uint64_t up = 0;   ///< client to server, `to_server` included
+    std::uint64_t down = 0; ///< server to client, `to_client` included
+    std::string reason{};
+};
+
+/// \brief Relays until both directions ended, the idle timeout, an error, or cancellation
+/// (terminal: both sockets are closed). `to_server` (bytes the client pipelined after its
+/// request) and `to_client` (bytes an upstream sent after its reply) are written first.
+boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client,
+                                           boost::asio::ip::tcp::socket& server,
+                                           std::string to_server, std::string to_client,
+                                           std::chrono::milliseconds idle_timeout);
+
+/// \brief One direction only: writes `first`, then copies `from` to `to` until `from` ends
+/// (EOF: shutdown(send) on `to`), the idle timeout, an error or cancellation; `from` is
+/// closed at the end, `to` is left to the caller (to drain and close). The bytes are
+/// counted in `down` (the HTTP front's response).
+boost::asio::awaitable<relay_totals> relay_one_way(boost::asio::ip::tcp::socket& from,
+                                                   boost::asio::ip::tcp::socket& to,
+                                                   std::string first,
+                                                   std::chrono::milliseconds idle_timeout);
+
+} // namespace sandbox::net
+
+#endif // SANDBOX_LIB_NET_RELAY_HPP
