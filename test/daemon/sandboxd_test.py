@@ -307,6 +307,24 @@ class SandboxdTest(unittest.TestCase):
         # A command that needs no approval is not asked about.
         self.assertEqual(self.d.request("POST", "/v1/sandboxes/guarded/exec", {"command": "true"})[0], 200)
 
+    def test_a_sighup_as_soon_as_the_socket_exists_is_a_reload(self):
+        # The socket is made after the signals are caught: a SIGHUP sent the moment it
+        # appears reloads, it does not end the daemon (it did, 1 start in 25 on a busy host,
+        # when the handlers came after the listener: the client saw a reset).
+        for _ in range(10):
+            d = Daemon(DOC)
+            try:
+                d.proc.send_signal(signal.SIGHUP)
+                status, body = d.request("GET", "/v1/sandboxes")
+                self.assertEqual(status, 200, body)
+                end = time.time() + 10
+                while "reloaded" not in d.logtext() and time.time() < end:
+                    time.sleep(0.02)
+                self.assertIn("reloaded", d.logtext())
+                self.assertIsNone(d.proc.poll())
+            finally:
+                d.stop()
+
     def test_reload_with_a_good_and_a_bad_document(self):
         self.d.write(DOC + "  extra:\n    backend: local\n    root: @ROOT@\n")
         self.d.proc.send_signal(signal.SIGHUP)

@@ -208,6 +208,10 @@ int main(int argc, char** argv)
     try
     {
         asio::io_context ioc;
+        // Caught from here on, before the socket exists: a client (or a test, or logrotate)
+        // may send SIGHUP as soon as it sees the socket, and the default action would end us.
+        // One that comes before the loop runs waits for it (a reload, or the stop).
+        asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
         sandboxd::daemon d(ioc.get_executor(), f.d);
         if (auto r = d.load(); !r)
         {
@@ -221,7 +225,6 @@ int main(int argc, char** argv)
             return 1;
         log("descriptor limit " + std::to_string(nofile));
         const std::string owned_path = activated ? std::string() : path;
-        asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
         asio::co_spawn(ioc, on_signals(signals, d, acceptor, owned_path, ioc), asio::detached);
         asio::co_spawn(ioc, sandboxd::serve(d, acceptor), asio::detached);
         asio::co_spawn(ioc, d.sweep_ended_sessions(), asio::detached);
