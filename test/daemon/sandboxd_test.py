@@ -325,6 +325,26 @@ class SandboxdTest(unittest.TestCase):
             finally:
                 d.stop()
 
+    def test_the_socket_appears_listening_and_a_live_one_is_not_taken(self):
+        # The socket is bound under another name and renamed once it listens: a client that
+        # waits for the file and connects at once is never refused (it was, under ASan on a
+        # busy host, between bind and listen). A second daemon on a live socket fails as a
+        # bind there would, and leaves the first one's socket and no file of its own.
+        for _ in range(10):
+            d = Daemon(DOC)  # (it returns as soon as the file exists)
+            try:
+                self.assertEqual(d.request("GET", "/v1/sandboxes")[0], 200)
+            finally:
+                d.stop()
+        second = subprocess.run([SANDBOXD, "--config", self.d.doc, "--listen", self.d.sock],
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=60)
+        self.assertNotEqual(second.returncode, 0)
+        self.assertIn("cannot listen on " + self.d.sock, second.stderr)
+        self.assertIn("in use", second.stderr)
+        self.assertEqual(self.d.request("GET", "/v1/sandboxes")[0], 200)
+        self.assertEqual(sorted(n for n in os.listdir(self.d.dir) if n.startswith(".sandboxd.")), [])
+
     def test_reload_with_a_good_and_a_bad_document(self):
         self.d.write(DOC + "  extra:\n    backend: local\n    root: @ROOT@\n")
         self.d.proc.send_signal(signal.SIGHUP)

@@ -18,11 +18,14 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/program_options.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,6 +65,41 @@ std::string bound_path(int fd)
     return std::string(a.sun_path, ::strnlen(a.sun_path, sizeof a.sun_path));
 }
 
+// The name our socket is bound to until it listens: beside `path`, then renamed to it, so that
+// a client that sees `path` can connect (bound and not yet listening, it refuses: under ASan
+// on a busy host a client that waited for the file met that). Empty when it would not fit
+// in sun_path; `path` itself is bound then.
+std::string staging_name(const std::string& path)
+{
+    const auto slash = path.rfind('/');
+    std::string s = path.substr(0, slash == std::string::npos ? 0 : slash + 1) + ".sandboxd." +
+                    std::to_string(::getpid());
+    return s.size() < sizeof(sockaddr_un::sun_path) ? s : std::string();
+}
+
+// Binds `a` at `path` through `staging` (when not empty) and listens.
+void bind_and_listen(local::acceptor& a, const std::string& path, const std::string& staging,
+                     boost::system::error_code& ec)
+{
+    struct stat st;
+    if (!staging.empty() && ::lstat(staging.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+        ::unlink(staging.c_str());    // left by a daemon that had our pid
+    const mode_t old = ::umask(0177); // the socket is born 0600: no window for others
+    a.open(local(), ec);
+    if (!ec)
+        a.bind(local::endpoint(staging.empty() ? path : staging), ec);
+    ::umask(old);
+    if (!ec)
+        a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec || staging.empty())
+        return;
+    // Never over a socket someone answers on (remove_stale left it): as a bind there would.
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0)
+        ec.assign(errno == EEXIST ? EADDRINUSE : errno, boost::system::system_category());
+    if (ec)
+        ::unlink(staging.c_str());
+}
+
 // The listening socket: systemd's, or our own at `path` (mode 0600).
 bool open_listener(local::acceptor& a, const std::string& path)
 {
@@ -81,14 +119,8 @@ bool open_listener(local::acceptor& a, const std::string& path)
         return false;
     }
     remove_stale(path);
-    const mode_t old = ::umask(0177); // the socket is born 0600: no window for others
     boost::system::error_code ec;
-    a.open(local(), ec);
-    if (!ec)
-        a.bind(local::endpoint(path), ec);
-    ::umask(old);
-    if (!ec)
-        a.listen(asio::socket_base::max_listen_connections, ec);
+    bind_and_listen(a, path, staging_name(path), ec);
     if (ec)
     {
         log("cannot listen on " + path + ": " + ec.message());
