@@ -50,7 +50,7 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
 {
     if (s.eof)
         return; // a posted round that arrived after the stream ended
-    if (ec || completed_ || pipes_abandoned_)
+    if (ec || phase() == detail::exec_phase::done || phase() == detail::exec_phase::abandoned)
         return end_stream(s);
     char* buf = scratch_buffer();
     for (int i = 0; i < reads_per_wakeup; ++i)
@@ -59,13 +59,13 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
         if (n > 0)
         {
             const std::string_view data(buf, static_cast<std::size_t>(n));
-            if (plan_.on_output_async && !output_stopped_)
+            if (plan_.on_output_async && output_stop_text_.empty())
                 return hand_over(s, data);
             if (plan_.on_output || plan_.on_output_async)
                 deliver(s, data);
             else if (capture(s, data))
                 return drain(s);
-            if (completed_)
+            if (phase() == detail::exec_phase::done)
                 return end_stream(s);
             continue;
         }
@@ -92,35 +92,34 @@ output_stream supervision::stream_of(const stream& s) const noexcept
 // discard what is still read.
 void supervision::deliver(stream& s, std::string_view data)
 {
-    if (output_stopped_)
+    if (!output_stop_text_.empty())
     {
         s.cap.dropped_bytes += data.size();
         s.cap.truncated = true;
         return;
     }
-    bool keep = false;
+    std::string why;
     try
     {
-        keep = plan_.on_output(stream_of(s), data);
-        if (!keep)
-            output_stop_text_ = "the output handler stopped the run";
+        if (!plan_.on_output(stream_of(s), data))
+            why = "the output handler stopped the run";
     }
     catch (const std::exception& e)
     {
-        output_stop_text_ = std::string("the output handler threw: ") + e.what();
+        why = std::string("the output handler threw: ") + e.what();
     }
     catch (...)
     {
-        output_stop_text_ = "the output handler threw";
+        why = "the output handler threw";
     }
-    if (!keep)
-        stop_output(std::move(output_stop_text_));
+    if (!why.empty())
+        stop_output(std::move(why));
 }
 
+// `why` is never empty: its presence is what says the output handler stopped the run.
 void supervision::stop_output(std::string why)
 {
     output_stop_text_ = std::move(why);
-    output_stopped_ = true;
     on_cancel(asio::cancellation_type::terminal);
 }
 
@@ -153,7 +152,7 @@ void supervision::hand_over(stream& s, std::string_view data)
 void supervision::resume(stream& s, bool keep)
 {
     s.paused = false;
-    if (!keep && !output_stopped_)
+    if (!keep && output_stop_text_.empty())
         stop_output("the output handler stopped the run");
     on_readable(s, {});
 }
@@ -199,7 +198,7 @@ void supervision::drain(stream& s)
         {
             s.d.async_wait(asio::posix::stream_descriptor::wait_read,
                            [self = shared_from_this(), &s](boost::system::error_code ec) {
-                               if (ec || self->completed_)
+                               if (ec || self->phase() == detail::exec_phase::done)
                                    self->end_stream(s);
                                else
                                    self->drain(s);
@@ -214,12 +213,14 @@ void supervision::drain(stream& s)
 
 void supervision::end_stream(stream& s)
 {
+    if (s.eof)
+        return;
     if (&s == &out_)
         terminal_fd_ = -1;
     s.eof = true;
     boost::system::error_code ignored;
     s.d.close(ignored);
-    maybe_finish();
+    feed({detail::exec_event::kind::stream_end});
 }
 
 void supervision::write_input()
@@ -235,9 +236,14 @@ void supervision::write_input()
     in_.close(ignored);
 }
 
+void supervision::close_input()
+{
+    boost::system::error_code ignored;
+    in_.close(ignored);
+}
+
 void supervision::abandon_pipes()
 {
-    pipes_abandoned_ = true;
     boost::system::error_code ignored;
     for (stream* s : {&out_, &err_})
         if (!s->eof)

@@ -63,38 +63,42 @@ failure spawn_failure(int err, const std::string& executable)
 
 void supervision::on_cancel(asio::cancellation_type t)
 {
-    if (completed_)
-        return;
     if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
         asio::cancellation_type::none)
         return;
     // Asked before completion, so it completes as cancelled unless the worker already
     // stopped the tree for another cause (timeout, cap): a command that ended by itself
-    // meanwhile counts as cancelled too.
-    cancel_requested_ = true;
-    if (ended())
-        return abandon_pipes(); // the tree is gone; only reading the pipes is left
-
+    // meanwhile counts as cancelled too. After the worker's end only the pipes are left.
     const bool terminal =
         (t & asio::cancellation_type::terminal) != asio::cancellation_type::none;
     const std::chrono::nanoseconds partial_grace =
         plan_.kill_grace > plan_.kill_grace.zero() ? plan_.kill_grace : default_partial_grace;
-    send_kill(end_reason::cancelled, terminal ? partial_grace.zero() : partial_grace);
+    feed({detail::exec_event::kind::cancel, false, false,
+          terminal ? partial_grace.zero() : partial_grace});
 }
 
-void supervision::maybe_finish()
+// Every event goes through the machine; its actions are performed in the order listed.
+void supervision::feed(const detail::exec_event& ev)
 {
-    if (!completed_ && ended() && out_.eof && err_.eof)
-        finish();
+    const detail::exec_step s = machine_.on(ev);
+    if (s.has(detail::act_send_kill))
+        send_kill(s.kill);
+    if (s.has(detail::act_abandon_pipes))
+        abandon_pipes();
+    if (s.has(detail::act_close_input))
+        close_input();
+    if (s.has(detail::act_arm_drain))
+        arm_drain_timer();
+    if (s.has(detail::act_finish))
+        finish(s.from == detail::exec_phase::abandoned);
 }
 
-void supervision::finish()
+void supervision::finish(bool pipes_abandoned)
 {
-    completed_ = true;
     if (drain_timer_)
         drain_timer_->cancel();
     boost::system::error_code ec;
-    exec_result r = ended_result(ec);
+    exec_result r = ended_result(ec, pipes_abandoned);
     r.wall_time = clock::now() - started_;
     r.out = std::move(out_.cap);
     r.err = std::move(err_.cap);
@@ -148,7 +152,7 @@ failure cgroup_unavailable(int err, const std::string& cgroup)
 // The result the ending stands for. Once the worker has said the tree is gone (a report, or
 // nothing spawned), the backend's resources for it go; after a lost worker they stay until
 // the helper is reaped (the destructor hands them over).
-exec_result supervision::ended_result(boost::system::error_code& ec)
+exec_result supervision::ended_result(boost::system::error_code& ec, bool pipes_abandoned)
 {
     if (const auto* n = std::get_if<not_spawned>(&ending_))
     {
@@ -166,7 +170,8 @@ exec_result supervision::ended_result(boost::system::error_code& ec)
     if (report())
     {
         plan_.tree_resources.reset();
-        return plan_.inner_status ? wrapped_result(ec, err_.cap.data) : result_from_report(ec);
+        return plan_.inner_status ? wrapped_result(ec, err_.cap.data, pipes_abandoned)
+                                  : result_from_report(ec, pipes_abandoned);
     }
     exec_result r;
     ec = make_error_code(errc::internal);
@@ -180,15 +185,17 @@ exec_result supervision::ended_result(boost::system::error_code& ec)
 
 // A wrapped command (bwrap): the status init inside says how the command itself ended. The
 // tree is gone by now, so whatever the init wrote is in the pipe.
-exec_result supervision::wrapped_result(boost::system::error_code& ec, const std::string& err)
+exec_result supervision::wrapped_result(boost::system::error_code& ec, const std::string& err,
+                                        bool pipes_abandoned)
 {
+    const bool cancel_requested = machine_.request() == detail::stop_request::cancel;
     std::string text;
     char buf[256];
     for (ssize_t n; (n = ::read(plan_.inner_status.get(), buf, sizeof buf)) > 0;)
         text.append(buf, static_cast<std::size_t>(n));
     const auto said = detail::parse_init_report(text);
     const auto& rep = *report();
-    const bool by_itself = rep.reason == end_reason::natural && !cancel_requested_;
+    const bool by_itself = rep.reason == end_reason::natural && !cancel_requested;
     if (by_itself && said.exec_errno)
     {
         failure f = spawn_failure(*said.exec_errno, plan_.inner_command);
@@ -204,7 +211,7 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
         ec = f.code;
         return r;
     }
-    if (rep.reason == end_reason::timed_out && !said.started && !cancel_requested_)
+    if (rep.reason == end_reason::timed_out && !said.started && !cancel_requested)
         return setup_timed_out(ec);
     if (by_itself && !said.started)
     {
@@ -224,7 +231,7 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
         ec = f.code;
         return r;
     }
-    return result_from_report(ec, said.wait_status);
+    return result_from_report(ec, pipes_abandoned, said.wait_status);
 }
 
 // The set-up's own bound ran out before the init said "started": the command never ran.
@@ -242,7 +249,7 @@ exec_result supervision::setup_timed_out(boost::system::error_code& ec)
     return r;
 }
 
-exec_result supervision::result_from_report(boost::system::error_code& ec,
+exec_result supervision::result_from_report(boost::system::error_code& ec, bool pipes_abandoned,
                                             std::optional<int> wait_status)
 {
     const auto& rep = *report();
@@ -252,11 +259,10 @@ exec_result supervision::result_from_report(boost::system::error_code& ec,
     f.budget = static_cast<budget_kind>(rep.budget_which);
     f.observed = rep.observed;
     f.configured = rep.configured;
-    f.cancel_requested = cancel_requested_;
-    f.terminate_requested = terminate_requested_;
-    if (output_stopped_)
-        f.output_stop_text = output_stop_text_;
-    f.pipes_abandoned = pipes_abandoned_;
+    f.cancel_requested = machine_.request() == detail::stop_request::cancel;
+    f.terminate_requested = machine_.request() == detail::stop_request::terminate;
+    f.output_stop_text = output_stop_text_;
+    f.pipes_abandoned = pipes_abandoned;
     f.timeout = plan_.timeout;
     f.elapsed = clock::now() - started_;
     f.sample_failure_limit = max_consecutive_sample_failures;
@@ -272,7 +278,8 @@ exec_result supervision::result_from_report(boost::system::error_code& ec,
 // Nothing was spawned: the plan never reached a worker.
 void supervision::fail(failure f)
 {
-    completed_ = true;
+    if (!machine_.on({detail::exec_event::kind::failed}).has(detail::act_fail))
+        return;
     plan_.tree_resources.reset();
     exec_result r;
     r.diag = std::move(f.diag);

@@ -13,6 +13,7 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "exec/child_control.hpp"
+#include "exec/exec_phase.hpp"
 #include "exec/stdio.hpp"
 #include "protocol/protocol.hpp"
 #include "supervisor/client.hpp"
@@ -78,7 +79,10 @@ public:
 
     void on_cancel(asio::cancellation_type t);
 
-    int terminal_fd() const noexcept override { return completed_ ? -1 : terminal_fd_; }
+    int terminal_fd() const noexcept override
+    {
+        return machine_.phase() == detail::exec_phase::done ? -1 : terminal_fd_;
+    }
     bool signal(int signo) override;
     void terminate(std::chrono::nanoseconds grace) override;
 
@@ -93,7 +97,9 @@ private:
     };
 
     bool capped() const { return plan_.caps.any(); }
-    outcome<void> send_first(unique_fd channel);
+    detail::exec_phase phase() const noexcept { return machine_.phase(); }
+    void feed(const detail::exec_event& ev);
+    outcome<bool> send_first(unique_fd channel);
     proto::plan plan_message();
     outcome<std::vector<int>> child_descriptors(const stdio_set& stdio, proto::plan& p,
                                                 unique_fd& started);
@@ -103,7 +109,7 @@ private:
     void on_channel_readable();
     void on_report(const proto::message& m);
     void channel_done();
-    void send_kill(end_reason why, std::chrono::nanoseconds grace);
+    void send_kill(const detail::kill_request& k);
     void read(stream& s);
     void wait_readable(stream& s);
     void on_readable(stream& s, boost::system::error_code ec);
@@ -118,13 +124,14 @@ private:
     void arm_drain_timer();
     void abandon_pipes();
     void write_input();
-    void maybe_finish();
-    void finish();
-    exec_result ended_result(boost::system::error_code& ec);
-    exec_result result_from_report(boost::system::error_code& ec,
+    void close_input();
+    void finish(bool pipes_abandoned);
+    exec_result ended_result(boost::system::error_code& ec, bool pipes_abandoned);
+    exec_result result_from_report(boost::system::error_code& ec, bool pipes_abandoned,
                                    std::optional<int> wait_status = std::nullopt);
     exec_result setup_timed_out(boost::system::error_code& ec);
-    exec_result wrapped_result(boost::system::error_code& ec, const std::string& err);
+    exec_result wrapped_result(boost::system::error_code& ec, const std::string& err,
+                               bool pipes_abandoned);
     void fail(failure f);
     void complete(boost::system::error_code ec, exec_result r);
     template <class Schedule>
@@ -138,10 +145,12 @@ private:
     asio::posix::stream_descriptor channel_;
     std::string encoded_;
     std::size_t sent_ = 0;
-    bool plan_sent_ = false;
     std::uint32_t cgroup_options_ = 0; // proto::opt_cgroup bits for the runner's setting
-    std::optional<std::pair<end_reason, std::chrono::nanoseconds>> pending_kill_;
-    // How the worker's part ended, stored once: running until it is set.
+    // The phase and what the caller asked for: whether the plan is out, a kill waits, the
+    // pipes were given up, the run is over (exec_phase.hpp).
+    detail::exec_machine machine_;
+    // How the worker's part ended, stored once: running until it is set (data for the
+    // result; the machine's `worker_done` event marks the moment).
     struct running
     {
     };
@@ -154,7 +163,6 @@ private:
     {
     };
     std::variant<running, proto::exit_report_msg, not_spawned, worker_lost> ending_;
-    bool ended() const noexcept { return !std::holds_alternative<running>(ending_); }
     const proto::exit_report_msg* report() const noexcept
     {
         return std::get_if<proto::exit_report_msg>(&ending_);
@@ -165,12 +173,8 @@ private:
     std::size_t input_off_ = 0;
     std::optional<asio::steady_timer> drain_timer_;
     clock::time_point started_{};
-    bool completed_ = false;
-    bool pipes_abandoned_ = false;
-    bool cancel_requested_ = false;
-    bool terminate_requested_ = false;
-    int terminal_fd_ = -1;        // the pseudo-terminal master while out_ holds it
-    bool output_stopped_ = false; // the on_output handler asked to stop
+    int terminal_fd_ = -1; // the pseudo-terminal master while out_ holds it
+    // Why the output handler stopped the run (it said stop, or threw); empty while it has not.
     std::string output_stop_text_;
     unique_fd devnull_;
     asio::any_completion_executor handler_work_;

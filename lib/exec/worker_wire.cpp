@@ -30,8 +30,8 @@ struct cancel_fn
 
 } // namespace
 
-// Asks for a worker; a cancellation or terminate() before it is there waits in
-// `pending_kill_` and goes out with the plan.
+// Asks for a worker; a cancellation or terminate() before the plan is out waits in the
+// machine and goes out with it.
 void supervision::start()
 {
     started_ = clock::now();
@@ -52,7 +52,8 @@ void supervision::on_channel(outcome<unique_fd> channel)
 {
     if (!channel)
         return fail(channel.error());
-    if (auto sent = send_first(std::move(*channel)); !sent)
+    auto sent = send_first(std::move(*channel));
+    if (!sent)
         return fail(sent.error());
     if (capped())
         svc_.on_capped_start();
@@ -62,15 +63,14 @@ void supervision::on_channel(outcome<unique_fd> channel)
     if (!err_.eof)
         read(err_);
     read_channel();
-    if (!plan_sent_)
+    feed({detail::exec_event::kind::plan_out, *sent});
+    if (phase() == detail::exec_phase::sending)
         send_rest();
-    else if (pending_kill_)
-        send_kill(pending_kill_->first, pending_kill_->second);
 }
 
 // Makes the pipes and sends the first chunk of the plan with the child's descriptors; ours
-// of those close right after (the kernel holds them in flight).
-outcome<void> supervision::send_first(unique_fd channel)
+// of those close right after (the kernel holds them in flight). True when that was all of it.
+outcome<bool> supervision::send_first(unique_fd channel)
 {
     if (plan_.stdin_fd || plan_.tty)
         plan_.input.reset(); // the backend refused both; the descriptor wins if a plan has both
@@ -91,7 +91,6 @@ outcome<void> supervision::send_first(unique_fd channel)
         return make_os_failure(errc::internal, "cannot hand the command to its supervisor worker",
                                rc);
     sent_ = n;
-    plan_sent_ = last;
     if (last)
         std::string().swap(encoded_);
     plan_.work_dir.reset();
@@ -99,7 +98,7 @@ outcome<void> supervision::send_first(unique_fd channel)
     plan_.extra_fds.clear(); // the status pipe's write end among them: only the tree holds it
     channel_.assign(channel.release());
     keep_our_ends(*stdio);
-    return {};
+    return last;
 }
 
 // The plan's fixed part, the command and its environment (moved out of the spawn plan).
@@ -187,7 +186,7 @@ void supervision::keep_our_ends(stdio_set& stdio)
     if (stdio.err)
         err_.d.assign(stdio.err.release());
     else
-        err_.eof = true; // a terminal merges stderr into its one stream
+        end_stream(err_); // a terminal merges stderr into its one stream
     if (plan_.input)
     {
         int fd = stdio.in.release();
@@ -209,7 +208,7 @@ void supervision::send_rest()
         {
             channel_.async_wait(asio::posix::stream_descriptor::wait_write,
                                 [self = shared_from_this()](boost::system::error_code ec) {
-                                    if (!ec && !self->completed_)
+                                    if (!ec && self->phase() == detail::exec_phase::sending)
                                         self->send_rest();
                                 });
             return;
@@ -218,17 +217,15 @@ void supervision::send_rest()
             return; // the worker is gone: the channel reader sees it
         sent_ += n;
     }
-    plan_sent_ = true;
     std::string().swap(encoded_);
-    if (pending_kill_)
-        send_kill(pending_kill_->first, pending_kill_->second);
+    feed({detail::exec_event::kind::rest_out});
 }
 
 void supervision::read_channel()
 {
     channel_.async_wait(asio::posix::stream_descriptor::wait_read,
                         [self = shared_from_this()](boost::system::error_code ec) {
-                            if (!ec && !self->completed_)
+                            if (!ec && self->phase() != detail::exec_phase::done)
                                 self->on_channel_readable();
                         });
 }
@@ -283,11 +280,7 @@ void supervision::on_report(const proto::message& m)
 // left, so the pipes end once drained, unless a process outside the tree holds them.
 void supervision::channel_done()
 {
-    boost::system::error_code ignored;
-    in_.close(ignored);
-    maybe_finish();
-    if (!completed_)
-        arm_drain_timer();
+    feed({detail::exec_event::kind::worker_done});
 }
 
 // A stream whose chunk is still with the caller (on_output_async) is not stuck: the limit
@@ -296,31 +289,22 @@ void supervision::arm_drain_timer()
 {
     drain_timer_.emplace(ex_, drain_limit);
     drain_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (ec || self->completed_)
-            return;
-        if (self->out_.paused || self->err_.paused)
-            return self->arm_drain_timer();
-        self->abandon_pipes();
+        if (!ec)
+            self->feed({detail::exec_event::kind::drain_limit, false,
+                        self->out_.paused || self->err_.paused});
     });
 }
 
-void supervision::send_kill(end_reason why, std::chrono::nanoseconds grace)
+void supervision::send_kill(const detail::kill_request& r)
 {
-    if (ended())
-        return;
-    if (!plan_sent_)
-    {
-        pending_kill_.emplace(why, grace);
-        return;
-    }
-    proto::kill_msg k{why, 0, grace.count()};
+    proto::kill_msg k{r.why, 0, r.grace.count()};
     // A full socket or a gone worker: the channel reader learns the outcome either way.
     proto::send_message(channel_.native_handle(), proto::msg_type::kill, 0, proto::as_bytes(k));
 }
 
 bool supervision::signal(int signo)
 {
-    if (completed_ || ended() || !plan_sent_)
+    if (!detail::tree_running(phase()))
         return false;
     proto::signal_msg m{signo, 0};
     return proto::send_message(channel_.native_handle(), proto::msg_type::signal, 0,
@@ -329,10 +313,7 @@ bool supervision::signal(int signo)
 
 void supervision::terminate(std::chrono::nanoseconds grace)
 {
-    if (completed_)
-        return;
-    terminate_requested_ = true;
-    send_kill(end_reason::cancelled, grace);
+    feed({detail::exec_event::kind::terminate, false, false, grace});
 }
 
 } // namespace sandbox::backend
