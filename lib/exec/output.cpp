@@ -1,10 +1,16 @@
-// lib/exec/output.cpp: the exec core's side of the command's streams (supervision.hpp):
-// reading stdout and stderr (a few reads per wake-up), capture under the output cap (the rest
-// spliced to /dev/null), streaming to on_output, back-pressure with on_output_async, writing
-// the input, and giving up on pipes a process outside the tree still holds.
+// lib/exec/output.cpp: the exec core's side of the command's streams (supervision.hpp): one
+// coroutine per output stream reads stdout or stderr (a few reads per wake-up), captures under
+// the output cap (the rest spliced to /dev/null), streams to on_output, or hands chunks to
+// on_output_async and waits for the caller's resume (back-pressure). Also the input, and
+// giving up on pipes a process outside the tree still holds.
 #include "exec/supervision.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 
@@ -28,30 +34,55 @@ char* scratch_buffer()
 // Reads handed to the output handler per wake-up, so one chatty stream cannot hold the loop.
 constexpr int reads_per_wakeup = 16;
 
+constexpr auto use_awaitable = asio::as_tuple(asio::use_awaitable);
+
 } // namespace
 
-// Both sinks read the same way: wait until the pipe is readable, then read what is there
-// into the thread's buffer (a few reads per wake-up) and hand each piece to the sink.
 void supervision::read(stream& s)
 {
+    asio::co_spawn(ex_, pump(s), asio::detached);
+}
+
+// The stream's whole life: wait until the pipe is readable, read a round, and so on until it
+// ends, the run is over, or its pipes are given up.
+asio::awaitable<void> supervision::pump(stream& s)
+{
+    const auto keep_alive = shared_from_this();
     s.d.non_blocking(true);
-    wait_readable(s);
+    try
+    {
+        for (round next = round::wait; next != round::end;)
+        {
+            if (next == round::wait)
+            {
+                auto [ec] = co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read,
+                                                    use_awaitable);
+                if (ec)
+                    break;
+            }
+            else if (next == round::yield)
+                co_await asio::post(ex_, use_awaitable);
+            else if (next == round::to_null)
+                next = co_await drain(s);
+            if (reading_stopped() || next == round::end)
+                break;
+            std::string_view chunk;
+            next = read_round(s, chunk);
+            if (next == round::hand_over)
+                next = co_await hand_over(s, chunk);
+        }
+    }
+    catch (const std::exception& e)
+    {
+        stop_output(std::string("reading the output failed: ") + e.what());
+    }
+    end_stream(s);
 }
 
-void supervision::wait_readable(stream& s)
+// Up to `reads_per_wakeup` reads of what is there, each handed to its sink. A chunk for
+// on_output_async is left in `chunk` for the coroutine to hand over.
+supervision::round supervision::read_round(stream& s, std::string_view& chunk)
 {
-    s.d.async_wait(asio::posix::stream_descriptor::wait_read,
-                   [self = shared_from_this(), &s](boost::system::error_code ec) {
-                       self->on_readable(s, ec);
-                   });
-}
-
-void supervision::on_readable(stream& s, boost::system::error_code ec)
-{
-    if (s.eof)
-        return; // a posted round that arrived after the stream ended
-    if (ec || phase() == detail::exec_phase::done || phase() == detail::exec_phase::abandoned)
-        return end_stream(s);
     char* buf = scratch_buffer();
     for (int i = 0; i < reads_per_wakeup; ++i)
     {
@@ -60,24 +91,32 @@ void supervision::on_readable(stream& s, boost::system::error_code ec)
         {
             const std::string_view data(buf, static_cast<std::size_t>(n));
             if (plan_.on_output_async && output_stop_text_.empty())
-                return hand_over(s, data);
+            {
+                chunk = data;
+                return round::hand_over;
+            }
             if (plan_.on_output || plan_.on_output_async)
                 deliver(s, data);
             else if (capture(s, data))
-                return drain(s);
+                return round::to_null;
             if (phase() == detail::exec_phase::done)
-                return end_stream(s);
+                return round::end;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return wait_readable(s);
-        return end_stream(s); // EOF, or EIO on a terminal whose last slave holder is gone
+            return round::wait;
+        return round::end; // EOF, or EIO on a terminal whose last slave holder is gone
     }
     // Budget spent with data still there: come back after others had their turn (the
     // reactor is edge-triggered, so waiting could miss what is already buffered).
-    asio::post(ex_, [self = shared_from_this(), &s] { self->on_readable(s, {}); });
+    return round::yield;
+}
+
+bool supervision::reading_stopped() const noexcept
+{
+    return phase() == detail::exec_phase::done || phase() == detail::exec_phase::abandoned;
 }
 
 // The tag of what `s` reads: a terminal's merged output is `tty`.
@@ -119,42 +158,63 @@ void supervision::deliver(stream& s, std::string_view data)
 // `why` is never empty: its presence is what says the output handler stopped the run.
 void supervision::stop_output(std::string why)
 {
+    if (!output_stop_text_.empty())
+        return;
     output_stop_text_ = std::move(why);
     on_cancel(asio::cancellation_type::terminal);
 }
 
-// Streaming with back-pressure: the chunk goes to the caller, and this stream is read again
-// only once the caller resumes it (always from a fresh handler: no recursion).
-void supervision::hand_over(stream& s, std::string_view data)
+namespace {
+
+// The caller's `output_resume`: copyable and callable from any thread, it resumes the stream's
+// coroutine on the core's executor, once (a second call does nothing).
+template <class Handler> output_resume resume_once(asio::any_io_executor ex, Handler h)
 {
-    s.paused = true;
-    output_resume r = [self = shared_from_this(), &s](bool keep) {
-        asio::post(self->ex_, [self, &s, keep] { self->resume(s, keep); });
+    auto held = std::make_shared<std::optional<Handler>>(std::move(h));
+    return [ex = std::move(ex), held](bool keep) {
+        asio::post(ex, [held, keep] {
+            if (!*held)
+                return;
+            Handler h = std::move(**held);
+            held->reset();
+            std::move(h)(keep);
+        });
     };
-    try
-    {
-        plan_.on_output_async(stream_of(s), data, std::move(r));
-    }
-    catch (const std::exception& e)
-    {
-        s.paused = false;
-        stop_output(std::string("the output handler threw: ") + e.what());
-        on_readable(s, {});
-    }
-    catch (...)
-    {
-        s.paused = false;
-        stop_output("the output handler threw");
-        on_readable(s, {});
-    }
 }
 
-void supervision::resume(stream& s, bool keep)
+} // namespace
+
+// Streaming with back-pressure: the chunk goes to the caller, and this stream is read again
+// only once the caller resumes it (always from a fresh handler: no recursion).
+asio::awaitable<supervision::round> supervision::hand_over(stream& s, std::string_view data)
 {
+    s.paused = true;
+    std::string threw;
+    auto [keep] = co_await asio::async_initiate<decltype(use_awaitable), void(bool)>(
+        [&](auto handler) {
+            output_resume r = resume_once(ex_, std::move(handler));
+            try
+            {
+                plan_.on_output_async(stream_of(s), data, r);
+            }
+            catch (const std::exception& e)
+            {
+                threw = std::string("the output handler threw: ") + e.what();
+                r(false);
+            }
+            catch (...)
+            {
+                threw = "the output handler threw";
+                r(false);
+            }
+        },
+        use_awaitable);
     s.paused = false;
-    if (!keep && output_stop_text_.empty())
+    if (!threw.empty())
+        stop_output(std::move(threw));
+    else if (!keep)
         stop_output("the output handler stopped the run");
-    on_readable(s, {});
+    co_return round::again;
 }
 
 // Capture: keep what fits under the cap, count the rest. True once the cap is reached and
@@ -178,7 +238,9 @@ bool supervision::capture(stream& s, std::string_view data)
     return static_cast<bool>(devnull_);
 }
 
-void supervision::drain(stream& s)
+// Over the cap: the rest goes to /dev/null inside the kernel, counted, until the stream ends;
+// where splice is not possible, by reading instead (`wait`: back to the reading rounds).
+asio::awaitable<supervision::round> supervision::drain(stream& s)
 {
     for (;;)
     {
@@ -191,33 +253,25 @@ void supervision::drain(stream& s)
             continue;
         }
         if (n == 0)
-            return end_stream(s);
+            co_return round::end;
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN)
+        if (errno != EAGAIN)
         {
-            s.d.async_wait(asio::posix::stream_descriptor::wait_read,
-                           [self = shared_from_this(), &s](boost::system::error_code ec) {
-                               if (ec || self->phase() == detail::exec_phase::done)
-                                   self->end_stream(s);
-                               else
-                                   self->drain(s);
-                           });
-            return;
+            s.no_splice = true;
+            co_return round::wait;
         }
-        // splice is not possible here: drain by reading instead.
-        s.no_splice = true;
-        return wait_readable(s);
+        auto [ec] =
+            co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read, use_awaitable);
+        if (ec || phase() == detail::exec_phase::done)
+            co_return round::end;
     }
 }
 
 void supervision::end_stream(stream& s)
 {
-    if (s.eof)
-        return;
     if (&s == &out_)
         terminal_fd_ = -1;
-    s.eof = true;
     boost::system::error_code ignored;
     s.d.close(ignored);
     feed({detail::exec_event::kind::stream_end});
@@ -232,8 +286,7 @@ void supervision::write_input()
                                       self->write_input();
                               });
     // All written, or EPIPE: the child closed its stdin, the rest is not wanted.
-    boost::system::error_code ignored;
-    in_.close(ignored);
+    close_input();
 }
 
 void supervision::close_input()
@@ -246,7 +299,7 @@ void supervision::abandon_pipes()
 {
     boost::system::error_code ignored;
     for (stream* s : {&out_, &err_})
-        if (!s->eof)
+        if (s->d.is_open())
             s->d.cancel(ignored);
 }
 

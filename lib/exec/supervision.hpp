@@ -3,8 +3,8 @@
 //   supervise.cpp     the life cycle: cancellation, the ending, the result, completion
 //   worker_wire.cpp   the worker: a channel from the service, the plan and the child's
 //                     descriptors out, the reports and kill/signal requests
-//   output.cpp        the command's output (capture under the cap, streaming, back-pressure)
-//                     and its input
+//   output.cpp        the command's output, one coroutine per stream (capture under the
+//                     cap, streaming, back-pressure), and its input
 // The helper's other modes (status init, run-as, access-as) are in helper_modes.cpp and the
 // rest of sandbox/backend/supervise.hpp in backend_entry.cpp.
 #ifndef SANDBOX_LIB_EXEC_SUPERVISION_HPP
@@ -21,6 +21,7 @@
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -87,13 +88,23 @@ public:
     void terminate(std::chrono::nanoseconds grace) override;
 
 private:
+    // One of the command's output streams; open until its coroutine (pump) ends it.
     struct stream
     {
         asio::posix::stream_descriptor d;
         stream_capture cap{};
         bool no_splice = false; // splice to /dev/null failed: over the cap, read and count
-        bool eof = false;
-        bool paused = false; // a chunk is with the on_output_async handler
+        bool paused = false;    // a chunk is with the on_output_async handler
+    };
+    // What a stream's coroutine does next.
+    enum class round
+    {
+        wait,      ///< until the pipe is readable
+        again,     ///< read at once (a resumed chunk)
+        yield,     ///< read again after others had their turn
+        hand_over, ///< give the chunk to on_output_async and wait for its resume
+        to_null,   ///< over the cap: splice the rest to /dev/null
+        end,       ///< the stream is over
     };
 
     bool capped() const { return plan_.caps.any(); }
@@ -111,15 +122,15 @@ private:
     void channel_done();
     void send_kill(const detail::kill_request& k);
     void read(stream& s);
-    void wait_readable(stream& s);
-    void on_readable(stream& s, boost::system::error_code ec);
-    void drain(stream& s);
+    asio::awaitable<void> pump(stream& s);
+    round read_round(stream& s, std::string_view& chunk);
+    bool reading_stopped() const noexcept;
+    asio::awaitable<round> drain(stream& s);
     void end_stream(stream& s);
     bool capture(stream& s, std::string_view data);
     void deliver(stream& s, std::string_view data);
     output_stream stream_of(const stream& s) const noexcept;
-    void hand_over(stream& s, std::string_view data);
-    void resume(stream& s, bool keep);
+    asio::awaitable<round> hand_over(stream& s, std::string_view data);
     void stop_output(std::string why);
     void arm_drain_timer();
     void abandon_pipes();

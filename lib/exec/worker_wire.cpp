@@ -60,7 +60,7 @@ void supervision::on_channel(outcome<unique_fd> channel)
     if (plan_.input)
         write_input();
     read(out_);
-    if (!err_.eof)
+    if (err_.d.is_open())
         read(err_);
     read_channel();
     feed({detail::exec_event::kind::plan_out, *sent});

@@ -33,11 +33,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -732,6 +733,105 @@ BOOST_AUTO_TEST_CASE(on_output_can_stop_the_run)
             BOOST_TEST(res.result.diag.limit == "output");
             BOOST_TEST(contains(res.result.diag.message, throws ? "consumer broke" : "stopped"),
                        res.result.diag.message);
+            BOOST_TEST(calls == 1);
+            const auto pids = sbx_test::read_pids(pidfile);
+            BOOST_TEST(pids.size() == 1u);
+            BOOST_TEST(sbx_test::wait_gone(pids, 5000ms));
+        }
+    }
+}
+
+// Back-pressure: each chunk is held by the consumer for a while and resumed later, some from
+// another thread and some twice (a copy of the resume called again must do nothing). A stream
+// is never handed a chunk while its last one is out, nothing is lost or reordered, and the
+// exec completes only after the last chunk came back.
+BOOST_AUTO_TEST_CASE(on_output_async_reads_a_stream_again_only_once_resumed)
+{
+    constexpr std::uint64_t n = 3 << 20;
+    auto req = sbx_test::helper({"spam", std::to_string(n), "both"});
+    req.options.timeout = 25s;
+    std::string got[2];
+    int out_at_once[2] = {0, 0};
+    int overlaps = 0, chunks = 0;
+    std::vector<std::pair<int, sandbox::output_resume>> held;
+    asio::steady_timer tick(ioc);
+    bool armed = false;
+    // Armed while a chunk is held, so the loop runs out of work once the exec is over.
+    auto release_soon = [&] {
+        if (std::exchange(armed, true))
+            return;
+        tick.expires_after(200us);
+        tick.async_wait([&](boost::system::error_code) {
+            armed = false;
+            for (auto& [s, resume] : held)
+            {
+                --out_at_once[s];
+                if (chunks % 3 == 0) // from another thread, as the contract allows
+                    std::thread([resume = resume] { resume(true); }).join();
+                else
+                    resume(true);
+                if (chunks % 5 == 0)
+                    resume(true); // a second call: must not read the stream twice at once
+            }
+            held.clear();
+        });
+    };
+    req.on_output_async = [&](sandbox::output_stream s, std::string_view data,
+                              sandbox::output_resume resume) {
+        const int i = s == sandbox::output_stream::err ? 1 : 0;
+        if (++out_at_once[i] > 1)
+            ++overlaps;
+        ++chunks;
+        got[i].append(data);
+        held.emplace_back(i, std::move(resume));
+        release_soon();
+    };
+    auto res = run(std::move(req));
+    const int still_held = static_cast<int>(held.size());
+    BOOST_TEST(!res.ec, res.result.diag);
+    BOOST_TEST(res.result.exit_code == 0);
+    BOOST_TEST(overlaps == 0);
+    BOOST_TEST(still_held == 0); // completed only once every chunk was resumed
+    BOOST_TEST(chunks > 2);
+    for (const auto& g : got)
+    {
+        BOOST_TEST(g.size() == n);
+        bool in_order = true;
+        for (std::size_t k = 0; k < g.size() && in_order; ++k)
+            in_order = g[k] == "0123456789abcdef"[k % 16];
+        BOOST_TEST(in_order);
+    }
+    BOOST_TEST(res.result.out.data.empty()); // streamed, not captured
+}
+
+BOOST_AUTO_TEST_CASE(on_output_async_can_stop_the_run)
+{
+    for (int how : {0, 1, 2}) // resume(false) later, resume(false) at once, throw
+    {
+        BOOST_TEST_CONTEXT("how " << how)
+        {
+            const auto pidfile = root.path() / ("pids-async-" + std::to_string(how));
+            auto req = sbx_test::helper(
+                {"pidfile", "--then", "println", "hello", "--then", "sleep", "60000"},
+                pid_options(pidfile));
+            req.options.timeout = 25s;
+            int calls = 0;
+            req.on_output_async = [&](sandbox::output_stream, std::string_view,
+                                      sandbox::output_resume resume) {
+                ++calls;
+                if (how == 2)
+                    throw std::runtime_error("async consumer broke");
+                if (how == 1)
+                    return resume(false);
+                asio::post(ioc, [resume] { resume(false); });
+            };
+            auto res = run(std::move(req));
+            BOOST_TEST(res.ec == asio::error::operation_aborted);
+            BOOST_TEST(res.result.status == sandbox::exec_status::cancelled);
+            BOOST_TEST(res.result.diag.limit == "output");
+            BOOST_TEST(
+                contains(res.result.diag.message, how == 2 ? "async consumer broke" : "stopped"),
+                res.result.diag.message);
             BOOST_TEST(calls == 1);
             const auto pids = sbx_test::read_pids(pidfile);
             BOOST_TEST(pids.size() == 1u);
