@@ -134,12 +134,24 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
                                             const std::function<bool(pid_t, std::uint64_t)>& ended,
                                             const std::function<bool(pid_t)>& reaped_by_us)
 {
-    std::unordered_map<pid_t, member> now;
+    by_pid now;
     now.reserve(live.size());
     for (const auto& m : live)
         now[m.pid] = m;
-    // Members this listing missed although they live on keep their last record; their
-    // children time is unknown until they are seen again.
+    const used_by_parent departed = departed_since(now, ended, reaped_by_us);
+    match_orphans(now, departed);
+    last_ = std::move(now);
+    return lost_;
+}
+
+// What the members that ended since the last sample had used, by parent. Members this
+// listing missed although they live on keep their last record (added to `now`); their
+// children time is unknown until they are seen again. A member whose parent the listing
+// missed is judged at a later sample, against that parent's children time then.
+cpu_ledger::used_by_parent
+cpu_ledger::departed_since(by_pid& now, const std::function<bool(pid_t, std::uint64_t)>& ended,
+                           const std::function<bool(pid_t)>& reaped_by_us)
+{
     std::unordered_set<pid_t> unseen_alive;
     std::vector<const member*> gone;
     for (const auto& [pid, m] : last_)
@@ -154,10 +166,7 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
     }
     for (pid_t pid : unseen_alive)
         now[pid] = last_.at(pid);
-    // What the members that ended since the last sample had used, by parent. A member whose
-    // parent the listing missed is judged at a later sample, against that parent's children
-    // time then.
-    std::unordered_map<pid_t, std::chrono::nanoseconds> departed;
+    used_by_parent departed;
     for (const member* m : gone)
     {
         if (reaped_by_us && reaped_by_us(m->pid))
@@ -179,12 +188,17 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
         departed[it->second.ppid] += it->second.own + it->second.reaped;
         it = carried_.erase(it);
     }
-    // Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment). Seen
-    // now and before, the same process: what its children time grew by was waited for.
-    // Ended since, ignoring SIGCHLD when last seen: its children that ended with it were
-    // reaped by the kernel, unless they outlived it: then they fell to us (left out above) or
-    // to a member that reaps orphans (a subreaper, a pid namespace's init), whose children
-    // time grew by more than its own children that ended explain. That growth is taken off.
+    return departed;
+}
+
+// Only a parent seen ignoring SIGCHLD can have lost a child (see the class comment). Seen
+// now and before, the same process: what its children time grew by was waited for. Ended
+// since, ignoring SIGCHLD when last seen: its children that ended with it were reaped by the
+// kernel, unless they outlived it: then they fell to us (left out of `departed`) or to a
+// member that reaps orphans (a subreaper, a pid namespace's init), whose children time grew
+// by more than its own children that ended explain. That growth is taken off.
+void cpu_ledger::match_orphans(const by_pid& now, const used_by_parent& departed)
+{
     using ns = std::chrono::nanoseconds;
     ns orphaned{0}, unexplained{0};
     for (const auto& [pid, is] : now)
@@ -212,8 +226,6 @@ std::chrono::nanoseconds cpu_ledger::update(std::span<const member> live,
             orphaned += used;
     }
     settle_orphans(orphaned, unexplained);
-    last_ = std::move(now);
-    return lost_;
 }
 
 void cpu_ledger::settle_orphans(std::chrono::nanoseconds orphaned,

@@ -227,6 +227,12 @@ private:
     std::deque<std::pair<std::chrono::nanoseconds, int>> debts_;
     std::chrono::nanoseconds credit_{0};
 
+    using by_pid = std::unordered_map<pid_t, member>;
+    using used_by_parent = std::unordered_map<pid_t, std::chrono::nanoseconds>;
+    used_by_parent departed_since(by_pid& now,
+                                  const std::function<bool(pid_t, std::uint64_t)>& ended,
+                                  const std::function<bool(pid_t)>& reaped_by_us);
+    void match_orphans(const by_pid& now, const used_by_parent& departed);
     void settle_orphans(std::chrono::nanoseconds orphaned, std::chrono::nanoseconds unexplained);
 };
 

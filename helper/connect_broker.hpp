@@ -48,6 +48,7 @@
 #include <vector>
 
 #include <linux/seccomp.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 namespace sandbox::detail {
@@ -72,6 +73,21 @@ std::optional<task_ids> read_task_ids(pid_t tid, int& err);
 /// Whether a sock_diag device number (the kernel's own encoding: major << 20 | minor) names
 /// the same device as a stat()'s st_dev.
 bool same_device(std::uint32_t kernel_dev, std::uint64_t st_dev);
+
+/// A sock_diag socket in the network namespace `ns` (made on the calling thread, which
+/// enters the namespace: a socket stays in the namespace it was made in).
+backend::unique_fd diag_socket_in(int ns);
+
+enum class served
+{
+    no,
+    yes,
+    broken ///< the dump did not end (an error, a signal): the socket is out of step
+};
+
+/// Whether a listening AF_UNIX socket of the diag socket's namespace is bound to the file
+/// `st` (sock_diag gives the bound file's device and the low 32 bits of its inode).
+served served_in_namespace(int diag, const struct stat& st);
 
 class connect_broker
 {

@@ -34,6 +34,9 @@ struct http_refusal
 /// The HTTP status of `s` (200, 400, 403, 502, 503, 504, 501).
 int http_status(open_status s) noexcept;
 
+/// The request asks for a 100 Continue before its body (`Expect: 100-continue`).
+bool expects_continue(const boost::beast::http::fields& f);
+
 /// \brief Checks the raw bytes of a complete head (request line and fields, up to and with
 /// its blank line): 400 for a bare LF, obs-fold (a line starting with a space or tab), NUL
 /// or another control byte outside CR LF HT.

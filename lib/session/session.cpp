@@ -507,91 +507,6 @@ session_channel session::watch_channel(channel_options o)
     return session_channel(st_, o);
 }
 
-// ---- watcher -----------------------------------------------------------------------------
-
-struct session_watcher::impl
-{
-    std::shared_ptr<session_state> st;
-    detail::watch_cursor cursor;
-};
-
-session_watcher::session_watcher(std::shared_ptr<session_state> st, std::uint64_t from,
-                                 std::size_t max_chunk)
-    : impl_(std::make_shared<impl>(impl{std::move(st), detail::watch_cursor(from, max_chunk)}))
-{
-}
-
-session_watcher::session_watcher(session_watcher&&) noexcept = default;
-session_watcher& session_watcher::operator=(session_watcher&&) noexcept = default;
-session_watcher::~session_watcher() = default;
-
-std::uint64_t session_watcher::position() const noexcept
-{
-    return impl_ ? impl_->cursor.position() : 0;
-}
-
-session_watcher::executor_type session_watcher::get_executor() const noexcept
-{
-    return impl_ ? impl_->st->ex : executor_type{};
-}
-
-namespace {
-
-// The cursor's lag is the read's gap: `sequence_gap`, resuming at `offset`.
-[[noreturn]] void throw_gap(const detail::watch_event& lag)
-{
-    failure f = make_failure(errc::sequence_gap,
-                             "output [" + std::to_string(lag.missed_from) + ", " +
-                                 std::to_string(lag.offset) +
-                                 ") was dropped by the session's log before this watcher got it",
-                             "max_output_bytes");
-    f.diag.observed = static_cast<std::int64_t>(lag.offset);
-    f.diag.configured = static_cast<std::int64_t>(lag.missed_from);
-    throw error(f.code, std::move(f.diag));
-}
-
-session_event public_event(detail::watch_event&& e)
-{
-    session_event ev;
-    ev.what = e.what == detail::watch_event::kind::output   ? session_event::kind::output
-              : e.what == detail::watch_event::kind::exited ? session_event::kind::exited
-                                                             : session_event::kind::closed;
-    ev.stream = e.stream;
-    ev.offset = e.offset;
-    ev.data = std::move(e.data);
-    return ev;
-}
-
-} // namespace
-
-asio::awaitable<session_event> session_watcher::next()
-{
-    // The watcher may be moved or destroyed while this waits: the operation keeps its state.
-    auto body = [](std::shared_ptr<impl> me) -> asio::awaitable<session_event> {
-        if (!me)
-            throw_failure(errc::validation, "this watcher was moved from");
-        auto st = me->st;
-        for (;;)
-        {
-            if (me->cursor.finished())
-                throw_failure(errc::session_closed, "session " + st->id + " is closed");
-            if (auto e = me->cursor.next(st->log, st->exited, st->closed))
-            {
-                if (e->what == detail::watch_event::kind::lag)
-                    throw_gap(*e);
-                session_event ev = public_event(std::move(*e));
-                if (ev.what == session_event::kind::exited)
-                    ev.exit = st->exit;
-                co_return ev;
-            }
-            co_await st->wait_change();
-        }
-    };
-    if (!impl_)
-        return body(nullptr); // fails when awaited
-    return detail::on_executor(impl_->st->ex, body(impl_));
-}
-
 // ---- completion-token front ends (see session.hpp) ----------------------------------------
 
 namespace detail {
@@ -662,14 +577,6 @@ void async_signal_impl(session* s, session_signal sig, diagnostics_sink sink, vo
     auto& st = session_access::state(*s);
     auto op = [sig](session_state& x) { return signal_of(x, sig); };
     launch(st->ex, checked(st, op), std::move(sink), std::move(h));
-}
-
-void async_next_impl(session_watcher* w, diagnostics_sink sink, value_handler<session_event> h)
-{
-    auto ex = w->get_executor(); // a moved-from watcher fails on the handler's executor
-    if (!ex)
-        ex = asio::system_executor();
-    launch(std::move(ex), w->next(), std::move(sink), std::move(h));
 }
 
 } // namespace detail

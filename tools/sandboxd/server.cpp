@@ -223,101 +223,119 @@ asio::awaitable<void> client_gone(local::socket& s)
     }
 }
 
-asio::awaitable<void> connection(daemon& d, local::socket sock)
+// The peer checks of a new connection, each refusal answered here: the hold is empty then.
+asio::awaitable<std::shared_ptr<void>> admit_peer(daemon& d, stream_type& stream, const peer& who)
 {
-    const peer who = peer_of(sock);
-    stream_type stream(std::move(sock));
     if (!d.admits(who))
     {
         co_await refuse(d, stream, who, "peer not allowed (daemon.allow_uids / allow_gids)",
                         "uid " + std::to_string(who.uid) + " may not use this daemon");
-        co_return;
+        co_return nullptr;
     }
     if (d.in_own_tree(who))
     {
         co_await refuse(d, stream, who, "peer is a command of this daemon",
                         "a command started by this daemon may not use it");
-        co_return;
+        co_return nullptr;
     }
-    const auto held = d.hold_connection(who.uid);
+    auto held = d.hold_connection(who.uid);
     if (!held)
-    {
         co_await refuse_busy(d, stream, who);
-        co_return;
+    co_return held;
+}
+
+// Reads one request under the document's limits (read afresh each time: a reload may change
+// them). A bad or oversized one is answered once and ends the connection (the stream is out
+// of step), as does the client's end: nothing then.
+asio::awaitable<std::optional<request>> read_request(daemon& d, stream_type& stream,
+                                                     beast::flat_buffer& buffer, const peer& who)
+{
+    const auto limit = d.document().daemon.max_body_bytes;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(static_cast<std::uint64_t>(limit));
+    parser.header_limit(64 * 1024);
+    stream.expires_after(idle(d));
+    auto [ec, n] =
+        co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+    if (!ec)
+        co_return parser.release();
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::eof)
+        co_return std::nullopt;
+    request req;
+    req.version(11);
+    auto res = error_response(
+        req,
+        ec == http::error::body_limit ? ec : boost::system::error_code(sandbox::errc::validation),
+        "bad request: " + ec.message());
+    res.keep_alive(false);
+    auto line = request_line(who);
+    line["status"] = static_cast<int>(res.result_int());
+    line["error"] = ec.message();
+    d.audit(std::move(line));
+    stream.expires_after(std::chrono::seconds(5));
+    co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    co_await linger(stream);
+    co_return std::nullopt;
+}
+
+// Answers one request: an attach or a follow takes the connection over, anything else is
+// answered in one response. True when the connection may carry another request.
+asio::awaitable<bool> serve(daemon& d, stream_type& stream, const request& req, const peer& who)
+{
+    stream.expires_never(); // an exec or a long-poll may take its time
+    std::uint64_t offset = 0;
+    std::shared_ptr<sandbox::session> attached;
+    std::optional<response> refusal;
+    if (attach_target(d, req, who, attached, offset, refusal) && !refusal)
+    {
+        audit_request(d, who, req, 101);
+        co_await attach(stream, req, std::move(attached), offset);
+        co_return false;
     }
+    if (refusal)
+    {
+        refusal->keep_alive(false);
+        audit_request(d, who, req, static_cast<int>(refusal->result_int()));
+        stream.expires_after(std::chrono::seconds(5));
+        co_await http::async_write(stream, *refusal, asio::as_tuple(asio::use_awaitable));
+        co_return false;
+    }
+    if (auto s = follow_target(d, req, who, offset))
+    {
+        audit_request(d, who, req, 200);
+        co_await follow(stream, req, std::move(s), offset, idle(d));
+        co_return false;
+    }
+    response res;
+    try
+    {
+        auto& raw = stream.socket();
+        res = co_await handle(d, req, who, [&raw] { return client_gone(raw); });
+    }
+    catch (const client_went_away&)
+    {
+        co_return false;
+    }
+    audit_request(d, who, req, static_cast<int>(res.result_int()));
+    stream.expires_after(idle(d));
+    const bool keep = res.keep_alive();
+    auto [wec, w] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    co_return !wec && keep;
+}
+
+asio::awaitable<void> connection(daemon& d, local::socket sock)
+{
+    const peer who = peer_of(sock);
+    stream_type stream(std::move(sock));
+    const auto held = co_await admit_peer(d, stream, who);
+    if (!held)
+        co_return;
     beast::flat_buffer buffer;
     for (;;)
     {
-        // Read afresh for every request: a reload may change them.
-        const auto limit = d.document().daemon.max_body_bytes;
-        http::request_parser<http::string_body> parser;
-        parser.body_limit(static_cast<std::uint64_t>(limit));
-        parser.header_limit(64 * 1024);
-        stream.expires_after(idle(d));
-        auto [ec, n] =
-            co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-        if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-            ec == asio::error::connection_reset || ec == asio::error::eof)
-            co_return;
-        request req;
-        if (ec)
-        {
-            // A bad or oversized request: answer once, then close (the stream is out of step).
-            req.version(11);
-            auto res = error_response(req, ec == http::error::body_limit
-                                               ? ec
-                                               : boost::system::error_code(sandbox::errc::validation),
-                                      "bad request: " + ec.message());
-            res.keep_alive(false);
-            auto line = request_line(who);
-            line["status"] = static_cast<int>(res.result_int());
-            line["error"] = ec.message();
-            d.audit(std::move(line));
-            stream.expires_after(std::chrono::seconds(5));
-            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-            co_await linger(stream);
-            co_return;
-        }
-        req = parser.release();
-        stream.expires_never(); // an exec or a long-poll may take its time
-        std::uint64_t offset = 0;
-        std::shared_ptr<sandbox::session> attached;
-        std::optional<response> refusal;
-        if (attach_target(d, req, who, attached, offset, refusal) && !refusal)
-        {
-            audit_request(d, who, req, 101);
-            co_await attach(stream, req, std::move(attached), offset);
-            co_return;
-        }
-        if (refusal)
-        {
-            refusal->keep_alive(false);
-            audit_request(d, who, req, static_cast<int>(refusal->result_int()));
-            stream.expires_after(std::chrono::seconds(5));
-            co_await http::async_write(stream, *refusal, asio::as_tuple(asio::use_awaitable));
-            co_return;
-        }
-        if (auto s = follow_target(d, req, who, offset))
-        {
-            audit_request(d, who, req, 200);
-            co_await follow(stream, req, std::move(s), offset, idle(d));
-            co_return;
-        }
-        response res;
-        try
-        {
-            auto& raw = stream.socket();
-            res = co_await handle(d, req, who, [&raw] { return client_gone(raw); });
-        }
-        catch (const client_went_away&)
-        {
-            co_return;
-        }
-        audit_request(d, who, req, static_cast<int>(res.result_int()));
-        stream.expires_after(idle(d));
-        const bool keep = res.keep_alive();
-        auto [wec, w] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-        if (wec || !keep)
+        auto req = co_await read_request(d, stream, buffer, who);
+        if (!req || !co_await serve(d, stream, *req, who))
             co_return;
     }
 }
