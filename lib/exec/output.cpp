@@ -34,20 +34,17 @@ char* scratch_buffer()
 // Reads handed to the output handler per wake-up, so one chatty stream cannot hold the loop.
 constexpr int reads_per_wakeup = 16;
 
-constexpr auto use_awaitable = asio::as_tuple(asio::use_awaitable);
-
 } // namespace
 
 void supervision::read(stream& s)
 {
-    asio::co_spawn(ex_, pump(s), asio::detached);
+    asio::co_spawn(ex_, pump(shared_from_this(), s), asio::detached);
 }
 
 // The stream's whole life: wait until the pipe is readable, read a round, and so on until it
 // ends, the run is over, or its pipes are given up.
-asio::awaitable<void> supervision::pump(stream& s)
+asio::awaitable<void> supervision::pump(std::shared_ptr<supervision> /*keep_alive*/, stream& s)
 {
-    const auto keep_alive = shared_from_this();
     s.d.non_blocking(true);
     try
     {
@@ -55,13 +52,13 @@ asio::awaitable<void> supervision::pump(stream& s)
         {
             if (next == round::wait)
             {
-                auto [ec] = co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read,
-                                                    use_awaitable);
+                auto [ec] =
+                    co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read, with_error);
                 if (ec)
                     break;
             }
             else if (next == round::yield)
-                co_await asio::post(ex_, use_awaitable);
+                co_await asio::post(ex_, with_error);
             else if (next == round::to_null)
                 next = co_await drain(s);
             if (reading_stopped() || next == round::end)
@@ -190,7 +187,7 @@ asio::awaitable<supervision::round> supervision::hand_over(stream& s, std::strin
 {
     s.paused = true;
     std::string threw;
-    auto [keep] = co_await asio::async_initiate<decltype(use_awaitable), void(bool)>(
+    auto [keep] = co_await asio::async_initiate<decltype(with_error), void(bool)>(
         [&](auto handler) {
             output_resume r = resume_once(ex_, std::move(handler));
             try
@@ -208,7 +205,7 @@ asio::awaitable<supervision::round> supervision::hand_over(stream& s, std::strin
                 r(false);
             }
         },
-        use_awaitable);
+        with_error);
     s.paused = false;
     if (!threw.empty())
         stop_output(std::move(threw));
@@ -261,8 +258,7 @@ asio::awaitable<supervision::round> supervision::drain(stream& s)
             s.no_splice = true;
             co_return round::wait;
         }
-        auto [ec] =
-            co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read, use_awaitable);
+        auto [ec] = co_await s.d.async_wait(asio::posix::stream_descriptor::wait_read, with_error);
         if (ec || phase() == detail::exec_phase::done)
             co_return round::end;
     }
@@ -277,15 +273,16 @@ void supervision::end_stream(stream& s)
     feed({detail::exec_event::kind::stream_end});
 }
 
-void supervision::write_input()
+// The command's stdin, written as the pipe takes it; it ends all written, or on EPIPE (the
+// child closed its stdin: the rest is not wanted), or when the worker's end closed it.
+asio::awaitable<void> supervision::feed_input(std::shared_ptr<supervision> /*keep_alive*/)
 {
-    if (detail::write_input(in_.native_handle(), *plan_.input, input_off_) == EAGAIN)
-        return in_.async_wait(asio::posix::stream_descriptor::wait_write,
-                              [self = shared_from_this()](boost::system::error_code ec) {
-                                  if (!ec && self->in_.is_open())
-                                      self->write_input();
-                              });
-    // All written, or EPIPE: the child closed its stdin, the rest is not wanted.
+    while (detail::write_input(in_.native_handle(), *plan_.input, input_off_) == EAGAIN)
+    {
+        auto [ec] = co_await in_.async_wait(asio::posix::stream_descriptor::wait_write, with_error);
+        if (ec || !in_.is_open())
+            co_return;
+    }
     close_input();
 }
 

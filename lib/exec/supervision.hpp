@@ -1,10 +1,13 @@
 // lib/exec/supervision.hpp: one supervised execution, the exec core, as seen from the
-// caller's executor. Its member functions live in three files by concern:
+// caller's executor. Where it is lives in its phase machine (exec_phase.hpp): every event
+// goes through feed(), which performs the actions the machine answers. Its member functions
+// live in three files by concern:
 //   supervise.cpp     the life cycle: cancellation, the ending, the result, completion
 //   worker_wire.cpp   the worker: a channel from the service, the plan and the child's
-//                     descriptors out, the reports and kill/signal requests
+//                     descriptors out, then a coroutine for the rest of the plan and the
+//                     reports; kill/signal requests
 //   output.cpp        the command's output, one coroutine per stream (capture under the
-//                     cap, streaming, back-pressure), and its input
+//                     cap, streaming, back-pressure), and a coroutine for its input
 // The helper's other modes (status init, run-as, access-as) are in helper_modes.cpp and the
 // rest of sandbox/backend/supervise.hpp in backend_entry.cpp.
 #ifndef SANDBOX_LIB_EXEC_SUPERVISION_HPP
@@ -20,11 +23,13 @@
 
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -42,6 +47,8 @@ namespace sandbox::backend {
 namespace asio = boost::asio;
 namespace proto = detail::proto;
 using proto::end_reason;
+// What the core's coroutines await with: the error as a value, never thrown.
+inline constexpr auto with_error = asio::as_tuple(asio::use_awaitable);
 
 class supervision final : public detail::child_control,
                           public std::enable_shared_from_this<supervision>
@@ -115,14 +122,17 @@ private:
     outcome<std::vector<int>> child_descriptors(const stdio_set& stdio, proto::plan& p,
                                                 unique_fd& started);
     void keep_our_ends(stdio_set& stdio);
-    void send_rest();
-    void read_channel();
-    void on_channel_readable();
+    // The core's coroutines hold it alive through their parameter: copied into the frame at
+    // the call, before co_spawn's first post (a shared_from_this() inside would come too late:
+    // nothing else may hold the core by then).
+    asio::awaitable<void> talk_to_worker(std::shared_ptr<supervision> keep_alive);
+    asio::awaitable<void> send_rest();
+    bool take_messages();
     void on_report(const proto::message& m);
     void channel_done();
     void send_kill(const detail::kill_request& k);
     void read(stream& s);
-    asio::awaitable<void> pump(stream& s);
+    asio::awaitable<void> pump(std::shared_ptr<supervision> keep_alive, stream& s);
     round read_round(stream& s, std::string_view& chunk);
     bool reading_stopped() const noexcept;
     asio::awaitable<round> drain(stream& s);
@@ -134,7 +144,7 @@ private:
     void stop_output(std::string why);
     void arm_drain_timer();
     void abandon_pipes();
-    void write_input();
+    asio::awaitable<void> feed_input(std::shared_ptr<supervision> keep_alive);
     void close_input();
     void finish(bool pipes_abandoned);
     exec_result ended_result(boost::system::error_code& ec, bool pipes_abandoned);

@@ -1,10 +1,13 @@
 // lib/exec/worker_wire.cpp: the exec core's wire to its worker (supervision.hpp): a channel
-// from the supervisor service, the plan with the child's descriptors, the rest of a large
-// plan, the worker's reports (spawned, spawn failed, exit) and the kill and signal requests.
+// from the supervisor service, the plan with the child's descriptors, then one coroutine that
+// sends the rest of a large plan and reads the worker's reports (spawned, spawn failed,
+// exit); the kill and signal requests.
 #include "exec/stdio.hpp"
 #include "exec/supervision.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 
 #include <algorithm>
 
@@ -58,14 +61,12 @@ void supervision::on_channel(outcome<unique_fd> channel)
     if (capped())
         svc_.on_capped_start();
     if (plan_.input)
-        write_input();
+        asio::co_spawn(ex_, feed_input(shared_from_this()), asio::detached);
     read(out_);
     if (err_.d.is_open())
         read(err_);
-    read_channel();
     feed({detail::exec_event::kind::plan_out, *sent});
-    if (phase() == detail::exec_phase::sending)
-        send_rest();
+    asio::co_spawn(ex_, talk_to_worker(shared_from_this()), asio::detached);
 }
 
 // Makes the pipes and sends the first chunk of the plan with the child's descriptors; ours
@@ -195,42 +196,52 @@ void supervision::keep_our_ends(stdio_set& stdio)
     }
 }
 
-// The rest of a plan larger than one message (a huge argv or environment).
-void supervision::send_rest()
+// The worker's side of the run: the rest of a large plan, then its reports until its last
+// word on the plan (or its loss). Nothing comes from it before it holds the whole plan.
+asio::awaitable<void> supervision::talk_to_worker(std::shared_ptr<supervision> /*keep_alive*/)
 {
-    while (sent_ < encoded_.size())
+    co_await send_rest();
+    for (;;)
     {
+        auto [ec] =
+            co_await channel_.async_wait(asio::posix::stream_descriptor::wait_read, with_error);
+        if (ec || phase() == detail::exec_phase::done || !take_messages())
+            co_return;
+    }
+}
+
+// The rest of a plan larger than one message (a huge argv or environment). A worker gone
+// meanwhile is seen by the reading that follows.
+asio::awaitable<void> supervision::send_rest()
+{
+    while (phase() == detail::exec_phase::sending)
+    {
+        if (sent_ == encoded_.size())
+        {
+            std::string().swap(encoded_);
+            feed({detail::exec_event::kind::rest_out});
+            co_return;
+        }
         const std::size_t n = std::min(encoded_.size() - sent_, proto::max_payload);
         const bool last = sent_ + n == encoded_.size();
         int rc = proto::send_message(channel_.native_handle(), proto::msg_type::plan_chunk,
                                      last ? proto::flag_last : 0, {encoded_.data() + sent_, n});
         if (rc == EAGAIN)
         {
-            channel_.async_wait(asio::posix::stream_descriptor::wait_write,
-                                [self = shared_from_this()](boost::system::error_code ec) {
-                                    if (!ec && self->phase() == detail::exec_phase::sending)
-                                        self->send_rest();
-                                });
-            return;
+            auto [ec] = co_await channel_.async_wait(asio::posix::stream_descriptor::wait_write,
+                                                     with_error);
+            if (ec)
+                co_return;
+            continue;
         }
         if (rc != 0)
-            return; // the worker is gone: the channel reader sees it
+            co_return;
         sent_ += n;
     }
-    std::string().swap(encoded_);
-    feed({detail::exec_event::kind::rest_out});
 }
 
-void supervision::read_channel()
-{
-    channel_.async_wait(asio::posix::stream_descriptor::wait_read,
-                        [self = shared_from_this()](boost::system::error_code ec) {
-                            if (!ec && self->phase() != detail::exec_phase::done)
-                                self->on_channel_readable();
-                        });
-}
-
-void supervision::on_channel_readable()
+// What the worker sent, up to its last word: false once that came (or it is gone).
+bool supervision::take_messages()
 {
     for (;;)
     {
@@ -238,13 +249,14 @@ void supervision::on_channel_readable()
         bool eof = false;
         int rc = proto::receive_message(channel_.native_handle(), m, eof);
         if (rc == EAGAIN)
-            return read_channel();
+            return true;
         if (eof || rc != 0)
         {
             ending_ = worker_lost{};
             boost::system::error_code ignored;
             channel_.close(ignored);
-            return channel_done();
+            channel_done();
+            return false;
         }
         if (m.head.type == proto::msg_type::spawn_failed)
         {
@@ -252,10 +264,14 @@ void supervision::on_channel_readable()
             const bool read = proto::from_bytes(m.payload, f);
             ending_ = not_spawned{read && f.error != 0 ? f.error : EPROTO,
                                   read ? f.stage : proto::stage_command};
-            return channel_done();
+            channel_done();
+            return false;
         }
         if (m.head.type == proto::msg_type::exit_report)
-            return on_report(m);
+        {
+            on_report(m);
+            return false;
+        }
         proto::spawned_msg sm;
         if (m.head.type == proto::msg_type::spawned && on_spawned_ &&
             proto::from_bytes(m.payload, sm))

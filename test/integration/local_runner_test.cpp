@@ -346,6 +346,29 @@ BOOST_AUTO_TEST_CASE(argv_is_not_wrapped_in_a_shell)
     BOOST_TEST(r2.out.data == "a b\n\n$HOME\n");
 }
 
+// A plan larger than one message to the worker (32 KiB each; this argv is ~1 MiB) goes out in
+// chunks as the worker's socket takes them, and the command gets every argument, in order,
+// with the plan's timeout still kept.
+BOOST_AUTO_TEST_CASE(a_plan_larger_than_one_message_arrives_whole)
+{
+    std::vector<std::string> args{"print-args"};
+    std::string want;
+    for (int i = 0; i < 2000; ++i)
+    {
+        std::string a = std::to_string(i) + ":" + std::string(500, static_cast<char>('a' + i % 26));
+        want += a + "\n";
+        args.push_back(std::move(a));
+    }
+    args.insert(args.end(), {"--then", "sleep", "60000"});
+    sandbox::exec_options o;
+    o.timeout = 500ms;
+    auto [ec, r] = run(helper(args, o));
+    BOOST_TEST(ec == sandbox::errc::timeout);
+    BOOST_TEST(r.status == sandbox::exec_status::timed_out);
+    BOOST_TEST(r.out.data.size() == want.size());
+    BOOST_TEST((r.out.data == want));
+}
+
 BOOST_AUTO_TEST_CASE(limits_preserve_args_and_exit_code)
 {
     sandbox::exec_options o;
