@@ -68,6 +68,10 @@ using namespace std::chrono_literals;
 constexpr std::int64_t mib = 1024 * 1024;
 std::string self_path;
 int wrong = 0;
+// Rounds of each cpu case, and worst-of runs of each overshoot case (--quick: one each, a
+// smoke run that checks every case still works, not a measurement).
+int rounds = 3;
+int overshoot_runs = 5;
 
 // ---------------------------------------------------------------- child jobs
 
@@ -278,7 +282,7 @@ std::vector<std::string> child(std::vector<std::string> args)
 void cpu_case(const std::string& name, const std::vector<std::string>& job,
               const std::vector<std::string>& bare_job)
 {
-    const auto cpu = bench::measure_rounds(3, [&] {
+    const auto cpu = bench::measure_rounds(rounds, [&] {
         const double bare = bare_cpu_ms(bare_job);
         sandbox::exec_options o;
         o.limits.memory_bytes = 64 * 1024 * mib; // never trips: the worker samples the tree
@@ -298,7 +302,7 @@ void cpu_case_same_run(const std::string& name, const std::vector<std::string>& 
 {
     auto wrapped = job;
     wrapped.insert(wrapped.begin(), "rusage-of");
-    const auto cpu = bench::measure_rounds(3, [&] {
+    const auto cpu = bench::measure_rounds(rounds, [&] {
         sandbox::exec_options o;
         o.limits.memory_bytes = 64 * 1024 * mib; // never trips: the worker samples the tree
         boost::system::error_code ec;
@@ -358,7 +362,7 @@ void overshoot_cases()
         sandbox::exec_options o;
         o.limits.memory_bytes = 128 * mib;
         double worst = 0;
-        for (int round = 0; round < 5; ++round)
+        for (int round = 0; round < overshoot_runs; ++round)
         {
             boost::system::error_code ec;
             auto r = run(child(job), o, ec);
@@ -438,7 +442,7 @@ void watch_cases()
     o.caps.memory_bytes = 128 * mib;
     double worst_watch = 0, worst_exec = 0;
     const auto job = child({"alloc-after", "300", "4096", "1"});
-    for (int round = 0; round < 5; ++round)
+    for (int round = 0; round < overshoot_runs; ++round)
     {
         auto w = watch_run(job, o);
         if (w.ec || w.result.exceeded != sandbox::budget_kind::memory)
@@ -457,7 +461,7 @@ void watch_cases()
     print("watch_mem_overshoot", worst_watch, "MiB", worst_exec);
     sandbox::backend::cap_watch_options never;
     never.caps.memory_bytes = 64 * 1024 * mib;
-    const auto cpu = bench::measure_rounds(3, [&] {
+    const auto cpu = bench::measure_rounds(rounds, [&] {
         auto w = watch_run(child({"threads", "4", "200"}), never);
         if (w.ec || w.result.exceeded != sandbox::budget_kind::none || w.status != 0)
             ++wrong;
@@ -478,7 +482,12 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i)
     {
         const std::string a = argv[i];
-        if (a == "--case" && i + 1 < argc)
+        if (a == "--quick")
+        {
+            rounds = 1;
+            overshoot_runs = 1;
+        }
+        else if (a == "--case" && i + 1 < argc)
         {
             const std::string c = argv[++i];
             cpu = c == "cpu";
@@ -487,7 +496,7 @@ int main(int argc, char** argv)
         }
         else
         {
-            std::fprintf(stderr, "usage: caps_bench [--case cpu|overshoot|watch]\n");
+            std::fprintf(stderr, "usage: caps_bench [--quick] [--case cpu|overshoot|watch]\n");
             return 64;
         }
     }

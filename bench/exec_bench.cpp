@@ -1284,6 +1284,7 @@ int main(int argc, char** argv)
 {
     config cfg;
     std::optional<int> n_flag;
+    bool rounds_flag = false;
     std::string child_case;
     std::uint64_t child_bytes = 0;
     for (int i = 1; i < argc; ++i)
@@ -1312,7 +1313,10 @@ int main(int argc, char** argv)
                 usage(("unknown case " + c).c_str());
         }
         else if (a == "--rounds")
+        {
             cfg.rounds = std::atoi(value().c_str());
+            rounds_flag = true;
+        }
         else if (a == "--n")
             n_flag = std::atoi(value().c_str());
         else if (a == "--child-case")
@@ -1328,6 +1332,8 @@ int main(int argc, char** argv)
         return run_child_case(child_case, child_bytes);
     if (cfg.quick)
     {
+        if (!rounds_flag)
+            cfg.rounds = 1; // a smoke run: every case once
         cfg.n = 200;
         cfg.out_bytes = 32 * mib;
         cfg.window_s = 1.5;

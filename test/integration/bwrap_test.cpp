@@ -43,7 +43,7 @@ using namespace std::chrono_literals;
 using sandbox::errc;
 using sandbox::exec_status;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using sbx_test::contains;
 
 using sbx_test::host_dir;
 

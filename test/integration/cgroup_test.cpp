@@ -40,12 +40,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-constexpr std::int64_t mib = 1024 * 1024;
+using sbx_test::mib;
 
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
+using sbx_test::contains;
 
 std::string read_text(const fs::path& p)
 {

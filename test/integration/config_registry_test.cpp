@@ -34,7 +34,7 @@ std::string one(const std::string& root, const std::string& body, const std::str
     return "version: v1\nsandboxes:\n  x:\n    backend: " + backend + "\n    root: " + root + "\n" + body;
 }
 
-sandbox::exec_request sh(const std::string& script, sandbox::exec_options o = {})
+sandbox::exec_request sh_request(const std::string& script, sandbox::exec_options o = {})
 {
     sandbox::exec_request r;
     r.command = "sh";
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(an_entry_runs_in_its_root_under_its_defaults)
     BOOST_TEST((reg->names() == std::vector<std::string>{"x"}));
     BOOST_TEST(reg->root("x") == root.str());
     auto& r = reg->get("x");
-    auto out = sbx_test::run(ioc, r, sh("echo $CI; pwd; env | wc -l"));
+    auto out = sbx_test::run(ioc, r, sh_request("echo $CI; pwd; env | wc -l"));
     BOOST_TEST(!out.ec);
     BOOST_TEST(out.result.out.data == "1\n" + root.str().substr(0, 8)); // capped at 10 bytes
     BOOST_TEST(out.result.out.truncated);
@@ -73,13 +73,13 @@ BOOST_AUTO_TEST_CASE(an_entry_runs_in_its_root_under_its_defaults)
     sandbox::exec_options longer;
     longer.timeout = std::chrono::hours(1);
     const auto t = std::chrono::steady_clock::now();
-    auto slow = sbx_test::run(ioc, r, sh("sleep 10", longer));
+    auto slow = sbx_test::run(ioc, r, sh_request("sleep 10", longer));
     BOOST_TEST((slow.ec == errc::timeout));
     BOOST_TEST((std::chrono::steady_clock::now() - t < std::chrono::seconds(8)));
     // A stricter caller narrows it.
     sandbox::exec_options shorter;
     shorter.timeout = std::chrono::milliseconds(200);
-    auto quick = sbx_test::run(ioc, r, sh("sleep 10", shorter));
+    auto quick = sbx_test::run(ioc, r, sh_request("sleep 10", shorter));
     BOOST_TEST((quick.ec == errc::timeout));
     BOOST_TEST((quick.result.wall_time < std::chrono::seconds(2)));
     BOOST_CHECK_THROW(reg->get("nope"), sandbox::error);
@@ -96,11 +96,12 @@ BOOST_AUTO_TEST_CASE(the_command_gate_holds)
                ", allowed_commands: [sh]}\n  none: {backend: local, root: " + root.str() +
                ", allowed_commands: []}\n"));
     BOOST_TEST_REQUIRE(reg.has_value(), reg.error().diag.message);
-    BOOST_TEST(!sbx_test::run(ioc, reg->get("some"), sh("true")).ec);
+    BOOST_TEST(!sbx_test::run(ioc, reg->get("some"), sh_request("true")).ec);
     sandbox::exec_request ls;
     ls.command = "ls";
     BOOST_TEST((sbx_test::run(ioc, reg->get("some"), ls).ec == errc::policy_denied));
-    BOOST_TEST((sbx_test::run(ioc, reg->get("none"), sh("true")).ec == errc::policy_denied));
+    BOOST_TEST(
+        (sbx_test::run(ioc, reg->get("none"), sh_request("true")).ec == errc::policy_denied));
 }
 
 BOOST_AUTO_TEST_CASE(approval_is_asked_and_fails_closed)
@@ -130,7 +131,8 @@ BOOST_AUTO_TEST_CASE(approval_is_asked_and_fails_closed)
     BOOST_TEST((sbx_test::run(ioc, reg->get("x"), rm).ec == errc::policy_denied));
     answer = "silence";
     BOOST_TEST((sbx_test::run(ioc, reg->get("x"), rm).ec == errc::policy_denied));
-    BOOST_TEST(!sbx_test::run(ioc, reg->get("x"), sh("true")).ec); // not sensitive: not asked
+    BOOST_TEST(
+        !sbx_test::run(ioc, reg->get("x"), sh_request("true")).ec); // not sensitive: not asked
     BOOST_TEST(asked == 3);
     // Without an approver the entry cannot be built.
     auto none = cfg::builder().build(ioc.get_executor(), doc);
@@ -158,7 +160,8 @@ BOOST_AUTO_TEST_CASE(roots_and_workspaces_are_checked)
     o.workspaces["main"] = root.str();
     auto known = cfg::builder().build(ioc.get_executor(), ws, o);
     BOOST_TEST_REQUIRE(known.has_value(), known.error().diag.message);
-    BOOST_TEST(sbx_test::run(ioc, known->get("x"), sh("pwd")).result.out.data == root.str() + "\n");
+    BOOST_TEST(sbx_test::run(ioc, known->get("x"), sh_request("pwd")).result.out.data ==
+               root.str() + "\n");
 }
 
 BOOST_AUTO_TEST_CASE(backends_and_their_settings)
@@ -181,7 +184,7 @@ BOOST_AUTO_TEST_CASE(backends_and_their_settings)
     auto mine = b.build(ioc.get_executor(), doc_of(one(root.str(), "    settings: {level: 3}\n", "mine")));
     BOOST_TEST_REQUIRE(mine.has_value(), mine.error().diag.message);
     BOOST_TEST(made == 1);
-    BOOST_TEST(!sbx_test::run(ioc, mine->get("x"), sh("true")).ec);
+    BOOST_TEST(!sbx_test::run(ioc, mine->get("x"), sh_request("true")).ec);
     auto broken = b.build(ioc.get_executor(), doc_of(one(root.str(), "", "broken")));
     BOOST_TEST_REQUIRE(!broken.has_value());
     BOOST_TEST((broken.error().code == errc::not_available));
@@ -262,7 +265,7 @@ struct cli_run
     std::string out, err;
 };
 
-cli_run sandbox_run(const std::vector<std::string>& args)
+cli_run sandbox_run_with(const std::vector<std::string>& args)
 {
     asio::io_context ioc;
     sandbox::local_runner r(ioc.get_executor());
@@ -282,27 +285,30 @@ BOOST_AUTO_TEST_CASE(sandbox_run_runs_through_an_entry_and_checks_documents)
     std::ofstream(file) << "version: v1\nsandboxes:\n  build:\n    backend: local\n    root: " << root.str()
                         << "\n    defaults:\n      timeout: 30s\n      env: {inject: {CI: \"yes\"}}\n"
                            "    allowed_commands: [sh, sleep]\n";
-    auto ok = sandbox_run({"--config", file, "--sandbox", "build", "--", "sh", "-c", "echo $CI; exit 4"});
+    auto ok = sandbox_run_with(
+        {"--config", file, "--sandbox", "build", "--", "sh", "-c", "echo $CI; exit 4"});
     BOOST_TEST(ok.status == 4);
     BOOST_TEST(ok.out == "yes\n");
-    auto gate = sandbox_run({"--config", file, "--sandbox", "build", "--", "ls"});
+    auto gate = sandbox_run_with({"--config", file, "--sandbox", "build", "--", "ls"});
     BOOST_TEST(gate.status == 125);
     BOOST_TEST(gate.err.find("allow-list") != std::string::npos, gate.err);
-    auto narrowed = sandbox_run({"--config", file, "--sandbox", "build", "--timeout", "300ms", "--", "sleep", "5"});
+    auto narrowed = sandbox_run_with(
+        {"--config", file, "--sandbox", "build", "--timeout", "300ms", "--", "sleep", "5"});
     BOOST_TEST(narrowed.status == 124);
-    auto check = sandbox_run({"--config", file, "--check"});
+    auto check = sandbox_run_with({"--config", file, "--check"});
     BOOST_TEST(check.status == 0, check.err);
     BOOST_TEST(check.out.find("\"name\":\"build\"") != std::string::npos, check.out);
     BOOST_TEST(check.out.find("\"enforcement\":{") != std::string::npos, check.out);
-    auto nope = sandbox_run({"--config", file, "--sandbox", "nope", "--", "true"});
+    auto nope = sandbox_run_with({"--config", file, "--sandbox", "nope", "--", "true"});
     BOOST_TEST(nope.status == 125);
     BOOST_TEST(nope.err.find("it has: build") != std::string::npos, nope.err);
-    auto backend = sandbox_run({"--config", file, "--sandbox", "build", "--backend", "local", "--", "true"});
+    auto backend = sandbox_run_with(
+        {"--config", file, "--sandbox", "build", "--backend", "local", "--", "true"});
     BOOST_TEST(backend.status == 125);
     const auto bad = (root.path() / "bad.yaml").string();
     std::ofstream(bad) << "version: v1\nsandboxes:\n  build:\n    backend: local\n    root: " << root.str()
                        << "\n    defaults: {timeout: 30}\n";
-    auto broken = sandbox_run({"--config", bad, "--check"});
+    auto broken = sandbox_run_with({"--config", bad, "--check"});
     BOOST_TEST(broken.status == 125);
     BOOST_TEST(broken.err.find("sandboxes[\"build\"].defaults.timeout") != std::string::npos, broken.err);
     BOOST_TEST(broken.err.find("line 6") != std::string::npos, broken.err);

@@ -72,7 +72,7 @@ sandbox::exec_request call(std::string command, std::vector<std::string> args = 
     return r;
 }
 
-sandbox::exec_request sh(const std::string& script, sandbox::exec_options o = {})
+sandbox::exec_request sh_call(const std::string& script, sandbox::exec_options o = {})
 {
     return call("/bin/sh", {"-c", script}, std::move(o));
 }
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(local_entry_applies_its_root_env_timeout_and_output_cap)
     {
         sandbox::exec_options o;
         o.limits.max_output_bytes = caller;
-        auto out = sbx_test::run(ioc, capped, sh("head -c 1000 /dev/zero", o));
+        auto out = sbx_test::run(ioc, capped, sh_call("head -c 1000 /dev/zero", o));
         BOOST_TEST(out.result.out.data.size() == expect, "caller " << caller);
         BOOST_TEST(out.result.out.truncated);
     }
@@ -561,8 +561,9 @@ BOOST_AUTO_TEST_CASE(bwrap_entry_runs_as_the_sandbox_user_and_denies_the_network
     BOOST_TEST(id.result.out.data == std::to_string(uid) + "\n");
     BOOST_TEST(reg->get("box").enforcement().command_uid.value_or(~0u) == uid);
     const std::string outside = "/var/tmp/sbx-cfg-outside-" + std::to_string(::getpid());
-    auto write = sbx_test::run(ioc, reg->get("box"),
-                               sh("echo made > made.txt && echo x > " + outside + " 2>/dev/null; echo $?"));
+    auto write = sbx_test::run(
+        ioc, reg->get("box"),
+        sh_call("echo made > made.txt && echo x > " + outside + " 2>/dev/null; echo $?"));
     BOOST_TEST(!write.ec, write.result.diag);
     BOOST_TEST(write.result.out.data != "0\n"); // the host outside the root is read-only
     BOOST_TEST(!fs::exists(outside));
@@ -586,8 +587,8 @@ BOOST_AUTO_TEST_CASE(bwrap_entry_runs_as_the_sandbox_user_and_denies_the_network
     const std::string port = std::to_string(ntohs(a.sin_port));
     const std::string probe = "bash -c 'echo > /dev/tcp/127.0.0.1/" + port +
                               "' 2>/dev/null && echo connected || echo refused";
-    auto sealed = sbx_test::run(ioc, reg->get("sealed"), sh(probe));
-    auto open = sbx_test::run(ioc, reg->get("box"), sh(probe));
+    auto sealed = sbx_test::run(ioc, reg->get("sealed"), sh_call(probe));
+    auto open = sbx_test::run(ioc, reg->get("box"), sh_call(probe));
     std::optional<sbx_test::run_outcome> curl;
     if (::access("/usr/bin/curl", X_OK) == 0)
         curl = sbx_test::run(ioc, reg->get("sealed"),

@@ -65,8 +65,8 @@ using clock_type = std::chrono::steady_clock;
 using sandbox::errc;
 using sandbox::exec_status;
 
-const std::string sandbox_run = SBX_SANDBOX_RUN;
-constexpr std::int64_t mib = 1024 * 1024;
+using sbx_test::mib;
+using sbx_test::sandbox_run;
 
 // The tree must be dead when exec completes, so that is checked at once; the only slack is
 // this grace. SIGKILL is delivered asynchronously: kill() returns before the target has run
@@ -76,10 +76,7 @@ constexpr std::int64_t mib = 1024 * 1024;
 // milliseconds. 200 ms covers that; a process that escaped sleeps for 60 s and stays alive.
 constexpr auto reap_grace = 200ms;
 
-long long ms_since(clock_type::time_point t)
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
-}
+using sbx_test::ms_since;
 
 std::string fmt(const std::vector<pid_t>& pids) // the first 20, then the count
 {
@@ -1253,7 +1250,7 @@ BOOST_AUTO_TEST_CASE(an_unprivileged_command_can_neither_trace_nor_rob_the_helpe
     const auto run_copy = root.path() / "sandbox-run";
     const auto sup_copy = root.path() / "sandbox-supervisor";
     const auto target_copy = root.path() / "sbx_test_target";
-    fs::copy_file(sandbox_run, run_copy);
+    fs::copy_file(sbx_test::sandbox_run, run_copy);
     fs::copy_file(SBX_SUPERVISOR, sup_copy);
     fs::copy_file(sbx_test::target, target_copy);
     sandbox::exec_request req;

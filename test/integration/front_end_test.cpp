@@ -46,20 +46,13 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
+using sbx_test::contains;
 
-sandbox::exec_options pid_options(const std::filesystem::path& file)
-{
-    sandbox::exec_options o;
-    o.env.inject["SBX_PIDFILE"] = file.string();
-    return o;
-}
+using sbx_test::pid_options;
 
-/// Runs a coroutine on `ioc` to completion (bounded), rethrowing what escapes it.
-void run_coro(asio::io_context& ioc, std::function<asio::awaitable<void>()> f)
+/// Runs a coroutine on `ioc` to completion and `ioc` until it has no work left (bounded),
+/// rethrowing what escapes the coroutine.
+void run_until_idle(asio::io_context& ioc, std::function<asio::awaitable<void>()> f)
 {
     bool done = false;
     std::exception_ptr failure;
@@ -216,7 +209,7 @@ void expect_refused(sbx_test::local_fixture& f, const sandbox::exec_request& req
         check_diag(r.diag);
 
     exec_record rec;
-    run_coro(f.ioc, [&]() { return direct_exec_case(f.runner, req, rec); });
+    run_until_idle(f.ioc, [&]() { return direct_exec_case(f.runner, req, rec); });
     BOOST_TEST(rec.threw);
     BOOST_TEST(rec.code == want);
     BOOST_TEST(!rec.has_partial);
@@ -298,7 +291,7 @@ BOOST_AUTO_TEST_CASE(use_future_token)
 BOOST_AUTO_TEST_CASE(as_tuple_use_awaitable_token)
 {
     tuple_record rec;
-    run_coro(ioc, [&]() { return as_tuple_case(runner, rec); });
+    run_until_idle(ioc, [&]() { return as_tuple_case(runner, rec); });
     BOOST_TEST(!rec.ec);
     BOOST_TEST(rec.r.exit_code == 0);
     BOOST_TEST(rec.r.out.data == "tuple");
@@ -307,7 +300,7 @@ BOOST_AUTO_TEST_CASE(as_tuple_use_awaitable_token)
 BOOST_AUTO_TEST_CASE(default_deferred_token_in_a_coroutine)
 {
     deferred_record rec;
-    run_coro(ioc, [&]() { return deferred_case(runner, rec); });
+    run_until_idle(ioc, [&]() { return deferred_case(runner, rec); });
     BOOST_REQUIRE(rec.ok.has_value());
     BOOST_TEST(rec.ok->exit_code == 0);
     BOOST_TEST(rec.ok->out.data == "deferred");
@@ -403,7 +396,7 @@ BOOST_AUTO_TEST_CASE(runner_exec_throws_sandbox_error_with_partial_result)
     o.timeout = 1s; // room for the print on a loaded host (ASan)
     auto slow = sbx_test::helper({"print", "so-far", "--then", "sleep", "60000"}, o);
     exec_record timed_out;
-    run_coro(ioc, [&]() { return direct_exec_case(runner, std::move(slow), timed_out); });
+    run_until_idle(ioc, [&]() { return direct_exec_case(runner, std::move(slow), timed_out); });
     BOOST_TEST(timed_out.threw);
     BOOST_TEST(timed_out.code == sandbox::errc::timeout);
     BOOST_REQUIRE(timed_out.has_partial);
@@ -414,7 +407,7 @@ BOOST_AUTO_TEST_CASE(runner_exec_throws_sandbox_error_with_partial_result)
     sandbox::exec_request missing;
     missing.command = "sbx-no-such-command-for-this-test";
     exec_record not_found;
-    run_coro(ioc, [&]() { return direct_exec_case(runner, std::move(missing), not_found); });
+    run_until_idle(ioc, [&]() { return direct_exec_case(runner, std::move(missing), not_found); });
     BOOST_TEST(not_found.threw);
     BOOST_TEST(not_found.code == sandbox::errc::not_found);
     BOOST_TEST(!not_found.has_partial);

@@ -47,10 +47,7 @@ using sandbox::errc;
 
 const char* const python = "/usr/bin/python3"; // not the PATH's (a shim under /root)
 
-bool contains(const std::string& s, const std::string& part)
-{
-    return s.find(part) != std::string::npos;
-}
+using sbx_test::contains;
 
 // A directory under /var/tmp (the sandbox has its own /tmp), readable by the sandbox user.
 class shared_dir

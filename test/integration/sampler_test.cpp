@@ -36,18 +36,11 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-constexpr std::int64_t mib = 1024 * 1024;
+using sbx_test::mib;
 
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
+using sbx_test::contains;
 
-long long ms_since(clock_type::time_point start)
-{
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start)
-        .count();
-}
+using sbx_test::ms_since;
 
 /// The facts that explain a cap decision, shown with the first check of a cap test when it
 /// fails (a cpu cap under heavy external load is the usual suspect).

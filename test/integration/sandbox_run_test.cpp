@@ -32,7 +32,7 @@ using sandbox::exec_status;
 
 namespace {
 
-const std::string sandbox_run = SBX_SANDBOX_RUN;
+using sbx_test::sandbox_run;
 std::string sandbox_run_path() { return SBX_SANDBOX_RUN; }
 
 // A local runner in a fresh temp root (the helper-leak check included) that runs sandbox-run.
@@ -522,202 +522,6 @@ BOOST_FIXTURE_TEST_CASE(max_output_truncates, cli_fixture)
     BOOST_TEST(plain.err.data.empty());
 }
 
-BOOST_FIXTURE_TEST_CASE(plain_runs_stream_their_output, cli_fixture)
-{
-    // The first line must reach sandbox-run's stdout while the command still runs: the
-    // command waits for a file that only our output handler creates once it saw that line.
-    const auto marker = root.path() / "seen-first";
-    sandbox::exec_request req;
-    req.command = SBX_SANDBOX_RUN;
-    req.args = {"--backend", "local", sbx_test::target, "println",   "first",  "--then",  "wait-file",
-                marker.string(),  "--then",    "println", "second", "--then",
-                "eprint",         "on stderr"};
-    req.options.timeout = 25s;
-    sbx_test::streamed got;
-    req.on_output = got.handler(marker, "first\n");
-    auto res = run(std::move(req), 30s);
-    BOOST_TEST(!res.ec, res.result.diag);
-    BOOST_TEST(res.result.exit_code == 0, got.err);
-    BOOST_TEST(got.out == "first\nsecond\n");
-    BOOST_TEST(got.err == "on stderr");
-}
-
-BOOST_FIXTURE_TEST_CASE(a_reader_that_goes_away_ends_the_run, cli_fixture)
-{
-    // `yes` never stops by itself; once `head` has its 4 KiB and exits, sandbox-run's next
-    // write fails with EPIPE: it kills the tree and exits 141, well before its 10-minute
-    // default timeout (the outer timeout here is 25 s).
-    const std::string script = "'" + std::string(SBX_SANDBOX_RUN) + "' --backend local -- yes | head -c 4096 | wc -c; "
-                               "echo \"${PIPESTATUS[0]}\"";
-    auto r = run_cli_via("/bin/bash", {"-c", script});
-    BOOST_TEST(r.out.data == "4096\n141\n", r.err.data);
-    BOOST_TEST(r.err.data.find("reader of the output went away") != std::string::npos,
-               r.err.data);
-}
-
-BOOST_FIXTURE_TEST_CASE(a_stalled_reader_cannot_outlast_the_timeout_or_a_signal, cli_fixture)
-{
-    // The reader (`sleep`) never reads. Before, sandbox-run blocked in write() and saw neither
-    // its timeout nor SIGTERM until the reader exited (then EPIPE: 141).
-    const std::string cli = "'" + std::string(SBX_SANDBOX_RUN) + "' --backend local";
-    auto timed = run_cli_via("/bin/bash",
-                             {"-c", "{ " + cli + " --timeout 1s -- yes; echo \"rc=$?\" >&2; } "
-                                    "| sleep 6"});
-    BOOST_TEST(timed.err.data.find("rc=124") != std::string::npos, timed.err.data);
-    BOOST_TEST(timed.err.data.find("reader of the output was stalled") != std::string::npos,
-               timed.err.data);
-
-    auto term = run_cli_via(
-        "/bin/bash", {"-c", "{ " + cli + " -- yes & p=$!; sleep 1; kill -TERM $p; wait $p; "
-                            "echo \"rc=$?\" >&2; } | sleep 6"});
-    BOOST_TEST(term.err.data.find("rc=130") != std::string::npos, term.err.data);
-}
-
-BOOST_FIXTURE_TEST_CASE(output_written_during_the_kill_grace_is_streamed, cli_fixture)
-{
-    // The command prints on SIGTERM and exits 0.5 s into its 2 s grace. Before, streaming
-    // stopped at the timeout itself: that output was dropped, even into a regular file, and
-    // the run ended blaming a stalled reader.
-    const std::string script = "trap 'echo got-term; sleep 0.5; echo cleanup-done; exit 0' TERM; "
-                               "echo ready; while :; do sleep 0.1; done";
-    const std::string want = "ready\ngot-term\ncleanup-done\n";
-    auto piped = run_cli({"--timeout", "1s", "--kill-grace", "2s", "--", "/bin/sh", "-c", script});
-    BOOST_TEST(piped.exit_code == 124);
-    BOOST_TEST(piped.out.data == want, piped.err.data);
-    BOOST_TEST(piped.err.data.find("stalled") == std::string::npos, piped.err.data);
-
-    const auto file = root.path() / "out.txt";
-    auto to_file = run_cli_via(
-        "/bin/sh", {"-c", "\"$0\" --backend local --timeout 1s --kill-grace 2s -- /bin/sh -c \"$1\" > \"$2\"",
-                    sandbox_run_path(), script, file.string()});
-    BOOST_TEST(to_file.exit_code == 124);
-    std::ifstream in(file);
-    const std::string written((std::istreambuf_iterator<char>(in)), {});
-    BOOST_TEST(written == want, to_file.err.data);
-    BOOST_TEST(to_file.err.data.find("stalled") == std::string::npos, to_file.err.data);
-}
-
-BOOST_FIXTURE_TEST_CASE(a_stalled_reader_ends_the_run_at_the_end_of_the_grace, cli_fixture)
-{
-    // Nobody reads the pipe and `yes` fills it: sandbox-run waits for the reader until the
-    // timeout and the grace have passed (2 s), then kills the tree and blames the reader.
-    const std::string script = "{ s=$(date +%s%N); \"$0\" --backend local --timeout 1s --kill-grace 1s -- yes; "
-                               "rc=$?; e=$(date +%s%N); echo \"rc=$rc ms=$(( (e - s) / 1000000 ))\" >&2; } "
-                               "| sleep 5";
-    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
-    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
-    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
-                   std::string::npos,
-               r.err.data);
-    const auto at = r.err.data.find("ms=");
-    BOOST_TEST_REQUIRE(at != std::string::npos);
-    const long ms = std::stol(r.err.data.substr(at + 3));
-    BOOST_TEST(ms >= 1900);
-    BOOST_TEST(ms < 3500);
-}
-
-// `seq 1 N` as text, to compare what a reader received with.
-std::string seq_text(int n)
-{
-    std::string s;
-    for (int i = 1; i <= n; ++i)
-        s += std::to_string(i) + '\n';
-    return s;
-}
-
-std::string read_whole(const std::filesystem::path& p)
-{
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-BOOST_FIXTURE_TEST_CASE(a_reader_slower_than_the_command_loses_no_bytes, cli_fixture)
-{
-    // `seq` writes 3.4 MB at once. The reader takes 2.9 MiB in 64 KiB blocks, then reads
-    // the rest 8 KiB at a time with pauses, so that `seq` has exited (and its tree was
-    // reported gone) well before the last ~128 KiB (pipe and sandbox-run's chunk) are read.
-    // The library gives a finished tree's pipes 500 ms to drain: with that limit running
-    // while a chunk was still with sandbox-run, 58 KB were lost and the exit status was 0.
-    const auto file = root.path() / "got.txt";
-    const std::string script =
-        "\"$0\" --backend local -- seq 1 500000 | { dd bs=65536 count=47 iflag=fullblock status=none > \"$1\"; "
-        "p=-1; while :; do dd bs=8192 count=1 status=none >> \"$1\"; s=$(stat -c %s \"$1\"); "
-        "[ \"$s\" = \"$p\" ] && break; p=$s; sleep 0.05; done; }; "
-        "echo \"rc=${PIPESTATUS[0]}\" >&2";
-    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), file.string()});
-    BOOST_TEST(r.err.data == "rc=0\n");
-    const std::string got = read_whole(file);
-    const std::string want = seq_text(500000);
-    BOOST_TEST(got.size() == want.size());
-    BOOST_TEST((got == want), "the bytes differ");
-}
-
-// A pipeline that starts `sandbox-run ARGS -- sh -c 'echo $$ > PIDFILE; exec yes'` with a
-// reader that never reads, does `then` with sandbox-run's pid in $p, and reports on stderr
-// its exit status, how long it took and whether the command was gone when it exited.
-sandbox::exec_result stalled_yes(cli_fixture& f, const std::string& args, const std::string& then)
-{
-    const auto pidfile = f.root.path() / "yes.pid";
-    const std::string script =
-        "{ s=$(date +%s%N); \"$0\" --backend local " + args +
-        " -- /bin/sh -c 'echo $$ > \"$0\"; exec yes' \"$1\" & p=$!; " + then +
-        " wait $p; rc=$?; e=$(date +%s%N); "
-        "kill -0 $(cat \"$1\") 2>/dev/null && t=alive || t=gone; "
-        "echo \"rc=$rc tree=$t ms=$(( (e - s) / 1000000 ))\" >&2; } | sleep 5";
-    auto r = f.run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), pidfile.string()});
-    for (pid_t pid : sbx_test::read_pids(pidfile))
-        BOOST_TEST(!sbx_test::alive(pid));
-    return r;
-}
-
-long ms_of(const std::string& report)
-{
-    const auto at = report.find("ms=");
-    return at == std::string::npos ? -1 : std::stol(report.substr(at + 3));
-}
-
-BOOST_FIXTURE_TEST_CASE(a_timeout_during_a_blocked_write_ends_on_time, cli_fixture)
-{
-    // `yes` fills the pipe nobody reads; sandbox-run's write waits. The deadline (timeout and
-    // grace: 2 s) ends the run: 124, the tree gone, blamed on the reader.
-    auto r = stalled_yes(*this, "--timeout 1s --kill-grace 1s", "");
-    BOOST_TEST(r.err.data.find("rc=124 tree=gone") != std::string::npos, r.err.data);
-    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
-                   std::string::npos,
-               r.err.data);
-    BOOST_TEST(ms_of(r.err.data) >= 1900, r.err.data);
-    BOOST_TEST(ms_of(r.err.data) < 3500, r.err.data);
-}
-
-BOOST_FIXTURE_TEST_CASE(an_unread_stdout_does_not_hold_stderr, cli_fixture)
-{
-    // stdout's reader never reads, so that write waits; stderr's line still goes out while
-    // it does. Before, the write blocked sandbox-run's loop: the line was read only after
-    // the deadline had stopped the streaming, and dropped.
-    const std::string script =
-        "{ \"$0\" --backend local --timeout 2s -- /bin/sh -c 'yes & sleep 0.5; echo marker >&2; wait'; "
-        "echo \"rc=$?\" >&2; } | sleep 4";
-    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
-    BOOST_TEST(r.err.data.find("marker\n") != std::string::npos, r.err.data);
-    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
-}
-
-BOOST_FIXTURE_TEST_CASE(an_interrupt_during_a_blocked_write_ends_the_run, cli_fixture)
-{
-    for (const std::string sig : {"INT", "TERM"})
-    {
-        BOOST_TEST_CONTEXT("SIG" << sig)
-        {
-            auto r = stalled_yes(*this, "", "sleep 1; kill -" + sig + " $p;");
-            BOOST_TEST(r.err.data.find("rc=130 tree=gone") != std::string::npos, r.err.data);
-            BOOST_TEST(r.err.data.find("sandbox-run: interrupted; process tree killed") !=
-                           std::string::npos,
-                       r.err.data);
-            BOOST_TEST(ms_of(r.err.data) < 4000, r.err.data);
-        }
-    }
-}
-
 BOOST_FIXTURE_TEST_CASE(refusals_show_control_bytes_escaped, cli_fixture)
 {
     // A command name or a path that clears the screen, sets the window title and rings the
@@ -1150,6 +954,212 @@ BOOST_AUTO_TEST_CASE(enforcement_reports_no_process_cap_where_the_fork_gate_cann
     // Where nothing stands in the way, the report says what runs.
     auto plain = f.run_cli({"--backend", "local", "--enforcement"});
     BOOST_TEST(parse_json(plain.out.data).at("process_cap").as_bool() == true, plain.out.data);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// How the output streams to slow, stalled and vanished readers: mostly waits on timeouts
+// and graces, so a ctest group of its own runs it beside the rest (test/CMakeLists.txt).
+BOOST_AUTO_TEST_SUITE(sandbox_run_streaming)
+
+BOOST_FIXTURE_TEST_CASE(plain_runs_stream_their_output, cli_fixture)
+{
+    // The first line must reach sandbox-run's stdout while the command still runs: the
+    // command waits for a file that only our output handler creates once it saw that line.
+    const auto marker = root.path() / "seen-first";
+    sandbox::exec_request req;
+    req.command = SBX_SANDBOX_RUN;
+    req.args = {"--backend", "local",     sbx_test::target, "println",  "first",
+                "--then",    "wait-file", marker.string(),  "--then",   "println",
+                "second",    "--then",    "eprint",         "on stderr"};
+    req.options.timeout = 25s;
+    sbx_test::streamed got;
+    req.on_output = got.handler(marker, "first\n");
+    auto res = run(std::move(req), 30s);
+    BOOST_TEST(!res.ec, res.result.diag);
+    BOOST_TEST(res.result.exit_code == 0, got.err);
+    BOOST_TEST(got.out == "first\nsecond\n");
+    BOOST_TEST(got.err == "on stderr");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reader_that_goes_away_ends_the_run, cli_fixture)
+{
+    // `yes` never stops by itself; once `head` has its 4 KiB and exits, sandbox-run's next
+    // write fails with EPIPE: it kills the tree and exits 141, well before its 10-minute
+    // default timeout (the outer timeout here is 25 s).
+    const std::string script = "'" + std::string(SBX_SANDBOX_RUN) +
+                               "' --backend local -- yes | head -c 4096 | wc -c; "
+                               "echo \"${PIPESTATUS[0]}\"";
+    auto r = run_cli_via("/bin/bash", {"-c", script});
+    BOOST_TEST(r.out.data == "4096\n141\n", r.err.data);
+    BOOST_TEST(r.err.data.find("reader of the output went away") != std::string::npos, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stalled_reader_cannot_outlast_the_timeout_or_a_signal, cli_fixture)
+{
+    // The reader (`sleep`) never reads. Before, sandbox-run blocked in write() and saw neither
+    // its timeout nor SIGTERM until the reader exited (then EPIPE: 141).
+    const std::string cli = "'" + std::string(SBX_SANDBOX_RUN) + "' --backend local";
+    auto timed = run_cli_via("/bin/bash", {"-c", "{ " + cli +
+                                                     " --timeout 1s -- yes; echo \"rc=$?\" >&2; } "
+                                                     "| sleep 6"});
+    BOOST_TEST(timed.err.data.find("rc=124") != std::string::npos, timed.err.data);
+    BOOST_TEST(timed.err.data.find("reader of the output was stalled") != std::string::npos,
+               timed.err.data);
+
+    auto term =
+        run_cli_via("/bin/bash", {"-c", "{ " + cli +
+                                            " -- yes & p=$!; sleep 1; kill -TERM $p; wait $p; "
+                                            "echo \"rc=$?\" >&2; } | sleep 6"});
+    BOOST_TEST(term.err.data.find("rc=130") != std::string::npos, term.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(output_written_during_the_kill_grace_is_streamed, cli_fixture)
+{
+    // The command prints on SIGTERM and exits 0.5 s into its 2 s grace. Before, streaming
+    // stopped at the timeout itself: that output was dropped, even into a regular file, and
+    // the run ended blaming a stalled reader.
+    const std::string script = "trap 'echo got-term; sleep 0.5; echo cleanup-done; exit 0' TERM; "
+                               "echo ready; while :; do sleep 0.1; done";
+    const std::string want = "ready\ngot-term\ncleanup-done\n";
+    auto piped = run_cli({"--timeout", "1s", "--kill-grace", "2s", "--", "/bin/sh", "-c", script});
+    BOOST_TEST(piped.exit_code == 124);
+    BOOST_TEST(piped.out.data == want, piped.err.data);
+    BOOST_TEST(piped.err.data.find("stalled") == std::string::npos, piped.err.data);
+
+    const auto file = root.path() / "out.txt";
+    auto to_file = run_cli_via(
+        "/bin/sh",
+        {"-c", "\"$0\" --backend local --timeout 1s --kill-grace 2s -- /bin/sh -c \"$1\" > \"$2\"",
+         sandbox_run_path(), script, file.string()});
+    BOOST_TEST(to_file.exit_code == 124);
+    std::ifstream in(file);
+    const std::string written((std::istreambuf_iterator<char>(in)), {});
+    BOOST_TEST(written == want, to_file.err.data);
+    BOOST_TEST(to_file.err.data.find("stalled") == std::string::npos, to_file.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stalled_reader_ends_the_run_at_the_end_of_the_grace, cli_fixture)
+{
+    // Nobody reads the pipe and `yes` fills it: sandbox-run waits for the reader until the
+    // timeout and the grace have passed (2 s), then kills the tree and blames the reader.
+    const std::string script =
+        "{ s=$(date +%s%N); \"$0\" --backend local --timeout 1s --kill-grace 1s -- yes; "
+        "rc=$?; e=$(date +%s%N); echo \"rc=$rc ms=$(( (e - s) / 1000000 ))\" >&2; } "
+        "| sleep 5";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
+    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
+                   std::string::npos,
+               r.err.data);
+    const auto at = r.err.data.find("ms=");
+    BOOST_TEST_REQUIRE(at != std::string::npos);
+    const long ms = std::stol(r.err.data.substr(at + 3));
+    BOOST_TEST(ms >= 1900);
+    BOOST_TEST(ms < 3500);
+}
+
+// `seq 1 N` as text, to compare what a reader received with.
+std::string seq_text(int n)
+{
+    std::string s;
+    for (int i = 1; i <= n; ++i)
+        s += std::to_string(i) + '\n';
+    return s;
+}
+
+std::string read_whole(const std::filesystem::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_reader_slower_than_the_command_loses_no_bytes, cli_fixture)
+{
+    // `seq` writes 3.4 MB at once. The reader takes 2.9 MiB in 64 KiB blocks, then reads
+    // the rest 8 KiB at a time with pauses, so that `seq` has exited (and its tree was
+    // reported gone) well before the last ~128 KiB (pipe and sandbox-run's chunk) are read.
+    // The library gives a finished tree's pipes 500 ms to drain: with that limit running
+    // while a chunk was still with sandbox-run, 58 KB were lost and the exit status was 0.
+    const auto file = root.path() / "got.txt";
+    const std::string script =
+        "\"$0\" --backend local -- seq 1 500000 | { dd bs=65536 count=47 iflag=fullblock "
+        "status=none > \"$1\"; "
+        "p=-1; while :; do dd bs=8192 count=1 status=none >> \"$1\"; s=$(stat -c %s \"$1\"); "
+        "[ \"$s\" = \"$p\" ] && break; p=$s; sleep 0.05; done; }; "
+        "echo \"rc=${PIPESTATUS[0]}\" >&2";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), file.string()});
+    BOOST_TEST(r.err.data == "rc=0\n");
+    const std::string got = read_whole(file);
+    const std::string want = seq_text(500000);
+    BOOST_TEST(got.size() == want.size());
+    BOOST_TEST((got == want), "the bytes differ");
+}
+
+// A pipeline that starts `sandbox-run ARGS -- sh -c 'echo $$ > PIDFILE; exec yes'` with a
+// reader that never reads, does `then` with sandbox-run's pid in $p, and reports on stderr
+// its exit status, how long it took and whether the command was gone when it exited.
+sandbox::exec_result stalled_yes(cli_fixture& f, const std::string& args, const std::string& then)
+{
+    const auto pidfile = f.root.path() / "yes.pid";
+    const std::string script =
+        "{ s=$(date +%s%N); \"$0\" --backend local " + args +
+        " -- /bin/sh -c 'echo $$ > \"$0\"; exec yes' \"$1\" & p=$!; " + then +
+        " wait $p; rc=$?; e=$(date +%s%N); "
+        "kill -0 $(cat \"$1\") 2>/dev/null && t=alive || t=gone; "
+        "echo \"rc=$rc tree=$t ms=$(( (e - s) / 1000000 ))\" >&2; } | sleep 5";
+    auto r = f.run_cli_via("/bin/bash", {"-c", script, sandbox_run_path(), pidfile.string()});
+    for (pid_t pid : sbx_test::read_pids(pidfile))
+        BOOST_TEST(!sbx_test::alive(pid));
+    return r;
+}
+
+long ms_of(const std::string& report)
+{
+    const auto at = report.find("ms=");
+    return at == std::string::npos ? -1 : std::stol(report.substr(at + 3));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_timeout_during_a_blocked_write_ends_on_time, cli_fixture)
+{
+    // `yes` fills the pipe nobody reads; sandbox-run's write waits. The deadline (timeout and
+    // grace: 2 s) ends the run: 124, the tree gone, blamed on the reader.
+    auto r = stalled_yes(*this, "--timeout 1s --kill-grace 1s", "");
+    BOOST_TEST(r.err.data.find("rc=124 tree=gone") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("timed out while the reader of the output was stalled") !=
+                   std::string::npos,
+               r.err.data);
+    BOOST_TEST(ms_of(r.err.data) >= 1900, r.err.data);
+    BOOST_TEST(ms_of(r.err.data) < 3500, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_unread_stdout_does_not_hold_stderr, cli_fixture)
+{
+    // stdout's reader never reads, so that write waits; stderr's line still goes out while
+    // it does. Before, the write blocked sandbox-run's loop: the line was read only after
+    // the deadline had stopped the streaming, and dropped.
+    const std::string script = "{ \"$0\" --backend local --timeout 2s -- /bin/sh -c 'yes & sleep "
+                               "0.5; echo marker >&2; wait'; "
+                               "echo \"rc=$?\" >&2; } | sleep 4";
+    auto r = run_cli_via("/bin/bash", {"-c", script, sandbox_run_path()});
+    BOOST_TEST(r.err.data.find("marker\n") != std::string::npos, r.err.data);
+    BOOST_TEST(r.err.data.find("rc=124") != std::string::npos, r.err.data);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_interrupt_during_a_blocked_write_ends_the_run, cli_fixture)
+{
+    for (const std::string sig : {"INT", "TERM"})
+    {
+        BOOST_TEST_CONTEXT("SIG" << sig)
+        {
+            auto r = stalled_yes(*this, "", "sleep 1; kill -" + sig + " $p;");
+            BOOST_TEST(r.err.data.find("rc=130 tree=gone") != std::string::npos, r.err.data);
+            BOOST_TEST(r.err.data.find("sandbox-run: interrupted; process tree killed") !=
+                           std::string::npos,
+                       r.err.data);
+            BOOST_TEST(ms_of(r.err.data) < 4000, r.err.data);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -28,7 +28,7 @@ extern char** environ;
 namespace {
 
 using namespace std::chrono_literals;
-const std::string sandbox_run = SBX_SANDBOX_RUN;
+using sbx_test::sandbox_run;
 
 // A pseudo-terminal playing the user's: sandbox-run runs with its slave as controlling
 // terminal and stdio; the test types into and reads from the master.

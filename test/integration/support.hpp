@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -29,6 +30,34 @@ const std::string& private_target();
 
 /// Path of the helper program the tests run: `private_target()`.
 inline const std::string& target = private_target();
+
+/// The sandbox-run binary of this build.
+inline const std::string sandbox_run = SBX_SANDBOX_RUN;
+
+/// One mebibyte, for memory caps.
+inline constexpr std::int64_t mib = 1024 * 1024;
+
+/// Whether `text` holds `part`.
+inline bool contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+/// Milliseconds since `t` on the steady clock.
+inline long long ms_since(std::chrono::steady_clock::time_point t)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 t)
+        .count();
+}
+
+/// Options that make the helper program record the pids of its children in `file`.
+inline sandbox::exec_options pid_options(const std::filesystem::path& file)
+{
+    sandbox::exec_options o;
+    o.env.inject["SBX_PIDFILE"] = file.string();
+    return o;
+}
 
 /// A request running the helper with `args`.
 sandbox::exec_request helper(std::vector<std::string> args, sandbox::exec_options o = {});

@@ -18,18 +18,9 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-/// Options that make the helper record child pids in `file`.
-sandbox::exec_options pid_options(const std::filesystem::path& file)
-{
-    sandbox::exec_options o;
-    o.env.inject["SBX_PIDFILE"] = file.string();
-    return o;
-}
+using sbx_test::pid_options;
 
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
+using sbx_test::contains;
 
 /// The tree of one run and the pids its members recorded.
 struct tree_fixture : sbx_test::local_fixture

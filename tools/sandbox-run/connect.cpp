@@ -38,7 +38,6 @@ using local = asio::local::stream_protocol;
 using client::answer;
 using client::connection;
 using client::error_message;
-using client::say;
 
 // sandboxd's data_base64 (Beast's base64, as the daemon encodes it: padded, so whole
 // groups of four). Anything else is refused whole: Beast's decoder stops at the first byte

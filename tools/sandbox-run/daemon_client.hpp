@@ -82,11 +82,6 @@ inline std::string error_message(const answer& a)
     return "HTTP " + std::to_string(a.status) + ": " + a.body;
 }
 
-inline void say(const std::string& line)
-{
-    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(line) + "\n");
-}
-
 } // namespace sandbox::cli::client
 
 #endif

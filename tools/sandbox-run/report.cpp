@@ -20,12 +20,6 @@ namespace sandbox::cli {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-namespace {
-
-constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
-
-} // namespace
-
 bool command_refused(const sandbox::exec_result& r)
 {
     if (r.status != exec_status::not_started || r.diag.limit != "command" || !r.diag.cause)
@@ -47,6 +41,7 @@ void shrink_timeout(sandbox::exec_options& o, std::chrono::nanoseconds left)
     const wide mc = (static_cast<wide>(budget.count()) * 1000 +
                      static_cast<wide>(left.count()) - 1) /
                     static_cast<wide>(left.count());
+    constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
     o.limits.cpu_millicores = mc > static_cast<wide>(int64_max) ? int64_max
                                                                  : static_cast<std::int64_t>(mc);
 }

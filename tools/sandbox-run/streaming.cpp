@@ -23,6 +23,11 @@ namespace sandbox::cli {
 
 namespace asio = boost::asio;
 
+void say(std::string_view text)
+{
+    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
+}
+
 bool write_fully(int fd, std::string_view data)
 {
     while (!data.empty())

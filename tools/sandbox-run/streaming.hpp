@@ -22,6 +22,10 @@ namespace sandbox::cli {
 /// false (errno set) on an error, EPIPE included (SIGPIPE is ignored).
 bool write_fully(int fd, std::string_view data);
 
+/// One line of ours on stderr, after "sandbox-run: ", escaped (it may quote the command's
+/// name, a path or a daemon's answer).
+void say(std::string_view text);
+
 /// Why streaming the output stopped.
 enum class write_end
 {

@@ -34,12 +34,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-// One line of ours on stderr, escaped (it may quote the command's name or a path).
-void say(std::string_view text)
-{
-    write_fully(STDERR_FILENO, "sandbox-run: " + printable_text(text) + "\n");
-}
-
 // Our keys to the command; end of our input becomes its VEOF.
 asio::awaitable<void> pump_input(std::shared_ptr<session> s)
 {
