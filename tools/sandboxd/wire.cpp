@@ -35,16 +35,6 @@ http::status status_for(const boost::system::error_code& ec)
     }
 }
 
-response json_response(const request& req, http::status s, const json::value& body)
-{
-    response r{s, req.version()};
-    r.set(http::field::content_type, "application/json");
-    r.keep_alive(req.keep_alive());
-    r.body() = json::serialize(body) + "\n";
-    r.prepare_payload();
-    return r;
-}
-
 response text_json(const request& req, http::status s, std::string body)
 {
     response r{s, req.version()};
@@ -53,6 +43,11 @@ response text_json(const request& req, http::status s, std::string body)
     r.body() = std::move(body) + "\n";
     r.prepare_payload();
     return r;
+}
+
+response json_response(const request& req, http::status s, const json::value& body)
+{
+    return text_json(req, s, json::serialize(body));
 }
 
 const char* code_name(const boost::system::error_code& ec)
