@@ -464,12 +464,17 @@ print('stalled', flush=True)
 sys.stdin.read()
 )";
 
-// Waits until the session's output holds `word` (false: it ended or 60 s passed).
+// Waits until the session's output holds `word` (false: it ended or 60 s passed). Every poll
+// reads from offset 0, where earlier output already waits, so the daemon answers at once: the
+// pause between polls and the clock bound the wait, not the number of polls.
 bool wait_for_output(client& c, const std::string& id, const std::string& word)
 {
     std::string out;
-    for (int i = 0; i < 600; ++i)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (bool first = true; first || std::chrono::steady_clock::now() < deadline; first = false)
     {
+        if (!first)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
         out = c.call(http::verb::get, "/v1/sessions/" + id + "/output?offset=0&wait=100", "");
         if (out.find(word) != std::string::npos)
             return true;
