@@ -228,6 +228,31 @@ void cpu_ledger::match_orphans(const by_pid& now, const used_by_parent& departed
     settle_orphans(orphaned, unexplained);
 }
 
+// Each member last seen brings its own time and its children time so far into some reaper's
+// children time, and so, the tree being reaped, into ours: less what its parent let the
+// kernel reap (a member whose parent ignored SIGCHLD), which is orphaned. What `grown` holds
+// beyond that was used after the listing, by the members or by orphans a member reaped.
+std::chrono::nanoseconds cpu_ledger::finish(std::chrono::nanoseconds grown)
+{
+    using ns = std::chrono::nanoseconds;
+    ns orphaned{0}, expected{0};
+    auto judge = [&](const member& m) {
+        auto parent = last_.find(m.ppid);
+        const bool kernel_reaped = parent != last_.end() && parent->second.kernel_reaps;
+        (kernel_reaped ? orphaned : expected) += m.own + m.reaped;
+    };
+    for (const auto& [pid, m] : last_)
+        judge(m);
+    for (const auto& [pid, m] : carried_)
+        judge(m);
+    settle_orphans(orphaned, std::max(grown - expected, ns{0}));
+    last_.clear();
+    carried_.clear();
+    debts_.clear();
+    credit_ = ns{0};
+    return lost_;
+}
+
 void cpu_ledger::settle_orphans(std::chrono::nanoseconds orphaned,
                                 std::chrono::nanoseconds unexplained)
 {

@@ -214,6 +214,13 @@ public:
                                     const std::function<bool(pid_t, std::uint64_t)>& ended,
                                     const std::function<bool(pid_t)>& reaped_by_us = {});
 
+    /// The last sample, taken once the whole tree is reaped: `grown` is what our own
+    /// children time grew by since the last `update`. Every member last seen has ended; the
+    /// growth settles the orphaned time still waiting for a reaper's growth (a reaper that
+    /// waited for an orphan after the last listing and then ended: its growth shows only in
+    /// ours). Returns the lost time, final.
+    std::chrono::nanoseconds finish(std::chrono::nanoseconds grown);
+
     std::chrono::nanoseconds lost() const noexcept { return lost_; }
 
 private:

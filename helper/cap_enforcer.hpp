@@ -82,6 +82,8 @@ public:
     virtual void start() = 0;
     /// The worker reaped `pid`, a member of the tree.
     virtual void on_reaped(pid_t) {}
+    /// Every member is reaped: the last accounting, just before the report.
+    virtual void on_all_reaped() {}
     /// The run is over: every watcher ends now.
     virtual void stop() = 0;
     /// Adds what it measured (called once, as the report is made).

@@ -165,6 +165,7 @@ public:
         if (budget_.limits().any())
             reaped_since_sample_.insert(p);
     }
+    void on_all_reaped() override;
     void stop() override;
     void add_to(cap_report& r) const override;
 
@@ -193,6 +194,8 @@ private:
     nanoseconds interval_;
     cpu_ledger ledger_;
     nanoseconds children_base_;
+    // Our children time (less the base) at the last listing the ledger took.
+    nanoseconds reaped_at_listing_{0};
     std::uint64_t samples_ = 0, failed_ = 0;
     // The start of the last sample (of the sampling, before the first), and the longest
     // time from one sample's start to the end of the next: a member's cpu can have grown
@@ -239,6 +242,15 @@ void sampled_caps::note_gap(std::chrono::steady_clock::time_point now) noexcept
 {
     if (last_began_ != std::chrono::steady_clock::time_point{})
         longest_gap_ = std::max<nanoseconds>(longest_gap_, now - last_began_);
+}
+
+// A reaper that waited for an orphan after the last listing, and ended, shows its growth
+// only in ours: the ledger settles that against our children time now (a tree sampled
+// through its cgroup has no ledger: cpu.stat holds every member's time).
+void sampled_caps::on_all_reaped()
+{
+    if (!cgroup_)
+        ledger_.finish(children_cpu() - children_base_ - reaped_at_listing_);
 }
 
 void sampled_caps::stop()
@@ -347,6 +359,7 @@ sample sampled_caps::take_sample()
         return reaped_since_sample_.count(p) != 0;
     });
     reaped_since_sample_.clear();
+    reaped_at_listing_ = reaped;
     // Children reaped by the kernel lose what they used after the last sample: while a member
     // ignores SIGCHLD, or once the tree is seen losing time that way, it is sampled as often
     // as can be (pace_of), so each such child loses at most one short interval.

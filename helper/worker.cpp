@@ -182,6 +182,8 @@ void worker::claim(execution& x, end_reason why, const stop_detail& d)
 
 void worker::report(execution& x)
 {
+    for (auto& e : x.enforcers)
+        e->on_all_reaped();
     const std::string payload = make_exit_report(x);
     x.stop_watchers();
     cur_.reset();

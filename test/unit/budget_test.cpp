@@ -447,6 +447,39 @@ BOOST_AUTO_TEST_CASE(ledger_orphan_of_a_zombie_parent_reaped_by_a_reaper_is_not_
     BOOST_TEST(as_ms(lost.lost()) == 270);
 }
 
+BOOST_AUTO_TEST_CASE(ledger_orphan_whose_reaper_ended_after_the_last_listing_is_not_lost)
+{
+    // Shell 30 (our child) runs reaper 20, which runs 10 (ignoring SIGCHLD) with child 11.
+    // 10 ended, 11 fell to 20, 20 waited for both and ended, and 30 waited for 20, all after
+    // 30's record was read: the last listing holds 30 alone, 11 is counted lost for now, and
+    // no listing follows (the tree ends). Its time shows in our children time only, which
+    // grew by the whole of 30 (710 ms for 600 counted, 1 run in 40).
+    const cpu_ledger::member shell{30, self, 4, 0ms, 0ms, false};
+    const cpu_ledger::member reaper_below{20, 30, 5, 10ms, 490ms, false};
+    auto seen_before = [&] {
+        return members{shell, reaper_below, {10, 20, 7, 1ms, 0ms, true}, {11, 10, 8, 98ms, 0ms}};
+    };
+    cpu_ledger l;
+    l.update(seen_before(), all_ended);
+    BOOST_TEST(as_ms(l.update(members{shell}, all_ended)) == 98);
+    BOOST_TEST(as_ms(l.finish(610ms)) == 0);
+
+    // 11 ended before 10 (the kernel reaped it): our children time grew by 30's time less
+    // 11's. It stays lost.
+    cpu_ledger lost;
+    lost.update(seen_before(), all_ended);
+    lost.update(members{shell, {20, 30, 5, 10ms, 491ms, false}}, all_ended);
+    BOOST_TEST(as_ms(lost.finish(501ms)) == 98);
+
+    // The same at the end with 10 and 11 still in the last listing.
+    cpu_ledger at_end;
+    at_end.update(seen_before(), all_ended);
+    BOOST_TEST(as_ms(at_end.finish(500ms)) == 98); // 11 lost with 10
+    cpu_ledger reaped_at_end;
+    reaped_at_end.update(seen_before(), all_ended);
+    BOOST_TEST(as_ms(reaped_at_end.finish(600ms)) == 0); // 11 fell to 20
+}
+
 BOOST_AUTO_TEST_CASE(ledger_recycled_pid_is_a_new_member)
 {
     cpu_ledger l;
