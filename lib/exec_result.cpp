@@ -46,6 +46,14 @@ std::optional<exec_status> parse_exec_status(std::string_view s) noexcept
     return std::nullopt;
 }
 
+exec_outcome not_run(boost::system::error_code ec, diagnostics diag)
+{
+    exec_outcome o;
+    o.ec = ec;
+    o.result.diag = std::move(diag);
+    return o;
+}
+
 std::ostream& operator<<(std::ostream& os, exec_status s) { return os << to_string(s); }
 std::ostream& operator<<(std::ostream& os, budget_kind b) { return os << to_string(b); }
 

@@ -92,6 +92,17 @@ void launch(boost::asio::any_io_executor ex, boost::asio::awaitable<T> body, dia
             })));
 }
 
+/// Throws what a failed exec outcome says: `sandbox::error` with the partial result, or
+/// without one when nothing ran (status `not_started`).
+[[noreturn]] void throw_failed(boost::system::error_code ec, exec_result&& r);
+
+/// The same as `launch` for an exec, whose failures are values (`exec_outcome`): only an
+/// exception (a runner of the caller's that throws) goes through `catch_exception`.
+void launch(
+    boost::asio::any_io_executor ex, boost::asio::awaitable<exec_outcome> body,
+    diagnostics_sink sink,
+    boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)> handler);
+
 /// The same for an operation without a value: `void(error_code)`.
 void launch(boost::asio::any_io_executor ex, boost::asio::awaitable<void> body,
             diagnostics_sink sink,

@@ -20,12 +20,21 @@ namespace asio = boost::asio;
 
 runner::~runner() = default;
 
-asio::awaitable<exec_result> noop_runner::exec(exec_request)
+// The edge: the one place an exec's failure becomes an exception.
+asio::awaitable<exec_result> runner::exec(exec_request req)
 {
-    exec_result r;
-    r.exit_code = 0;
-    r.status = exec_status::exited;
-    co_return r;
+    exec_outcome o = co_await try_exec(std::move(req));
+    if (o.ec)
+        detail::throw_failed(o.ec, std::move(o.result));
+    co_return std::move(o.result);
+}
+
+asio::awaitable<exec_outcome> noop_runner::try_exec(exec_request)
+{
+    exec_outcome o;
+    o.result.exit_code = 0;
+    o.result.status = exec_status::exited;
+    co_return o;
 }
 
 namespace detail {
@@ -62,6 +71,14 @@ caught catch_exception(std::exception_ptr ep)
     return c;
 }
 
+void throw_failed(boost::system::error_code ec, exec_result&& r)
+{
+    if (r.status == exec_status::not_started) // nothing ran: no partial result
+        throw error(ec, std::move(r.diag));
+    diagnostics d = r.diag; // the exception's own, beside the partial result's
+    throw error(ec, std::move(d), std::move(r));
+}
+
 void fill_failed(exec_result& r, const caught& c)
 {
     if (c.partial)
@@ -92,9 +109,31 @@ void launch(asio::any_io_executor ex, asio::awaitable<void> body, diagnostics_si
                        })));
 }
 
+void launch(asio::any_io_executor ex, asio::awaitable<exec_outcome> body, diagnostics_sink sink,
+            asio::any_completion_handler<void(boost::system::error_code, exec_result)> handler)
+{
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto hex = asio::get_associated_executor(handler, ex);
+    auto complete = [h = std::move(handler), sink = std::move(sink)](std::exception_ptr ep,
+                                                                     exec_outcome o) mutable {
+        if (ep) // not a failed run (those are values): a runner of the caller's that threw
+        {
+            caught c = catch_exception(ep);
+            o.ec = c.code;
+            fill_failed(o.result, c);
+        }
+        if (o.ec && sink)
+            *sink = o.result.diag; // the result keeps its own
+        std::move(h)(o.ec, std::move(o.result));
+    };
+    asio::co_spawn(
+        ex, accept_cancellation(std::move(body)),
+        asio::bind_cancellation_slot(slot, asio::bind_executor(hex, std::move(complete))));
+}
+
 void async_exec_impl(runner* r, exec_request req, diagnostics_sink sink, exec_handler handler)
 {
-    launch(r->get_executor(), r->exec(std::move(req)), std::move(sink), std::move(handler));
+    launch(r->get_executor(), r->try_exec(std::move(req)), std::move(sink), std::move(handler));
 }
 
 } // namespace detail

@@ -255,14 +255,15 @@ class bwrap_sessions final : public process_manager
 {
 public:
     bwrap_sessions(bwrap_runner& r, std::unique_ptr<session_registry> reg,
-                   std::function<asio::awaitable<void>()> probe)
+                   std::function<asio::awaitable<boost::system::error_code>()> probe)
         : r_(r), reg_(std::move(reg)), probe_(std::move(probe))
     {
     }
     executor_type get_executor() const noexcept override { return r_.get_executor(); }
     asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
     {
-        co_await probe_();
+        if (auto ec = co_await probe_()) // cancelled while another call's probe ran
+            throw boost::system::system_error(ec);
         co_return co_await reg_->start(std::move(spec));
     }
     std::vector<session_info> list() const override { return reg_->list(); }
@@ -276,7 +277,7 @@ public:
 private:
     bwrap_runner& r_;
     std::unique_ptr<session_registry> reg_;
-    std::function<asio::awaitable<void>()> probe_;
+    std::function<asio::awaitable<boost::system::error_code>()> probe_;
 };
 
 } // namespace
@@ -390,7 +391,7 @@ asio::awaitable<probe_verdict> probe_once(bwrap_runner::executor_type ex,
 // would otherwise start 200 probes, each a bwrap of the sandbox user's beside their own
 // commands). A call that finds a probe running waits for its verdict; an undecided verdict
 // lets the calls go on (each meets its own error, if any) and the next call probes again.
-asio::awaitable<void> bwrap_runner::ensure_usable()
+asio::awaitable<boost::system::error_code> bwrap_runner::ensure_usable()
 {
     auto st = st_;
     while (!st->probed)
@@ -399,9 +400,9 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
         {
             co_await running->done.async_wait(asio::as_tuple(asio::use_awaitable));
             if (!running->ended) // our caller cancelled the wait
-                throw boost::system::system_error(asio::error::operation_aborted);
+                co_return asio::error::operation_aborted;
             if (running->went_on)
-                co_return;
+                co_return boost::system::error_code{};
             continue; // decided, or it failed: the loop sees which
         }
         auto run = std::make_shared<state::probe_run>(
@@ -423,16 +424,18 @@ asio::awaitable<void> bwrap_runner::ensure_usable()
         if (!verdict.decided)
         {
             run->went_on = true;
-            co_return;
+            co_return boost::system::error_code{};
         }
         st->probed = true;
         st->unusable = verdict.unusable;
     }
+    co_return boost::system::error_code{};
 }
 
 asio::awaitable<std::optional<failure>> bwrap_runner::check()
 {
-    co_await ensure_usable();
+    if (auto ec = co_await ensure_usable())
+        throw boost::system::system_error(ec);
     if (st_->setup_error)
         co_return st_->setup_error;
     co_return st_->unusable;
@@ -469,9 +472,15 @@ enforcement_report bwrap_runner::enforcement() const
     return e;
 }
 
-asio::awaitable<exec_result> bwrap_runner::exec(exec_request req)
+asio::awaitable<exec_outcome> bwrap_runner::try_exec(exec_request req)
 {
-    co_await ensure_usable();
+    if (auto ec = co_await ensure_usable())
+    {
+        diagnostics d;
+        d.message = "cancelled while waiting for bubblewrap's availability probe; nothing ran";
+        d.backend = "bwrap";
+        co_return not_run(ec, std::move(d));
+    }
     co_return co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st_), "bwrap");
 }
 

@@ -79,7 +79,7 @@ enforcement_report local_runner::enforcement() const
     return backend::supervised_enforcement(opts_.cgroup);
 }
 
-asio::awaitable<exec_result> local_runner::exec(exec_request req)
+asio::awaitable<exec_outcome> local_runner::try_exec(exec_request req)
 {
     co_return co_await backend::exec_plan(ex_, prepare(req, opts_, root_fd_.get()), "local");
 }

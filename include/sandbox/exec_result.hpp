@@ -106,6 +106,23 @@ struct exec_result
     diagnostics diag{};
 };
 
+/// \brief How an exec ended, as a value: what `runner::try_exec` returns, and the two
+/// arguments the handlers of `async_exec` receive.
+///
+/// `ec` is clear when the command ran to its own end (a non-zero exit is a result, not an
+/// error). When it is set, `result` is the partial result: the output captured before a
+/// timeout, a budget kill or a cancellation, or status `not_started` when nothing ran; and
+/// `result.diag` says why. `auto [ec, r] = co_await runner.try_exec(req);` takes it apart.
+struct exec_outcome
+{
+    boost::system::error_code ec{};
+    exec_result result{};
+};
+
+/// An outcome for a call that ran nothing (status `not_started`): `ec` and the diagnostics
+/// that say why (moved into `result.diag`).
+SANDBOX_DECL exec_outcome not_run(boost::system::error_code ec, diagnostics diag);
+
 /// \brief One JSON object (no trailing newline) describing an execution: the shape
 /// `sandbox-run --json` prints and `sandboxd` answers with.
 ///

@@ -36,19 +36,27 @@ public:
 
     virtual executor_type get_executor() const noexcept = 0;
 
-    /// \brief Runs `req` and returns when the whole process tree is gone.
+    /// \brief Runs `req` and returns when the whole process tree is gone; a failure throws.
     ///
-    /// A non-zero exit code is a result. Failures throw `sandbox::error`, whose
-    /// `partial_result()` holds what was captured before the failure (timeouts, budget kills,
-    /// cancellation) or is null when nothing ran (validation, policy, spawn errors).
+    /// `try_exec` with its failure thrown: `sandbox::error`, whose `partial_result()` holds
+    /// what was captured before the failure (timeouts, budget kills, cancellation) or is null
+    /// when nothing ran (validation, policy, spawn errors). A non-zero exit code is a result.
+    /// Cancellation as for `try_exec`; a cancelled call throws `operation_aborted`.
+    boost::asio::awaitable<exec_result> exec(exec_request req);
+
+    /// \brief Runs `req` and returns when the whole process tree is gone, failures as values.
+    ///
+    /// Backends and decorators implement it; nothing in the library throws for a failed
+    /// run (the diagnostics travel in `result.diag`, moved, from the step that failed to the
+    /// caller). `exec` and the throwing tokens of `async_exec` throw at the edge.
     ///
     /// \par Per-operation cancellation
     /// The coroutine's cancellation state decides which types arrive. `terminal`: the tree
-    /// is killed with SIGKILL and the call throws `operation_aborted` with the partial
+    /// is killed with SIGKILL and the outcome is `operation_aborted` with the partial
     /// result. `partial` (if the caller's filter lets it through): SIGTERM to the tree, then
     /// SIGKILL after `exec_options::kill_grace`. `total` is not honoured once the process is
     /// spawned (cancelling then has side effects).
-    virtual boost::asio::awaitable<exec_result> exec(exec_request req) = 0;
+    virtual boost::asio::awaitable<exec_outcome> try_exec(exec_request req) = 0;
 
     /// What this runner enforces on this host, honestly.
     virtual enforcement_report enforcement() const = 0;
@@ -66,7 +74,7 @@ class SANDBOX_DECL noop_runner final : public runner
 public:
     explicit noop_runner(executor_type ex) : ex_(std::move(ex)) {}
     executor_type get_executor() const noexcept override { return ex_; }
-    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override { return {}; }
 
 private:

@@ -1,6 +1,6 @@
 // lib/exec/backend_entry.cpp: what sandbox/backend/supervise.hpp offers a backend around the
 // exec core: the request's pass-through into a plan, the supervised enforcement facts, and
-// exec_plan (a plan run to its result; a refusal or a failed run throws).
+// exec_plan (a plan run to its outcome: a refusal or a failed run is a value).
 #include <sandbox/backend/request.hpp>
 #include <sandbox/backend/supervise.hpp>
 #include <sandbox/error.hpp>
@@ -101,20 +101,18 @@ outcome<spawn_plan> with_backend_name(outcome<spawn_plan> plan, const char* back
     return f;
 }
 
-asio::awaitable<exec_result> exec_plan(asio::any_io_executor ex, outcome<spawn_plan> plan,
-                                       std::string backend)
+asio::awaitable<exec_outcome> exec_plan(asio::any_io_executor ex, outcome<spawn_plan> plan,
+                                        std::string backend)
 {
     plan = with_backend_name(std::move(plan), backend.c_str());
     if (!plan)
-        throw error(plan.error().code, plan.error().diag);
+    {
+        failure f = std::move(plan).error();
+        co_return not_run(f.code, std::move(f.diag));
+    }
     auto [ec, r] = co_await async_supervise(std::move(ex), std::move(*plan),
                                             asio::as_tuple(asio::use_awaitable));
-    if (ec)
-    {
-        diagnostics d = r.diag;
-        throw error(ec, std::move(d), std::move(r));
-    }
-    co_return std::move(r);
+    co_return exec_outcome{ec, std::move(r)};
 }
 
 } // namespace sandbox::backend

@@ -70,7 +70,13 @@ private:
         // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
         call_ref call{call_kind::session, spec.command, spec.args, spec.options,
                       spec.tty,           spec.id,      true,      spec.requested_by};
-        trail t = co_await owner_.admit(call);
+        outcome<trail> admitted = co_await owner_.admit(call);
+        if (!admitted) // the edge of the sessions' interface, which throws
+        {
+            failure f = std::move(admitted).error();
+            throw error(f.code, std::move(f.diag));
+        }
+        trail t = std::move(*admitted);
         spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
         std::shared_ptr<session> s;
         try
@@ -139,55 +145,80 @@ trail policy_runner::open_trail(const call_ref& call)
 }
 
 // The thread rule: the chain's state is touched on its executor, whoever calls.
-asio::awaitable<exec_result> policy_runner::exec(exec_request req)
+asio::awaitable<exec_outcome> policy_runner::try_exec(exec_request req)
 {
     return on_executor(get_executor(), exec_here(std::move(req)));
 }
 
-asio::awaitable<exec_result> policy_runner::exec_here(exec_request req)
+asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req)
 {
     const bool own_stdin = req.stdin_fd != nullptr || req.tty.has_value();
     const std::string no_session;
     call_ref call{call_kind::exec, req.command, req.args,  req.options,
                   req.tty,         no_session,  own_stdin, req.requested_by};
-    trail t = co_await admit(call);
+    outcome<trail> admitted = co_await admit(call);
+    if (!admitted)
+    {
+        failure f = std::move(admitted).error();
+        co_return not_run(f.code, std::move(f.diag));
+    }
+    trail t = std::move(*admitted);
     req.on_net_record = t.net_handler(std::move(req.on_net_record));
+    exec_outcome o;
+    std::exception_ptr thrown; // an inner runner of the caller's may throw
     try
     {
-        exec_result r = co_await inner_->exec(std::move(req));
-        t.ended(&r, {}, {});
-        co_return r;
+        o = co_await inner_->try_exec(std::move(req));
     }
     catch (...)
     {
-        t.ended(std::current_exception());
-        throw;
+        thrown = std::current_exception();
     }
+    if (thrown)
+    {
+        caught c = catch_exception(thrown);
+        o.ec = c.code;
+        fill_failed(o.result, c);
+    }
+    t.ended(&o.result, o.ec, o.ec ? to_string(o.result.diag) : std::string{});
+    co_return o;
 }
 
-asio::awaitable<trail> policy_runner::admit(call_ref call)
+asio::awaitable<outcome<trail>> policy_runner::admit(call_ref call)
 {
     apply_defaults(call);
     trail t = open_trail(call); // after the merge: the effective work dir is recorded
-    try
+    if (call.command.empty())
     {
-        if (call.command.empty())
+        t.note(audit_event::refused, "chain", "empty command", make_error_code(errc::validation));
+        co_return make_failure(errc::validation, "the command is empty");
+    }
+    // The gate first: nobody is asked about a call that would be refused anyway, and
+    // approval can never pass a command the gate refuses.
+    std::optional<failure> refused = gate(call, t);
+    if (!refused)
+    {
+        std::exception_ptr thrown; // a cancellation or failure no step recorded
+        try
         {
-            t.note(audit_event::refused, "chain", "empty command", make_error_code(errc::validation));
-            refuse(errc::validation, "the command is empty");
+            refused = co_await approve(call, t);
         }
-        // The gate first: nobody is asked about a call that would be refused anyway, and
-        // approval can never pass a command the gate refuses.
-        gate(call, t);
-        co_await approve(call, t);
+        catch (...)
+        {
+            thrown = std::current_exception();
+        }
+        if (thrown)
+        {
+            caught c = catch_exception(thrown);
+            if (!t.closed())
+                t.ended(nullptr, c.code, to_string(c.diag));
+            refused = failure{c.code, std::move(c.diag)};
+        }
     }
-    catch (...)
-    {
-        if (!t.closed()) // a cancellation or failure no step recorded
-            t.ended(std::current_exception());
-        throw;
-    }
-    t.note(audit_event::allowed, "chain");
+    if (!refused)
+        refused = t.vouch(audit_event::allowed, "chain");
+    if (refused)
+        co_return std::move(*refused);
     co_return t;
 }
 
@@ -201,22 +232,24 @@ void policy_runner::apply_defaults(call_ref& call) const
         call.options.input = std::move(input);
 }
 
-void policy_runner::gate(const call_ref& call, trail& t) const
+std::optional<failure> policy_runner::gate(const call_ref& call, trail& t) const
 {
     if (!layers_.allowed)
-        return;
+        return std::nullopt;
     const auto& list = *layers_.allowed;
     const std::string key = layers_.match == command_match::base_name
                                 ? command_base_name(call.command)
                                 : call.command;
     if (std::find(list.begin(), list.end(), key) == list.end())
-        t.deny("gate", "command \"" + call.command + "\" is not on the command allow-list");
+        return t.deny("gate", "command \"" + call.command + "\" is not on the command allow-list");
+    return std::nullopt;
 }
 
-asio::awaitable<void> policy_runner::approve(const call_ref& call, trail& t)
+// Each predicate in turn; the first that asks decides (one call, one decision).
+asio::awaitable<std::optional<failure>> policy_runner::approve(const call_ref& call, trail& t)
 {
     if (!layers_.approval || layers_.approval->predicates.empty())
-        co_return;
+        co_return std::nullopt;
     const approval_options& a = *layers_.approval;
     // One copy for the predicates and the approver; what runs is the request itself.
     call_snapshot snap{call.kind, call.command,    call.args,        call.options,
@@ -224,49 +257,58 @@ asio::awaitable<void> policy_runner::approve(const call_ref& call, trail& t)
     for (const predicate& p : a.predicates)
     {
         if (!p)
-            t.deny("approval", "an empty predicate is configured: every call is denied");
+            co_return t.deny("approval", "an empty predicate is configured: every call is denied");
         std::optional<std::string> why;
+        std::string failed; // what a predicate that threw said
         try
         {
             why = p(snap);
         }
         catch (const std::exception& e)
         {
-            t.deny("approval", std::string("a predicate failed (") + e.what() +
-                                   "): the call is denied");
+            failed = std::string("a predicate failed (") + e.what() + "): the call is denied";
         }
         catch (...)
         {
-            t.deny("approval", "a predicate failed: the call is denied");
+            failed = "a predicate failed: the call is denied";
         }
+        if (!failed.empty())
+            co_return t.deny("approval", std::move(failed));
         if (!why)
             continue;
         if (!a.ask)
-            t.deny("approval", *why + " (no approver configured)");
+            co_return t.deny("approval", *why + " (no approver configured)");
         // Built in its own statement: GCC 12 destroys a braced temporary inside a co_await
         // expression twice.
         approval_request question{std::move(snap), *why, layers_.name};
         asked answer = co_await ask_within(a.ask, std::move(question), a.deadline);
-        if (answer.cancelled)
-        {
-            const auto ec = make_error_code(asio::error::operation_aborted);
-            t.note(audit_event::denied, "approval", "cancelled while waiting for approval", ec);
-            diagnostics d;
-            d.message = "cancelled while waiting for approval of \"" + call.command +
-                        "\"; nothing ran";
-            d.rule = "approval";
-            throw error(ec, std::move(d));
-        }
-        if (!answer.decision)
-            t.deny("approval", "approval of \"" + call.command + "\" failed (" + answer.failure +
-                                   "): nothing ran");
-        const approval_decision& d = *answer.decision;
-        std::string said = d.reason.empty() ? *why : *why + "; approver: " + d.reason;
-        if (!d.allow)
-            t.deny("approval", "running \"" + call.command + "\" was denied: " + said);
-        t.note(audit_event::approved, "approval", said);
-        co_return; // one call, one decision
+        co_return judge_answer(call, t, *why, std::move(answer));
     }
+    co_return std::nullopt;
+}
+
+std::optional<failure> policy_runner::judge_answer(const call_ref& call, trail& t,
+                                                   const std::string& why, asked answer)
+{
+    if (answer.cancelled)
+    {
+        const auto ec = make_error_code(asio::error::operation_aborted);
+        t.note(audit_event::denied, "approval", "cancelled while waiting for approval", ec);
+        failure f;
+        f.code = ec;
+        f.diag.message =
+            "cancelled while waiting for approval of \"" + call.command + "\"; nothing ran";
+        f.diag.rule = "approval";
+        return f;
+    }
+    if (!answer.decision)
+        return t.deny("approval", "approval of \"" + call.command + "\" failed (" + answer.failure +
+                                      "): nothing ran");
+    const approval_decision& d = *answer.decision;
+    std::string said = d.reason.empty() ? why : why + "; approver: " + d.reason;
+    if (!d.allow)
+        return t.deny("approval", "running \"" + call.command + "\" was denied: " + said);
+    return t.vouch(audit_event::approved, "approval", said);
 }
 
 } // namespace sandbox::detail

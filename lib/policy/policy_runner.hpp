@@ -45,6 +45,8 @@ struct call_ref
     const std::optional<requester>& requested_by;
 };
 
+struct asked;
+
 class policy_runner final : public runner
 {
 public:
@@ -52,20 +54,23 @@ public:
     ~policy_runner() override;
 
     executor_type get_executor() const noexcept override { return inner_->get_executor(); }
-    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override { return inner_->enforcement(); }
     process_manager* sessions() noexcept override;
 
 private:
     class gated_sessions;
 
+    boost::asio::awaitable<exec_outcome> exec_here(exec_request req);
     /// Merges the defaults into `call.options`, opens the call's audit trail, then judges
-    /// it: the gate, then approval. Throws when it is refused (recorded in the trail).
-    boost::asio::awaitable<exec_result> exec_here(exec_request req);
-    boost::asio::awaitable<trail> admit(call_ref call);
+    /// it: the gate, then approval. A refusal (recorded in the trail) is the failure.
+    boost::asio::awaitable<outcome<trail>> admit(call_ref call);
     void apply_defaults(call_ref& call) const;
-    void gate(const call_ref& call, trail& t) const;
-    boost::asio::awaitable<void> approve(const call_ref& call, trail& t);
+    /// Each step: the failure that refuses the call (recorded in `t`), or none.
+    std::optional<failure> gate(const call_ref& call, trail& t) const;
+    boost::asio::awaitable<std::optional<failure>> approve(const call_ref& call, trail& t);
+    std::optional<failure> judge_answer(const call_ref& call, trail& t, const std::string& why,
+                                        asked answer);
     trail open_trail(const call_ref& call);
 
     std::unique_ptr<runner> inner_;

@@ -32,30 +32,37 @@ audit_record trail::base(audit_event e, std::string layer) const
     return r;
 }
 
-void trail::note(audit_event e, std::string layer, std::string reason,
-                 const boost::system::error_code& ec)
+boost::system::error_code trail::write(audit_event e, std::string layer, std::string reason,
+                                       const boost::system::error_code& ec)
 {
     closed_ = closed_ || e == audit_event::denied || e == audit_event::refused ||
               e == audit_event::finished;
     if (!sink_)
-        return;
+        return {};
     auto r = base(e, std::move(layer));
     r.reason = std::move(reason);
     if (ec)
         r.error = error_name(ec);
-    const auto failed = sink_->write(r);
-    if (failed && (e == audit_event::approved || e == audit_event::allowed))
-        unrecorded(failed);
+    return sink_->write(r);
 }
 
-void trail::unrecorded(const boost::system::error_code& why) const
+void trail::note(audit_event e, std::string layer, std::string reason,
+                 const boost::system::error_code& ec)
 {
-    diagnostics d;
-    d.message = "the audit trail cannot record the call (" + why.message() +
-                "): nothing ran";
-    d.cause = why;
-    d.rule = "audit";
-    throw error(make_error_code(errc::internal), std::move(d));
+    (void)write(e, std::move(layer), std::move(reason), ec);
+}
+
+std::optional<failure> trail::vouch(audit_event e, std::string layer, std::string reason)
+{
+    const auto why = write(e, std::move(layer), std::move(reason), {});
+    if (!why)
+        return std::nullopt;
+    failure f;
+    f.code = make_error_code(errc::internal);
+    f.diag.message = "the audit trail cannot record the call (" + why.message() + "): nothing ran";
+    f.diag.cause = why;
+    f.diag.rule = "audit";
+    return f;
 }
 
 net_record_handler trail::net_handler(net_record_handler next)
@@ -155,14 +162,14 @@ void trail::ended(std::exception_ptr ep)
     }
 }
 
-void trail::deny(const char* layer, std::string message)
+failure trail::deny(const char* layer, std::string message)
 {
-    const auto ec = make_error_code(errc::policy_denied);
-    note(audit_event::denied, layer, message, ec);
-    diagnostics d;
-    d.message = std::move(message);
-    d.rule = layer;
-    throw error(ec, std::move(d));
+    failure f;
+    f.code = make_error_code(errc::policy_denied);
+    note(audit_event::denied, layer, message, f.code);
+    f.diag.message = std::move(message);
+    f.diag.rule = layer;
+    return f;
 }
 
 } // namespace sandbox::detail

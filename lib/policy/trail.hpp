@@ -3,11 +3,13 @@
 #define SANDBOX_LIB_POLICY_TRAIL_HPP
 
 #include <sandbox/error.hpp>
+#include <sandbox/failure.hpp>
 #include <sandbox/policy/audit.hpp>
 
 #include <boost/system/error_code.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace sandbox::detail {
@@ -23,10 +25,13 @@ public:
     bool active() const noexcept { return sink_ != nullptr; }
     /// A final record (denied, refused, finished) was written.
     bool closed() const noexcept { return closed_; }
-    /// Writes a record. One that the run depends on (`approved`, `allowed`: written before
-    /// anything runs) and that cannot be recorded throws `errc::internal`.
+    /// Writes a record (one that cannot be written is counted by the sink).
     void note(audit_event e, std::string layer, std::string reason = {},
               const boost::system::error_code& ec = {});
+    /// Writes a record the run depends on (`approved`, `allowed`: written before anything
+    /// runs); the failure (`errc::internal`) when it cannot be written.
+    [[nodiscard]] std::optional<failure> vouch(audit_event e, std::string layer,
+                                               std::string reason = {});
     void started(const std::string& session_id);
     /// Names the chain in every record (a config document's sandbox).
     void name(const std::string& chain) { proto_.sandbox = chain; }
@@ -43,12 +48,14 @@ public:
     /// that cannot be written is counted by the sink; the connection is already decided.
     net_record_handler net_handler(net_record_handler next);
 
-    /// Refuses the call: records `denied` at `layer` and throws `policy_denied`.
-    [[noreturn]] void deny(const char* layer, std::string message);
+    /// Refuses the call: records `denied` at `layer`; returns the failure
+    /// (`policy_denied`, the layer as its rule) the call ends with.
+    [[nodiscard]] failure deny(const char* layer, std::string message);
 
 private:
     audit_record base(audit_event e, std::string layer) const;
-    [[noreturn]] void unrecorded(const boost::system::error_code& why) const;
+    boost::system::error_code write(audit_event e, std::string layer, std::string reason,
+                                    const boost::system::error_code& ec);
     std::shared_ptr<audit_sink> sink_;
     bool closed_ = false;
     audit_record proto_{};

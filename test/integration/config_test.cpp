@@ -109,13 +109,13 @@ public:
     }
     ~counted_runner() override { --l_->live, l_->destroyed.push_back(name_); }
     executor_type get_executor() const noexcept override { return ex_; }
-    asio::awaitable<sandbox::exec_result> exec(sandbox::exec_request) override
+    asio::awaitable<sandbox::exec_outcome> try_exec(sandbox::exec_request) override
     {
-        sandbox::exec_result r;
-        r.status = sandbox::exec_status::exited;
-        r.exit_code = 0;
-        r.out.data = "counted " + name_;
-        co_return r;
+        sandbox::exec_outcome o;
+        o.result.status = sandbox::exec_status::exited;
+        o.result.exit_code = 0;
+        o.result.out.data = "counted " + name_;
+        co_return o;
     }
     sandbox::enforcement_report enforcement() const override { return {}; }
 

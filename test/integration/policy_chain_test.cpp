@@ -22,6 +22,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <stdexcept>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -40,14 +42,14 @@ class recording_runner final : public sandbox::runner
 public:
     explicit recording_runner(executor_type ex) : ex_(std::move(ex)) {}
     executor_type get_executor() const noexcept override { return ex_; }
-    asio::awaitable<sandbox::exec_result> exec(sandbox::exec_request req) override
+    asio::awaitable<sandbox::exec_outcome> try_exec(sandbox::exec_request req) override
     {
         calls->push_back(req);
-        sandbox::exec_result r;
-        r.status = exec_status::exited;
-        r.exit_code = 42;
-        r.out.data = "from inner";
-        co_return r;
+        sandbox::exec_outcome o;
+        o.result.status = exec_status::exited;
+        o.result.exit_code = 42;
+        o.result.out.data = "from inner";
+        co_return o;
     }
     sandbox::enforcement_report enforcement() const override
     {
@@ -264,6 +266,116 @@ BOOST_FIXTURE_TEST_CASE(decorators_report_the_inner_enforcement_and_its_sessions
     BOOST_TEST((r->enforcement() == want));
     BOOST_TEST(r->sessions() == nullptr); // the inner runner has none: neither has the chain
     BOOST_TEST((r->get_executor() == ioc.get_executor()));
+}
+
+// A failed call is a value from the step that failed to the caller: try_exec hands back the
+// code and the result (diagnostics in it) without throwing; exec throws it at the edge.
+BOOST_FIXTURE_TEST_CASE(a_refusal_is_a_value_and_exec_throws_it_at_the_edge, chain_fixture)
+{
+    auto gate = sandbox::allow_commands(std::move(owned), {"ls"});
+    bool threw_inside = false;
+    sandbox::exec_outcome o;
+    std::optional<sandbox::error> at_edge;
+    sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
+        try
+        {
+            o = co_await gate->try_exec(request("rm"));
+        }
+        catch (...)
+        {
+            threw_inside = true;
+        }
+        try
+        {
+            co_await gate->exec(request("rm"));
+        }
+        catch (const sandbox::error& e)
+        {
+            at_edge.emplace(e);
+        }
+    });
+    BOOST_TEST(!threw_inside);
+    BOOST_TEST(o.ec == errc::policy_denied);
+    BOOST_TEST(o.result.status == exec_status::not_started);
+    BOOST_TEST(o.result.diag.rule == "gate");
+    BOOST_TEST_REQUIRE(at_edge.has_value());
+    BOOST_TEST(at_edge->code() == errc::policy_denied);
+    BOOST_TEST(at_edge->diag().rule == "gate");
+    BOOST_TEST(!at_edge->partial_result()); // nothing ran
+    BOOST_TEST(inner->calls->empty());
+}
+
+namespace {
+// A runner of a caller's that throws instead of returning its failure: `what` says which.
+class throwing_runner final : public sandbox::runner
+{
+public:
+    throwing_runner(executor_type ex, bool typed) : ex_(std::move(ex)), typed_(typed) {}
+    executor_type get_executor() const noexcept override { return ex_; }
+    asio::awaitable<sandbox::exec_outcome> try_exec(sandbox::exec_request) override
+    {
+        if (!typed_)
+            throw std::runtime_error("the inner runner broke");
+        sandbox::exec_result partial;
+        partial.status = exec_status::timed_out;
+        partial.out.data = "so far";
+        sandbox::diagnostics d;
+        d.message = "timed out after 1s";
+        throw sandbox::error(make_error_code(errc::timeout), std::move(d), std::move(partial));
+        co_return sandbox::exec_outcome{};
+    }
+    sandbox::enforcement_report enforcement() const override { return {}; }
+
+private:
+    executor_type ex_;
+    bool typed_;
+};
+} // namespace
+
+// The chain turns what such a runner throws into an outcome, partial result and diagnostics
+// kept, and records it in the audit trail like any other end.
+BOOST_FIXTURE_TEST_CASE(an_inner_runner_that_throws_becomes_an_outcome_and_is_audited,
+                        chain_fixture)
+{
+    for (bool typed : {true, false})
+        BOOST_TEST_CONTEXT("sandbox::error thrown: " << typed)
+        {
+            auto sink = std::make_shared<memory_sink>();
+            auto chain = sandbox::with_audit(
+                std::make_unique<throwing_runner>(ioc.get_executor(), typed), sink);
+            bool threw_inside = false;
+            sandbox::exec_outcome o;
+            sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
+                try
+                {
+                    o = co_await chain->try_exec(request("ls"));
+                }
+                catch (...)
+                {
+                    threw_inside = true;
+                }
+            });
+            BOOST_TEST(!threw_inside);
+            BOOST_TEST_REQUIRE(!sink->records.empty());
+            const auto& last = sink->records.back();
+            if (typed)
+            {
+                BOOST_TEST(o.ec == errc::timeout);
+                BOOST_TEST(o.result.status == exec_status::timed_out);
+                BOOST_TEST(o.result.out.data == "so far");
+                BOOST_TEST(o.result.diag.message == "timed out after 1s");
+                BOOST_TEST(last.event == sandbox::audit_event::finished);
+                BOOST_TEST(last.error == "timeout");
+            }
+            else
+            {
+                BOOST_TEST(o.ec == errc::internal);
+                BOOST_TEST(o.result.status == exec_status::not_started);
+                BOOST_TEST(o.result.diag.message == "the inner runner broke");
+                BOOST_TEST(last.event == sandbox::audit_event::refused);
+                BOOST_TEST(last.error == "internal");
+            }
+        }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

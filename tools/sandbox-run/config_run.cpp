@@ -23,9 +23,9 @@ class borrowed_runner final : public sandbox::runner
 public:
     explicit borrowed_runner(sandbox::runner& inner) : inner_(inner) {}
     executor_type get_executor() const noexcept override { return inner_.get_executor(); }
-    asio::awaitable<exec_result> exec(exec_request req) override
+    asio::awaitable<exec_outcome> try_exec(exec_request req) override
     {
-        return inner_.exec(std::move(req));
+        return inner_.try_exec(std::move(req));
     }
     enforcement_report enforcement() const override { return inner_.enforcement(); }
     process_manager* sessions() noexcept override { return inner_.sessions(); }

@@ -134,29 +134,13 @@ sandbox::requester requester_of(const peer& who)
     return {who.uid, who.gid, static_cast<std::int32_t>(who.pid)};
 }
 
-// An exec's end as a value: the error (none for any end of a command that ran) and the
-// result, partial when the exec failed.
-struct exec_outcome
-{
-    boost::system::error_code ec;
-    sandbox::exec_result result;
-};
+using sandbox::exec_outcome;
 
+// The exec's end as a value. The entry's runner is a policy chain, whose try_exec turns
+// anything its inner runner throws into a value too: nothing is thrown for a failed run.
 asio::awaitable<exec_outcome> run_exec(sandbox::runner& r, sandbox::exec_request x)
 {
-    exec_outcome o;
-    try
-    {
-        o.result = co_await r.exec(std::move(x));
-    }
-    catch (const sandbox::error& e)
-    {
-        o.ec = e.code();
-        if (e.partial_result())
-            o.result = *e.partial_result();
-        o.result.diag = e.diag();
-    }
-    co_return o;
+    co_return co_await r.try_exec(std::move(x));
 }
 
 // The exec, cancelled (its tree killed) when the client goes away before it ends, as an HTTP

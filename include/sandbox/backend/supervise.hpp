@@ -218,15 +218,15 @@ auto async_supervise(boost::asio::any_io_executor ex, spawn_plan plan, Completio
 }
 
 /// A backend's plan, or its refusal with `diag.backend` set to `backend` (what session
-/// starters return and `exec_plan` throws).
+/// starters return and `exec_plan` completes with).
 SANDBOX_DECL outcome<spawn_plan> with_backend_name(outcome<spawn_plan> plan,
                                                   const char* backend);
 
-/// \brief Runs a backend's plan as `runner::exec` does: a refusal (no plan) throws
-/// `sandbox::error` naming `backend`; a failed run throws it with the partial result.
-SANDBOX_DECL boost::asio::awaitable<exec_result> exec_plan(boost::asio::any_io_executor ex,
-                                                           outcome<spawn_plan> plan,
-                                                           std::string backend);
+/// \brief Runs a backend's plan as `runner::try_exec` does: a refusal (no plan) is an
+/// outcome with status `not_started` whose diagnostics name `backend`; a failed run, its
+/// code and the partial result. Throws nothing for a failure.
+SANDBOX_DECL boost::asio::awaitable<exec_outcome>
+exec_plan(boost::asio::any_io_executor ex, outcome<spawn_plan> plan, std::string backend);
 
 } // namespace sandbox::backend
 

@@ -117,7 +117,7 @@ public:
     ~bwrap_runner() override;
 
     executor_type get_executor() const noexcept override { return ex_; }
-    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override;
     process_manager* sessions() noexcept override { return sessions_.get(); }
 
@@ -139,7 +139,7 @@ public:
     struct state;
 
 private:
-    boost::asio::awaitable<void> ensure_usable();
+    boost::asio::awaitable<boost::system::error_code> ensure_usable();
 
     executor_type ex_;
     bwrap_runner_options opts_;

@@ -34,7 +34,7 @@ public:
     ~local_runner() override;
 
     executor_type get_executor() const noexcept override { return ex_; }
-    boost::asio::awaitable<exec_result> exec(exec_request req) override;
+    boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override;
     /// Sessions with the same checks, caps and containment as `exec`.
     process_manager* sessions() noexcept override { return sessions_.get(); }
