@@ -1283,8 +1283,7 @@ void case_sampler_100trees(const config& cfg)
 int main(int argc, char** argv)
 {
     config cfg;
-    std::optional<int> n_flag;
-    bool rounds_flag = false;
+    std::optional<int> n_flag, rounds_flag;
     std::string child_case;
     std::uint64_t child_bytes = 0;
     for (int i = 1; i < argc; ++i)
@@ -1313,10 +1312,7 @@ int main(int argc, char** argv)
                 usage(("unknown case " + c).c_str());
         }
         else if (a == "--rounds")
-        {
-            cfg.rounds = std::atoi(value().c_str());
-            rounds_flag = true;
-        }
+            rounds_flag = std::atoi(value().c_str());
         else if (a == "--n")
             n_flag = std::atoi(value().c_str());
         else if (a == "--child-case")
@@ -1332,14 +1328,15 @@ int main(int argc, char** argv)
         return run_child_case(child_case, child_bytes);
     if (cfg.quick)
     {
-        if (!rounds_flag)
-            cfg.rounds = 1; // a smoke run: every case once
+        cfg.rounds = 1; // a smoke run: every case once, unless --rounds says otherwise
         cfg.n = 200;
         cfg.out_bytes = 32 * mib;
         cfg.window_s = 1.5;
     }
     if (n_flag)
         cfg.n = *n_flag;
+    if (rounds_flag)
+        cfg.rounds = *rounds_flag;
     if (cfg.n < 1 || cfg.rounds < 1)
         usage("--n and --rounds must be positive");
 

@@ -4,6 +4,7 @@
 #ifndef SANDBOX_LIB_EXEC_EXIT_CLASSIFICATION_HPP
 #define SANDBOX_LIB_EXEC_EXIT_CLASSIFICATION_HPP
 
+#include "exec/exec_phase.hpp"
 #include "protocol/protocol.hpp"
 
 #include <sandbox/exec_result.hpp>
@@ -24,10 +25,9 @@ struct exit_facts
     budget_kind budget = budget_kind::none;
     std::int64_t observed = 0;
     std::int64_t configured = 0;
-    /// What the library knows.
-    bool cancel_requested = false;
-    /// A session's terminate() or close() asked for the stop (the worker says `cancelled`).
-    bool terminate_requested = false;
+    /// What the library asked for: a cancellation (the operation's, or the output
+    /// handler's stop), or a session's terminate() or close() (the worker says `cancelled`).
+    stop_request request = stop_request::none;
     /// Set when the output handler stopped the run: why (handler said stop, or threw).
     std::string output_stop_text{};
     bool pipes_abandoned = false;
@@ -37,22 +37,17 @@ struct exit_facts
     std::string sample_failure_text{};
 };
 
-/// The outcome: `r.status`, `exit_code`, `signal`, `budget` and `diag` (message, limit,
-/// observed, configured) filled in; `ec` empty for `exited` and `signaled`.
-struct exit_outcome
-{
-    boost::system::error_code ec;
-    exec_result r;
-};
-
 /// \brief Decides status, error code and diagnostics.
 ///
 /// The worker's first cause wins (timed_out, cancelled, budget, unenforceable,
 /// supervisor_lost). A stop that a session's terminate() asked for is `terminated` without
-/// an error, or `exited` when the command caught SIGTERM and exited with its own code. When it says the command ended by itself, a cancellation requested
-/// before completion still makes it `cancelled` (with `diag.limit == "output"` when the output
-/// handler asked for it); otherwise a signal death is `signaled` and an exit is `exited`.
-exit_outcome classify_exit(const exit_facts& f);
+/// an error, or `exited` when the command caught SIGTERM and exited with its own code. When it says
+/// the command ended by itself, a cancellation requested before completion still makes it
+/// `cancelled` (with `diag.limit == "output"` when the output handler asked for it); otherwise a
+/// signal death is `signaled` and an exit is `exited`. The outcome's `result` has `status`,
+/// `exit_code`, `signal`, `budget` and `diag` (message, limit, observed, configured) filled in;
+/// `ec` is empty for `exited`, `signaled` and `terminated`.
+exec_outcome classify_exit(const exit_facts& f);
 
 /// "2000 ms"; below a millisecond in the unit that shows it ("400 us", "1 ns").
 std::string describe_duration(std::chrono::nanoseconds d);

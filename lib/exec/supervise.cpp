@@ -97,12 +97,11 @@ void supervision::finish(bool pipes_abandoned)
 {
     if (drain_timer_)
         drain_timer_->cancel();
-    boost::system::error_code ec;
-    exec_result r = ended_result(ec, pipes_abandoned);
-    r.wall_time = clock::now() - started_;
-    r.out = std::move(out_.cap);
-    r.err = std::move(err_.cap);
-    r.diag.backend = plan_.backend_name;
+    exec_outcome o = ended(pipes_abandoned);
+    o.result.wall_time = clock::now() - started_;
+    o.result.out = std::move(out_.cap);
+    o.result.err = std::move(err_.cap);
+    o.result.diag.backend = plan_.backend_name;
     const auto* rep = report();
     if (capped())
         svc_.on_capped_end(rep);
@@ -116,10 +115,10 @@ void supervision::finish(bool pipes_abandoned)
     channel_.close(ignored);
     auto settle = std::move(plan_.settle);
     if (!settle || !tree_gone)
-        return complete(ec, std::move(r));
+        return complete(std::move(o));
     // The backend's records about the tree (the proxy's `closed` ones) come first.
-    auto result = std::make_shared<exec_result>(std::move(r));
-    settle([self = shared_from_this(), ec, result] { self->complete(ec, std::move(*result)); });
+    auto held = std::make_shared<exec_outcome>(std::move(o));
+    settle([self = shared_from_this(), held] { self->complete(std::move(*held)); });
 }
 
 namespace {
@@ -152,7 +151,7 @@ failure cgroup_unavailable(int err, const std::string& cgroup)
 // The result the ending stands for. Once the worker has said the tree is gone (a report, or
 // nothing spawned), the backend's resources for it go; after a lost worker they stay until
 // the helper is reaped (the destructor hands them over).
-exec_result supervision::ended_result(boost::system::error_code& ec, bool pipes_abandoned)
+exec_outcome supervision::ended(bool pipes_abandoned)
 {
     if (const auto* n = std::get_if<not_spawned>(&ending_))
     {
@@ -162,31 +161,27 @@ exec_result supervision::ended_result(boost::system::error_code& ec, bool pipes_
                     : n->stage == proto::stage_connect_filter
                         ? connect_filter_unavailable(n->err)
                         : spawn_failure(n->err, plan_.executable);
-        exec_result r;
-        r.diag = std::move(f.diag);
-        ec = f.code;
-        return r;
+        return not_run(f.code, std::move(f.diag));
     }
     if (report())
     {
         plan_.tree_resources.reset();
-        return plan_.inner_status ? wrapped_result(ec, err_.cap.data, pipes_abandoned)
-                                  : result_from_report(ec, pipes_abandoned);
+        return plan_.inner_status ? wrapped_outcome(err_.cap.data, pipes_abandoned)
+                                  : outcome_from_report(pipes_abandoned);
     }
-    exec_result r;
-    ec = make_error_code(errc::internal);
-    r.status = exec_status::unenforceable;
-    r.diag.limit = "supervisor";
-    r.diag.message = "the supervisor worker of this execution died before it reported "
-                     "(the command may have killed it); the helper killed what was left "
-                     "of the tree";
-    return r;
+    exec_outcome o;
+    o.ec = make_error_code(errc::internal);
+    o.result.status = exec_status::unenforceable;
+    o.result.diag.limit = "supervisor";
+    o.result.diag.message = "the supervisor worker of this execution died before it reported "
+                            "(the command may have killed it); the helper killed what was "
+                            "left of the tree";
+    return o;
 }
 
 // A wrapped command (bwrap): the status init inside says how the command itself ended. The
 // tree is gone by now, so whatever the init wrote is in the pipe.
-exec_result supervision::wrapped_result(boost::system::error_code& ec, const std::string& err,
-                                        bool pipes_abandoned)
+exec_outcome supervision::wrapped_outcome(const std::string& err, bool pipes_abandoned)
 {
     const bool cancel_requested = machine_.request() == detail::stop_request::cancel;
     std::string text;
@@ -206,13 +201,10 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
                 f.diag.message += " " + dir;
             f.diag.message += ")";
         }
-        exec_result r;
-        r.diag = std::move(f.diag);
-        ec = f.code;
-        return r;
+        return not_run(f.code, std::move(f.diag));
     }
     if (rep.reason == end_reason::timed_out && !said.started && !cancel_requested)
-        return setup_timed_out(ec);
+        return setup_timed_out();
     if (by_itself && !said.started)
     {
         // The wrapper ended before the init ran: it could not set the sandbox up. Its
@@ -226,18 +218,17 @@ exec_result supervision::wrapped_result(boost::system::error_code& ec, const std
                                      (why.empty() ? " (exit status " + std::to_string(code) + ")"
                                                   : ": " + why),
                                  "backend");
-        exec_result r; // not_started: the command never ran
-        r.diag = std::move(f.diag);
-        ec = f.code;
-        return r;
+        return not_run(f.code, std::move(f.diag)); // the command never ran
     }
-    return result_from_report(ec, pipes_abandoned, said.wait_status);
+    return outcome_from_report(pipes_abandoned, said.wait_status);
 }
 
 // The set-up's own bound ran out before the init said "started": the command never ran.
-exec_result supervision::setup_timed_out(boost::system::error_code& ec)
+exec_outcome supervision::setup_timed_out()
 {
-    exec_result r;
+    exec_outcome o;
+    o.ec = make_error_code(errc::timeout);
+    auto& r = o.result;
     r.status = exec_status::timed_out;
     r.diag.limit = "setup_timeout";
     r.diag.configured = plan_.setup_timeout.count();
@@ -245,12 +236,10 @@ exec_result supervision::setup_timed_out(boost::system::error_code& ec)
     r.diag.message = plan_.backend_name + " did not set the sandbox up within " +
                      detail::describe_duration(plan_.setup_timeout) +
                      " (its set-up bound); the command never started and the tree was killed";
-    ec = make_error_code(errc::timeout);
-    return r;
+    return o;
 }
 
-exec_result supervision::result_from_report(boost::system::error_code& ec, bool pipes_abandoned,
-                                            std::optional<int> wait_status)
+exec_outcome supervision::outcome_from_report(bool pipes_abandoned, std::optional<int> wait_status)
 {
     const auto& rep = *report();
     detail::exit_facts f;
@@ -259,20 +248,18 @@ exec_result supervision::result_from_report(boost::system::error_code& ec, bool 
     f.budget = static_cast<budget_kind>(rep.budget_which);
     f.observed = rep.observed;
     f.configured = rep.configured;
-    f.cancel_requested = machine_.request() == detail::stop_request::cancel;
-    f.terminate_requested = machine_.request() == detail::stop_request::terminate;
+    f.request = machine_.request();
     f.output_stop_text = output_stop_text_;
     f.pipes_abandoned = pipes_abandoned;
     f.timeout = plan_.timeout;
     f.elapsed = clock::now() - started_;
     f.sample_failure_limit = max_consecutive_sample_failures;
     f.sample_failure_text = failure_text_;
-    auto o = detail::classify_exit(f);
-    ec = o.ec;
-    o.r.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
-    o.r.peak_memory_bytes = rep.peak_memory_bytes;
-    o.r.in_cgroup = (rep.flags & proto::report_in_cgroup) != 0;
-    return std::move(o.r);
+    exec_outcome o = detail::classify_exit(f);
+    o.result.cpu_time = std::chrono::nanoseconds(rep.cpu_ns);
+    o.result.peak_memory_bytes = rep.peak_memory_bytes;
+    o.result.in_cgroup = (rep.flags & proto::report_in_cgroup) != 0;
+    return o;
 }
 
 // Nothing was spawned: the plan never reached a worker.
@@ -281,22 +268,20 @@ void supervision::fail(failure f)
     if (!machine_.on({detail::exec_event::kind::failed}).has(detail::act_fail))
         return;
     plan_.tree_resources.reset();
-    exec_result r;
-    r.diag = std::move(f.diag);
-    r.diag.backend = plan_.backend_name;
+    exec_outcome o = not_run(f.code, std::move(f.diag));
+    o.result.diag.backend = plan_.backend_name;
     // Posted: the initiating function has not returned yet.
-    deliver(f.code, std::move(r), [this](auto fn) { asio::post(ex_, std::move(fn)); });
+    deliver(std::move(o), [this](auto fn) { asio::post(ex_, std::move(fn)); });
 }
 
-void supervision::complete(boost::system::error_code ec, exec_result r)
+void supervision::complete(exec_outcome o)
 {
-    deliver(ec, std::move(r), [this](auto fn) { asio::dispatch(ex_, std::move(fn)); });
+    deliver(std::move(o), [this](auto fn) { asio::dispatch(ex_, std::move(fn)); });
 }
 
 // Hands the result to the handler once, on its own executor, through `schedule` (post or
 // dispatch on ours); the handler's cancellation slot is cleared first.
-template <class Schedule>
-void supervision::deliver(boost::system::error_code ec, exec_result r, Schedule schedule)
+template <class Schedule> void supervision::deliver(exec_outcome o, Schedule schedule)
 {
     auto h = std::move(handler_);
     auto work = std::move(handler_work_);
@@ -304,8 +289,8 @@ void supervision::deliver(boost::system::error_code ec, exec_result r, Schedule 
     if (slot.is_connected())
         slot.clear();
     auto hex = asio::get_associated_executor(h, ex_);
-    schedule(asio::bind_executor(hex, [h = std::move(h), ec, r = std::move(r)]() mutable {
-        std::move(h)(ec, std::move(r));
+    schedule(asio::bind_executor(hex, [h = std::move(h), o = std::move(o)]() mutable {
+        std::move(h)(o.ec, std::move(o.result));
     }));
 }
 

@@ -147,16 +147,14 @@ private:
     asio::awaitable<void> feed_input(std::shared_ptr<supervision> keep_alive);
     void close_input();
     void finish(bool pipes_abandoned);
-    exec_result ended_result(boost::system::error_code& ec, bool pipes_abandoned);
-    exec_result result_from_report(boost::system::error_code& ec, bool pipes_abandoned,
-                                   std::optional<int> wait_status = std::nullopt);
-    exec_result setup_timed_out(boost::system::error_code& ec);
-    exec_result wrapped_result(boost::system::error_code& ec, const std::string& err,
-                               bool pipes_abandoned);
+    exec_outcome ended(bool pipes_abandoned);
+    exec_outcome outcome_from_report(bool pipes_abandoned,
+                                     std::optional<int> wait_status = std::nullopt);
+    exec_outcome setup_timed_out();
+    exec_outcome wrapped_outcome(const std::string& err, bool pipes_abandoned);
     void fail(failure f);
-    void complete(boost::system::error_code ec, exec_result r);
-    template <class Schedule>
-    void deliver(boost::system::error_code ec, exec_result r, Schedule schedule);
+    void complete(exec_outcome o);
+    template <class Schedule> void deliver(exec_outcome o, Schedule schedule);
 
     asio::any_io_executor ex_;
     spawn_plan plan_;

@@ -696,6 +696,16 @@ class SandboxdTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(json.loads(p.stdout)["stdout"], "j\n")
+        # The answer goes out through the same asynchronous sink as streamed output: a reader
+        # that went away ends the run with 141, as a local run's does.
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            p = subprocess.run(base + ["--json", "--", "true"], stdout=w, stderr=subprocess.PIPE,
+                               timeout=60)
+        finally:
+            os.close(w)
+        self.assertEqual(p.returncode, 141, p.stderr)
         p = subprocess.run([SANDBOX_RUN, "--connect", self.d.sock, "--sandbox", "nope", "--", "true"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 125)

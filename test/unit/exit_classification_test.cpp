@@ -16,6 +16,7 @@ using sandbox::errc;
 using sandbox::exec_status;
 using sandbox::detail::classify_exit;
 using sandbox::detail::exit_facts;
+using sandbox::detail::stop_request;
 using sandbox::detail::proto::end_reason;
 
 namespace {
@@ -71,19 +72,19 @@ BOOST_AUTO_TEST_CASE(the_table)
             exit_facts f;
             f.reason = r.reason;
             f.wait_status = r.wait_status;
-            f.cancel_requested = r.cancel_requested;
+            f.request = r.cancel_requested ? stop_request::cancel : stop_request::none;
             f.budget = r.reason == end_reason::budget ? budget_kind::memory : budget_kind::none;
             f.observed = 200;
             f.configured = 100;
             f.timeout = 2s;
             f.elapsed = 2001ms;
             auto o = classify_exit(f);
-            BOOST_TEST(o.r.status == r.status);
+            BOOST_TEST(o.result.status == r.status);
             BOOST_TEST(o.ec == r.ec);
-            BOOST_TEST(o.r.exit_code == r.exit_code);
-            BOOST_TEST(o.r.signal == r.signal);
-            BOOST_TEST(o.r.diag.limit == r.limit);
-            BOOST_TEST(o.r.diag.message.empty() == !o.ec); // every failure says why
+            BOOST_TEST(o.result.exit_code == r.exit_code);
+            BOOST_TEST(o.result.signal == r.signal);
+            BOOST_TEST(o.result.diag.limit == r.limit);
+            BOOST_TEST(o.result.diag.message.empty() == !o.ec); // every failure says why
         }
     }
 }
@@ -117,11 +118,11 @@ BOOST_AUTO_TEST_CASE(a_session_terminate_is_terminated_unless_the_command_exits_
             exit_facts f;
             f.reason = r.reason;
             f.wait_status = r.wait_status;
-            f.terminate_requested = true;
+            f.request = stop_request::terminate;
             auto o = classify_exit(f);
-            BOOST_TEST(o.r.status == r.status);
-            BOOST_TEST(o.r.exit_code == r.exit_code);
-            BOOST_TEST(o.r.signal == r.signal);
+            BOOST_TEST(o.result.status == r.status);
+            BOOST_TEST(o.result.exit_code == r.exit_code);
+            BOOST_TEST(o.result.signal == r.signal);
             BOOST_TEST(!o.ec == (r.status != exec_status::timed_out));
         }
     }
@@ -136,15 +137,16 @@ BOOST_AUTO_TEST_CASE(diagnostics_carry_the_figures)
     f.observed = 9;
     f.configured = 8;
     auto o = classify_exit(f);
-    BOOST_TEST(o.r.budget == budget_kind::processes);
-    BOOST_TEST(o.r.diag.observed == 9);
-    BOOST_TEST(o.r.diag.configured == 8);
-    BOOST_TEST(o.r.diag.message == "processes cap exceeded (9 > 8 processes); process tree killed");
+    BOOST_TEST(o.result.budget == budget_kind::processes);
+    BOOST_TEST(o.result.diag.observed == 9);
+    BOOST_TEST(o.result.diag.configured == 8);
+    BOOST_TEST(o.result.diag.message ==
+               "processes cap exceeded (9 > 8 processes); process tree killed");
 
     f.budget = budget_kind::tasks;
     f.observed = 41;
     f.configured = 20;
-    BOOST_TEST(classify_exit(f).r.diag.message ==
+    BOOST_TEST(classify_exit(f).result.diag.message ==
                "tasks cap exceeded (41 > 20 tasks); process tree killed");
 
     f = {};
@@ -152,20 +154,20 @@ BOOST_AUTO_TEST_CASE(diagnostics_carry_the_figures)
     f.timeout = 1ns;
     f.elapsed = 3ms;
     o = classify_exit(f);
-    BOOST_TEST(o.r.diag.message == "timed out after 1 ns; process tree killed");
-    BOOST_TEST(o.r.diag.configured == 1);
-    BOOST_TEST(o.r.diag.observed == 3'000'000);
+    BOOST_TEST(o.result.diag.message == "timed out after 1 ns; process tree killed");
+    BOOST_TEST(o.result.diag.configured == 1);
+    BOOST_TEST(o.result.diag.observed == 3'000'000);
 
     f = {};
     f.reason = end_reason::unenforceable;
     f.sample_failure_limit = 3;
     f.sample_failure_text = "EMFILE";
-    BOOST_TEST(classify_exit(f).r.diag.message.find("3 times in a row (EMFILE)") !=
+    BOOST_TEST(classify_exit(f).result.diag.message.find("3 times in a row (EMFILE)") !=
                std::string::npos);
     // The fork gate's listener failed: no sampling is involved.
     f.budget = budget_kind::processes;
     f.sample_failure_text = "answering a fork failed: EBADF";
-    BOOST_TEST(classify_exit(f).r.diag.message ==
+    BOOST_TEST(classify_exit(f).result.diag.message ==
                "resource caps became unenforceable: the fork gate failed (answering a fork "
                "failed: EBADF); process tree killed");
 }
@@ -175,12 +177,12 @@ BOOST_AUTO_TEST_CASE(an_output_handler_stop_is_named)
     exit_facts f;
     f.reason = end_reason::cancelled;
     f.wait_status = killed_by(SIGKILL);
-    f.cancel_requested = true;
+    f.request = stop_request::cancel;
     f.output_stop_text = "the output handler stopped the run";
     auto o = classify_exit(f);
-    BOOST_TEST(o.r.status == exec_status::cancelled);
-    BOOST_TEST(o.r.diag.limit == "output");
-    BOOST_TEST(o.r.diag.message == "the output handler stopped the run; process tree killed");
+    BOOST_TEST(o.result.status == exec_status::cancelled);
+    BOOST_TEST(o.result.diag.limit == "output");
+    BOOST_TEST(o.result.diag.message == "the output handler stopped the run; process tree killed");
 }
 
 BOOST_AUTO_TEST_CASE(abandoned_pipes_are_mentioned_only_for_a_natural_end)
@@ -188,10 +190,10 @@ BOOST_AUTO_TEST_CASE(abandoned_pipes_are_mentioned_only_for_a_natural_end)
     exit_facts f;
     f.reason = end_reason::natural;
     f.pipes_abandoned = true;
-    BOOST_TEST(classify_exit(f).r.diag.message.find("held open") != std::string::npos);
+    BOOST_TEST(classify_exit(f).result.diag.message.find("held open") != std::string::npos);
     BOOST_TEST(!classify_exit(f).ec);
-    f.cancel_requested = true;
-    BOOST_TEST(classify_exit(f).r.diag.message.find("held open") == std::string::npos);
+    f.request = stop_request::cancel;
+    BOOST_TEST(classify_exit(f).result.diag.message.find("held open") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(durations_are_described_in_a_unit_that_shows_them)

@@ -213,14 +213,17 @@ asio::awaitable<int> streamed(connection& c, run_config& cfg, output_sink& sink,
     co_return exit_status_for(ec, result);
 }
 
-asio::awaitable<int> once(connection& c, run_config& cfg)
+// --json: the daemon's answer, written through the sink like streamed output (a reader with
+// no room makes the coroutine wait, never the loop).
+asio::awaitable<int> once(connection& c, run_config& cfg, output_sink& sink)
 {
     auto a = co_await c.call(http::verb::post, "/v1/sandboxes/" + cfg.sandbox_name + "/exec",
                              sandbox::config::call_to_json(cfg.request));
     auto [ec, result] = sandbox::exec_result_from_json(a.body);
     if (a.status >= 300 && !ec)
         ec = errc::internal;
-    write_fully(STDOUT_FILENO, a.body);
+    if (!co_await async_write_output(sink, output_stream::out, a.body))
+        co_return exit_status_for(sink.why()); // the command has ended: only the answer is lost
     co_return exit_status_for(ec, result);
 }
 
@@ -258,7 +261,7 @@ int run_connected(run_config& cfg)
             co_return;
         }
         if (cfg.json)
-            status = co_await once(c, cfg);
+            status = co_await once(c, cfg, sink);
         else
             status = co_await streamed(c, cfg, sink, interrupted, session_id);
     }, [&](std::exception_ptr e) {
