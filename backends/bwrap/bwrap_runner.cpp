@@ -7,12 +7,11 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "bwrap_args.hpp"
-#include "launch/command_lookup.hpp"
-#include "launch/work_dir.hpp"
 #include "net/bridge.hpp"
 #include "runner_state.hpp"
 #include "sandbox_user.hpp"
 #include "write_deny.hpp"
+#include <sandbox/backend/launch.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -228,7 +227,7 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     auto sockets = call_sockets(o.net.unix_sockets, st);
     if (!sockets)
         return sockets.error();
-    auto dir = launch::open_work_dir(opts.root, o.work_dir);
+    auto dir = backend::open_work_dir(opts.root, o.work_dir);
     if (!dir)
         return dir.error();
     bwrap::sandbox_view v;
@@ -285,7 +284,7 @@ private:
 bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts)), st_(std::make_shared<state>())
 {
-    opts_.root = launch::canonical_root(opts_.root);
+    opts_.root = backend::canonical_root(opts_.root);
     if (!opts_.proxy.sandbox_budget)
         opts_.proxy.sandbox_budget = std::make_shared<tunnel_budget>(
             opts_.proxy.limits.max_sandbox_tunnels

@@ -5,7 +5,7 @@
 
 #include <sandbox/backend/environment.hpp>
 
-#include "launch/command_lookup.hpp"
+#include <sandbox/backend/launch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,7 +34,7 @@ std::string find_bwrap(const std::string& configured)
 {
     if (!configured.empty())
         return ::access(configured.c_str(), X_OK) == 0 ? configured : std::string();
-    if (auto found = launch::find_command("bwrap", backend::host_environment(), AT_FDCWD))
+    if (auto found = backend::find_command("bwrap", backend::host_environment(), AT_FDCWD))
         return *found;
     return ::access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : std::string();
 }

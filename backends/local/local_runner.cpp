@@ -5,9 +5,7 @@
 #include <sandbox/backend/request.hpp>
 #include <sandbox/backend/supervise.hpp>
 
-#include "launch/command_lookup.hpp"
-#include "launch/work_dir.hpp"
-
+#include <sandbox/backend/launch.hpp>
 
 namespace sandbox {
 
@@ -35,14 +33,14 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
     }
     else
     {
-        auto dir = launch::open_work_dir(opts.root, o.work_dir);
+        auto dir = backend::open_work_dir(opts.root, o.work_dir);
         if (!dir)
             return dir.error();
         plan.work_dir = std::move(*dir);
     }
     int dir_fd = plan.work_dir ? plan.work_dir.get() : plan.borrowed_work_dir_fd;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
-    auto exe = launch::find_command(req.command, plan.envp, dir_fd);
+    auto exe = backend::find_command(req.command, plan.envp, dir_fd);
     if (!exe)
         return exe.error();
     plan.executable = std::move(*exe);
@@ -60,8 +58,8 @@ outcome<backend::spawn_plan> prepare(exec_request& req, const local_runner_optio
 local_runner::local_runner(executor_type ex, local_runner_options opts)
     : ex_(std::move(ex)), opts_(std::move(opts))
 {
-    opts_.root = launch::canonical_root(opts_.root);
-    if (auto fd = launch::open_work_dir(opts_.root, {}))
+    opts_.root = backend::canonical_root(opts_.root);
+    if (auto fd = backend::open_work_dir(opts_.root, {}))
         root_fd_ = std::move(*fd);
     sessions_ = std::make_unique<session_registry>(
         ex_,

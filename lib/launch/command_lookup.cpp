@@ -1,5 +1,5 @@
 // lib/launch/command_lookup.cpp: PATH search on the child's environment.
-#include "launch/command_lookup.hpp"
+#include <sandbox/backend/launch.hpp>
 
 #include <sandbox/backend/environment.hpp>
 
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace sandbox::launch {
+namespace sandbox::backend {
 
 namespace {
 
@@ -88,4 +88,4 @@ outcome<std::string> find_command(const std::string& command, const std::vector<
                           command);
 }
 
-} // namespace sandbox::launch
+} // namespace sandbox::backend

@@ -1,5 +1,5 @@
 // lib/launch/work_dir.cpp: work-directory confinement with a descriptor, not a path.
-#include "launch/work_dir.hpp"
+#include <sandbox/backend/launch.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace sandbox::launch {
+namespace sandbox::backend {
 
 namespace fs = std::filesystem;
 
@@ -95,4 +95,4 @@ outcome<backend::unique_fd> open_work_dir(const std::string& root, const std::st
     return fd;
 }
 
-} // namespace sandbox::launch
+} // namespace sandbox::backend
