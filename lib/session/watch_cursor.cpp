@@ -5,15 +5,15 @@
 
 namespace sandbox::detail {
 
-std::optional<watch_event> watch_cursor::next(const output_log& log, bool exited, bool closed)
+std::optional<session_event> watch_cursor::next(const output_log& log, bool exited, bool closed)
 {
     if (closed_sent_)
         return std::nullopt;
-    watch_event e;
+    session_event e;
     at_ = std::min(at_, log.end());
     if (at_ < log.begin())
     {
-        e.what = watch_event::kind::lag;
+        e.what = session_event::kind::lag;
         e.missed_from = at_;
         e.offset = log.begin();
         at_ = log.begin();
@@ -25,7 +25,7 @@ std::optional<watch_event> watch_cursor::next(const output_log& log, bool exited
         if (pieces && !pieces->empty())
         {
             auto& p = pieces->front();
-            e.what = watch_event::kind::output;
+            e.what = session_event::kind::output;
             e.stream = p.stream;
             e.offset = p.offset;
             e.data = std::move(p.data);
@@ -36,14 +36,14 @@ std::optional<watch_event> watch_cursor::next(const output_log& log, bool exited
     if (exited && !exit_sent_)
     {
         exit_sent_ = true;
-        e.what = watch_event::kind::exited;
+        e.what = session_event::kind::exited;
         e.offset = at_;
         return e;
     }
     if (closed)
     {
         closed_sent_ = true;
-        e.what = watch_event::kind::closed;
+        e.what = session_event::kind::closed;
         e.offset = at_;
         return e;
     }

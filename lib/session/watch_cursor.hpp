@@ -22,24 +22,6 @@
 
 namespace sandbox::detail {
 
-/// One event for a watcher: the public event's fields (`exit` is filled in by the session),
-/// plus `lag`, which the session reports as a `sequence_gap` error.
-struct watch_event
-{
-    enum class kind
-    {
-        output,
-        lag, ///< bytes `[missed_from, offset)` were dropped before this watcher got them
-        exited,
-        closed,
-    };
-    kind what = kind::output;
-    output_stream stream = output_stream::out;
-    std::uint64_t offset = 0;
-    std::uint64_t missed_from = 0;
-    std::string data{};
-};
-
 /// \brief A watcher's position: replay from an offset, then live output, then exit and
 /// close, each exactly once and in that order.
 class watch_cursor
@@ -57,7 +39,10 @@ public:
     /// before the exit event (the log holds everything read up to the exit); the close event
     /// comes last and ends the watch. A session closed before its command was seen to end
     /// (close gave up waiting) has no exit event: none is made up.
-    std::optional<watch_event> next(const output_log& log, bool exited, bool closed);
+    /// The event is the public one, but for `exit` (the session fills it in); a `lag` event
+    /// (bytes `[missed_from, offset)` were dropped before this watcher got them) is what the
+    /// session reports as a `sequence_gap` error.
+    std::optional<session_event> next(const output_log& log, bool exited, bool closed);
 
     std::uint64_t position() const noexcept { return at_; }
     bool finished() const noexcept { return closed_sent_; }

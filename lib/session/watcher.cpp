@@ -44,7 +44,7 @@ session_watcher::executor_type session_watcher::get_executor() const noexcept
 namespace {
 
 // The cursor's lag is the read's gap: `sequence_gap`, resuming at `offset`.
-[[noreturn]] void throw_gap(const detail::watch_event& lag)
+[[noreturn]] void throw_gap(const session_event& lag)
 {
     failure f = make_failure(errc::sequence_gap,
                              "output [" + std::to_string(lag.missed_from) + ", " +
@@ -54,18 +54,6 @@ namespace {
     f.diag.observed = static_cast<std::int64_t>(lag.offset);
     f.diag.configured = static_cast<std::int64_t>(lag.missed_from);
     throw error(f.code, std::move(f.diag));
-}
-
-session_event public_event(detail::watch_event&& e)
-{
-    session_event ev;
-    ev.what = e.what == detail::watch_event::kind::output   ? session_event::kind::output
-              : e.what == detail::watch_event::kind::exited ? session_event::kind::exited
-                                                            : session_event::kind::closed;
-    ev.stream = e.stream;
-    ev.offset = e.offset;
-    ev.data = std::move(e.data);
-    return ev;
 }
 
 } // namespace
@@ -83,12 +71,11 @@ asio::awaitable<session_event> session_watcher::next()
                 throw_failure(errc::session_closed, "session " + st->id + " is closed");
             if (auto e = me->cursor.next(st->log, st->exited, st->closed))
             {
-                if (e->what == detail::watch_event::kind::lag)
+                if (e->what == session_event::kind::lag)
                     throw_gap(*e);
-                session_event ev = public_event(std::move(*e));
-                if (ev.what == session_event::kind::exited)
-                    ev.exit = st->exit;
-                co_return ev;
+                if (e->what == session_event::kind::exited)
+                    e->exit = st->exit;
+                co_return std::move(*e);
             }
             co_await st->wait_change();
         }

@@ -10,7 +10,7 @@
 using sandbox::output_stream;
 using sandbox::detail::output_log;
 using sandbox::detail::watch_cursor;
-using kind = sandbox::detail::watch_event::kind;
+using kind = sandbox::session_event::kind;
 
 BOOST_AUTO_TEST_SUITE(watch_cursor_suite)
 
