@@ -210,16 +210,16 @@ asio::awaitable<outcome<trail>> policy_runner::admit(call_ref call)
         if (thrown)
         {
             caught c = catch_exception(thrown);
-            if (!t.closed())
-                t.ended(nullptr, c.code, to_string(c.diag));
             refused = failure{c.code, std::move(c.diag)};
         }
     }
     if (!refused)
         refused = t.vouch(audit_event::allowed, "chain");
-    if (refused)
-        co_return std::move(*refused);
-    co_return t;
+    if (!refused)
+        co_return t;
+    if (!t.closed()) // a failure no step recorded: an exception, a record that failed
+        t.ended(nullptr, refused->code, to_string(refused->diag));
+    co_return std::move(*refused);
 }
 
 void policy_runner::apply_defaults(call_ref& call) const
