@@ -21,3 +21,25 @@ function(sandbox_installed_library target)
     set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN")
   endif()
 endfunction()
+
+# sandbox_add_backend(<name> SOURCES <file>... [LINK <library>...]): the library of backend
+# <name>: target sandbox_backend_<name> (sandbox::<name> to consumers), its public headers in
+# include/ beside its sources, the properties every installed library shares, and the
+# supervisor helper built with it (every exec needs it at run time). Its private includes are
+# its own folder, the top of the tree (for the rooms it links, e.g. net/) and lib/ (which
+# net's headers include).
+function(sandbox_add_backend name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;LINK")
+  set(target sandbox_backend_${name})
+  add_library(${target} ${arg_SOURCES})
+  add_library(sandbox::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  sandbox_installed_library(${target})
+  target_include_directories(${target}
+    PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/lib)
+  target_link_libraries(${target} PUBLIC sandbox ${arg_LINK}
+                                   PRIVATE $<BUILD_INTERFACE:sandbox_build_flags>)
+  add_dependencies(${target} sandbox-supervisor)
+endfunction()

@@ -5,6 +5,7 @@
 
 #include <sandbox/error.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/failure.hpp>
 #include <sandbox/with_diagnostics.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -42,6 +43,34 @@ void fill_failed(exec_result& r, const caught& c);
 template <class T>
 void fill_failed(T&, const caught&)
 {
+}
+
+/// The outcome of an exec that threw `c` (its partial result kept), and the failure of any
+/// other operation that threw it.
+exec_outcome outcome_of(caught c);
+inline failure failure_of(caught c)
+{
+    return failure{c.code, std::move(c.diag)};
+}
+
+/// \brief Awaits `a`; what it throws comes back in `thrown` instead, with a value-initialised
+/// `T`. The one place inside the library where an exception becomes a value: a runner, a
+/// session manager or an approver of the caller's may throw, and an Asio operation started
+/// after a cancellation does.
+template <class T>
+boost::asio::awaitable<T> catching(boost::asio::awaitable<T> a, std::optional<caught>& thrown)
+{
+    std::exception_ptr ep;
+    try
+    {
+        co_return co_await std::move(a);
+    }
+    catch (...)
+    {
+        ep = std::current_exception();
+    }
+    thrown = catch_exception(ep);
+    co_return T{};
 }
 
 /// Lets partial cancellation through: the caller's filter (or the handler's slot) has
@@ -102,6 +131,31 @@ void launch(
     boost::asio::any_io_executor ex, boost::asio::awaitable<exec_outcome> body,
     diagnostics_sink sink,
     boost::asio::any_completion_handler<void(boost::system::error_code, exec_result)> handler);
+
+/// \brief The same for an operation whose failures are values (`outcome<T>`): the handler
+/// gets the value, or the failure's code and `T{}` (its diagnostics to `sink`).
+template <class T>
+void launch(boost::asio::any_io_executor ex, boost::asio::awaitable<outcome<T>> body,
+            diagnostics_sink sink,
+            boost::asio::any_completion_handler<void(boost::system::error_code, T)> handler)
+{
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    auto hex = boost::asio::get_associated_executor(handler, ex);
+    auto complete = [h = std::move(handler), sink = std::move(sink)](std::exception_ptr ep,
+                                                                     outcome<T> o) mutable {
+        if (ep) // not a failure (those are values): something of the caller's that threw
+            o = failure_of(catch_exception(ep));
+        if (o)
+            return std::move(h)(boost::system::error_code{}, std::move(*o));
+        failure f = std::move(o).error();
+        if (sink)
+            *sink = std::move(f.diag);
+        std::move(h)(f.code, T{});
+    };
+    boost::asio::co_spawn(ex, accept_cancellation(std::move(body)),
+                          boost::asio::bind_cancellation_slot(
+                              slot, boost::asio::bind_executor(hex, std::move(complete))));
+}
 
 /// The same for an operation without a value: `void(error_code)`.
 void launch(boost::asio::any_io_executor ex, boost::asio::awaitable<void> body,

@@ -71,6 +71,14 @@ caught catch_exception(std::exception_ptr ep)
     return c;
 }
 
+exec_outcome outcome_of(caught c)
+{
+    exec_outcome o;
+    o.ec = c.code;
+    fill_failed(o.result, c);
+    return o;
+}
+
 void throw_failed(boost::system::error_code ec, exec_result&& r)
 {
     if (r.status == exec_status::not_started) // nothing ran: no partial result
@@ -117,11 +125,7 @@ void launch(asio::any_io_executor ex, asio::awaitable<exec_outcome> body, diagno
     auto complete = [h = std::move(handler), sink = std::move(sink)](std::exception_ptr ep,
                                                                      exec_outcome o) mutable {
         if (ep) // not a failed run (those are values): a runner of the caller's that threw
-        {
-            caught c = catch_exception(ep);
-            o.ec = c.code;
-            fill_failed(o.result, c);
-        }
+            o = outcome_of(catch_exception(ep));
         if (o.ec && sink)
             *sink = o.result.diag; // the result keeps its own
         std::move(h)(o.ec, std::move(o.result));

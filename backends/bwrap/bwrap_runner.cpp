@@ -259,11 +259,18 @@ public:
     {
     }
     executor_type get_executor() const noexcept override { return r_.get_executor(); }
-    asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
+    asio::awaitable<outcome<std::shared_ptr<session>>> try_start(session_spec spec) override
     {
         if (auto ec = co_await probe_()) // cancelled while another call's probe ran
-            throw boost::system::system_error(ec);
-        co_return co_await reg_->start(std::move(spec));
+        {
+            failure f;
+            f.code = ec;
+            f.diag.message =
+                "cancelled while waiting for bubblewrap's availability probe; nothing ran";
+            f.diag.backend = "bwrap";
+            co_return f;
+        }
+        co_return co_await reg_->try_start(std::move(spec));
     }
     std::vector<session_info> list() const override { return reg_->list(); }
     std::shared_ptr<session> find(std::string_view id) const override { return reg_->find(id); }

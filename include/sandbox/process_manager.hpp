@@ -37,13 +37,19 @@ public:
     virtual ~process_manager();
     virtual executor_type get_executor() const noexcept = 0;
 
-    /// \brief Starts `spec`; returns once the command runs (its pid known).
+    /// \brief Starts `spec`: the session once the command runs (its pid known), or why not.
     ///
-    /// `errc::validation` (bad id, empty command, `input` set), `errc::conflict` (an id
-    /// that a session not yet closed holds), and every error exec reports before running
-    /// (policy, not_found, forbidden, not_available). Cancelling the start kills what was
-    /// started.
-    virtual boost::asio::awaitable<std::shared_ptr<session>> start(session_spec spec) = 0;
+    /// Failures are values: `errc::validation` (bad id, empty command, `input` set),
+    /// `errc::conflict` (an id that a session not yet closed holds), every error exec
+    /// reports before running (policy, not_found, forbidden, not_available), and
+    /// `operation_aborted` when the start is cancelled (what it started is killed). This is
+    /// what a manager implements (the policy chain and the backends do).
+    virtual boost::asio::awaitable<outcome<std::shared_ptr<session>>>
+    try_start(session_spec spec) = 0;
+
+    /// \brief `try_start` for callers that prefer an exception: the session, or
+    /// `sandbox::error` with the failure's code and diagnostics.
+    boost::asio::awaitable<std::shared_ptr<session>> start(session_spec spec);
 
     /// Sessions not yet closed (running or ended), ordered by start time. On the manager's
     /// executor only.
@@ -136,7 +142,7 @@ public:
     ~session_registry() override;
 
     executor_type get_executor() const noexcept override;
-    boost::asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override;
+    boost::asio::awaitable<outcome<std::shared_ptr<session>>> try_start(session_spec spec) override;
     std::vector<session_info> list() const override;
     std::shared_ptr<session> find(std::string_view id) const override;
     boost::asio::awaitable<exec_result> terminate(std::string id,
@@ -149,10 +155,11 @@ private:
 };
 
 /// \brief Starts `plan` as a session (the seam behind `session_registry`, for backends that
-/// keep their own books). `id` must be valid and unique to the caller.
-SANDBOX_DECL boost::asio::awaitable<std::shared_ptr<session>> start_session(
-    boost::asio::any_io_executor ex, std::string id, std::vector<std::string> argv,
-    backend::spawn_plan plan);
+/// keep their own books). `id` must be valid and unique to the caller. Failures as
+/// `process_manager::try_start`.
+SANDBOX_DECL boost::asio::awaitable<outcome<std::shared_ptr<session>>>
+start_session(boost::asio::any_io_executor ex, std::string id, std::vector<std::string> argv,
+              backend::spawn_plan plan);
 
 } // namespace sandbox
 

@@ -51,7 +51,7 @@ public:
     executor_type get_executor() const noexcept override { return owner_.get_executor(); }
 
     // The thread rule: the chain's state (call count, approvals) is touched on its executor.
-    asio::awaitable<std::shared_ptr<session>> start(session_spec spec) override
+    asio::awaitable<outcome<std::shared_ptr<session>>> try_start(session_spec spec) override
     {
         return on_executor(get_executor(), start_here(std::move(spec)));
     }
@@ -64,34 +64,33 @@ public:
     }
 
 private:
-    asio::awaitable<std::shared_ptr<session>> start_here(session_spec spec)
+    asio::awaitable<outcome<std::shared_ptr<session>>> start_here(session_spec spec)
     {
-        process_manager& pm = inner(); // no approver is asked for what cannot start
+        process_manager* pm = owner_.inner_->sessions(); // nobody is asked for what cannot start
+        if (!pm)
+            co_return make_failure(errc::not_available, "the inner runner has no sessions");
         // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
         call_ref call{call_kind::session, spec.command, spec.args, spec.options,
                       spec.tty,           spec.id,      true,      spec.requested_by};
         outcome<trail> admitted = co_await owner_.admit(call);
-        if (!admitted) // the edge of the sessions' interface, which throws
-        {
-            failure f = std::move(admitted).error();
-            throw error(f.code, std::move(f.diag));
-        }
+        if (!admitted)
+            co_return std::move(admitted).error();
         trail t = std::move(*admitted);
         spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
-        std::shared_ptr<session> s;
-        try
+        std::optional<caught> thrown; // an inner manager of the caller's may throw
+        auto s = co_await catching(pm->try_start(std::move(spec)), thrown);
+        if (thrown)
+            s = failure_of(std::move(*thrown));
+        if (!s)
         {
-            s = co_await pm.start(std::move(spec));
-        }
-        catch (...)
-        {
-            t.ended(std::current_exception());
-            throw;
+            t.ended(nullptr, s.error().code, to_string(s.error().diag));
+            co_return s;
         }
         if (t.active())
         {
-            t.started(s->id());
-            asio::co_spawn(s->get_executor(), audit_session_end(s, std::move(t)), asio::detached);
+            t.started((*s)->id());
+            asio::co_spawn((*s)->get_executor(), audit_session_end(*s, std::move(t)),
+                           asio::detached);
         }
         co_return s;
     }
@@ -164,22 +163,10 @@ asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req)
     }
     trail t = std::move(*admitted);
     req.on_net_record = t.net_handler(std::move(req.on_net_record));
-    exec_outcome o;
-    std::exception_ptr thrown; // an inner runner of the caller's may throw
-    try
-    {
-        o = co_await inner_->try_exec(std::move(req));
-    }
-    catch (...)
-    {
-        thrown = std::current_exception();
-    }
+    std::optional<caught> thrown; // an inner runner of the caller's may throw
+    exec_outcome o = co_await catching(inner_->try_exec(std::move(req)), thrown);
     if (thrown)
-    {
-        caught c = catch_exception(thrown);
-        o.ec = c.code;
-        fill_failed(o.result, c);
-    }
+        o = outcome_of(std::move(*thrown));
     t.ended(&o.result, o.ec, o.ec ? to_string(o.result.diag) : std::string{});
     co_return o;
 }
@@ -198,20 +185,10 @@ asio::awaitable<outcome<trail>> policy_runner::admit(call_ref call)
     std::optional<failure> refused = gate(call, t);
     if (!refused)
     {
-        std::exception_ptr thrown; // a cancellation or failure no step recorded
-        try
-        {
-            refused = co_await approve(call, t);
-        }
-        catch (...)
-        {
-            thrown = std::current_exception();
-        }
+        std::optional<caught> thrown; // a cancellation or failure no step recorded
+        refused = co_await catching(approve(call, t), thrown);
         if (thrown)
-        {
-            caught c = catch_exception(thrown);
-            refused = failure{c.code, std::move(c.diag)};
-        }
+            refused = failure_of(std::move(*thrown));
     }
     if (!refused)
         refused = t.vouch(audit_event::allowed, "chain");

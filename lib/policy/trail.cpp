@@ -1,6 +1,8 @@
 // lib/policy/trail.cpp: building and writing the audit records of one call.
 #include "policy/trail.hpp"
 
+#include "front_end.hpp"
+
 #include <sandbox/exec_result.hpp>
 
 #include <boost/asio/error.hpp>
@@ -138,28 +140,8 @@ void trail::ended(const exec_result* result, const boost::system::error_code& ec
 
 void trail::ended(std::exception_ptr ep)
 {
-    if (!sink_)
-        return;
-    try
-    {
-        std::rethrow_exception(ep);
-    }
-    catch (const error& e)
-    {
-        ended(e.partial_result(), e.code(), to_string(e.diag()));
-    }
-    catch (const boost::system::system_error& e)
-    {
-        ended(nullptr, e.code(), e.what());
-    }
-    catch (const std::exception& e)
-    {
-        ended(nullptr, make_error_code(errc::internal), e.what());
-    }
-    catch (...)
-    {
-        ended(nullptr, make_error_code(errc::internal), "unknown exception");
-    }
+    caught c = catch_exception(ep);
+    ended(c.partial ? &*c.partial : nullptr, c.code, to_string(c.diag));
 }
 
 failure trail::deny(const char* layer, std::string message)

@@ -18,6 +18,17 @@ namespace asio = boost::asio;
 
 process_manager::~process_manager() = default;
 
+asio::awaitable<std::shared_ptr<session>> process_manager::start(session_spec spec)
+{
+    outcome<std::shared_ptr<session>> s = co_await try_start(std::move(spec));
+    if (!s) // the edge for callers that prefer exceptions
+    {
+        failure f = std::move(s).error();
+        throw error(f.code, std::move(f.diag));
+    }
+    co_return std::move(*s);
+}
+
 struct session_registry::state : std::enable_shared_from_this<state>
 {
     struct record
@@ -49,22 +60,24 @@ struct session_registry::state : std::enable_shared_from_this<state>
 
 namespace {
 
-using detail::throw_failure;
-
-void check_spec(const session_spec& spec)
+// Why `spec` cannot start, before anything else is looked at.
+std::optional<failure> check_spec(const session_spec& spec)
 {
     if (spec.command.empty())
-        throw_failure(errc::validation, "a session needs a command", "command");
+        return make_failure(errc::validation, "a session needs a command", "command");
     if (spec.options.input)
-        throw_failure(errc::validation, "a session takes its input through write(), not options.input",
-             "input");
+        return make_failure(errc::validation,
+                            "a session takes its input through write(), not options.input",
+                            "input");
     if (!spec.id.empty() && !detail::valid_session_id(spec.id))
-        throw_failure(errc::validation,
-             "a session id is 1 to 128 letters, digits or -_.:@ (got \"" +
-                 spec.id.substr(0, 160) + "\")",
-             "id");
+        return make_failure(errc::validation,
+                            "a session id is 1 to 128 letters, digits or -_.:@ (got \"" +
+                                spec.id.substr(0, 160) + "\")",
+                            "id");
     if (spec.tty && (spec.tty->rows == 0 || spec.tty->cols == 0))
-        throw_failure(errc::validation, "a terminal needs at least one row and one column", "tty");
+        return make_failure(errc::validation, "a terminal needs at least one row and one column",
+                            "tty");
+    return std::nullopt;
 }
 
 } // namespace
@@ -133,24 +146,33 @@ namespace {
 
 using registry_state = std::shared_ptr<session_registry::state>;
 
-asio::awaitable<std::shared_ptr<session>> start_body(registry_state st, session_spec spec)
+// Why the books refuse `id` (in use, or too many sessions open).
+std::optional<failure> check_room(const session_registry::state& st, const std::string& id)
 {
-    check_spec(spec);
+    if (st.records.count(id) != 0)
+        return make_failure(errc::conflict,
+                            "session id \"" + id + "\" is in use (close the session first)", "id");
+    if (st.records.size() >= st.opts.max_sessions)
+        return make_failure(errc::conflict,
+                            "too many sessions (" + std::to_string(st.opts.max_sessions) +
+                                " not closed); close some first",
+                            "max_sessions");
+    return std::nullopt;
+}
+
+asio::awaitable<outcome<std::shared_ptr<session>>> start_body(registry_state st, session_spec spec)
+{
+    if (auto bad = check_spec(spec))
+        co_return std::move(*bad);
     if (!st->start)
-        throw_failure(errc::not_available, "this runner has no sessions");
+        co_return make_failure(errc::not_available, "this runner has no sessions");
     std::string id = spec.id.empty() ? detail::generate_session_id() : spec.id;
-    if (st->records.count(id) != 0)
-        throw_failure(errc::conflict, "session id \"" + id + "\" is in use (close the session first)",
-             "id");
-    if (st->records.size() >= st->opts.max_sessions)
-        throw_failure(errc::conflict,
-             "too many sessions (" + std::to_string(st->opts.max_sessions) +
-                 " not closed); close some first",
-             "max_sessions");
+    if (auto full = check_room(*st, id))
+        co_return std::move(*full);
     spec.id = id;
     auto plan = st->start(spec);
     if (!plan)
-        throw error(plan.error().code, plan.error().diag);
+        co_return std::move(plan).error();
 
     std::vector<std::string> argv{spec.command};
     argv.insert(argv.end(), spec.args.begin(), spec.args.end());
@@ -159,28 +181,31 @@ asio::awaitable<std::shared_ptr<session>> start_body(registry_state st, session_
     rec.started_at = std::chrono::system_clock::now();
     rec.argv = argv;
     rec.tty = spec.tty.has_value();
-    std::shared_ptr<session> s;
-    try
-    {
-        s = co_await start_session(st->ex, id, std::move(argv), std::move(*plan));
-    }
-    catch (...)
+    std::optional<detail::caught> thrown; // an Asio wait refusing to start after a cancellation
+    auto s = co_await detail::catching(start_session(st->ex, id, std::move(argv), std::move(*plan)),
+                                       thrown);
+    if (thrown)
+        s = detail::failure_of(std::move(*thrown));
+    if (!s)
     {
         st->records.erase(id);
-        throw;
+        co_return s;
     }
     if (st->destroyed) // the registry went away while this started: so does the session
     {
-        detail::session_access::state(*s)->child->terminate(std::chrono::nanoseconds(0));
-        throw_failure(errc::not_available, "the runner's sessions were destroyed while this one started");
+        detail::session_access::state(**s)->child->terminate(std::chrono::nanoseconds(0));
+        co_return make_failure(errc::not_available,
+                               "the runner's sessions were destroyed while this one started");
     }
     auto it = st->records.find(id);
     if (it == st->records.end()) // cannot happen: only close() erases, and it has no handle
-        throw_failure(errc::internal, "session " + id + " vanished while starting");
-    it->second.s = s;
-    st->hook(id, *s);
+        co_return make_failure(errc::internal, "session " + id + " vanished while starting");
+    it->second.s = *s;
+    st->hook(id, **s);
     co_return s;
 }
+
+using detail::throw_failure;
 
 asio::awaitable<exec_result> terminate_body(registry_state st, std::string id,
                                             std::chrono::nanoseconds grace)
@@ -197,7 +222,7 @@ asio::awaitable<exec_result> terminate_body(registry_state st, std::string id,
 } // namespace
 
 // The thread rule: the books are touched on the registry's executor only.
-asio::awaitable<std::shared_ptr<session>> session_registry::start(session_spec spec)
+asio::awaitable<outcome<std::shared_ptr<session>>> session_registry::try_start(session_spec spec)
 {
     return detail::on_executor(st_->ex, start_body(st_, std::move(spec)));
 }
@@ -255,7 +280,7 @@ asio::awaitable<std::shared_ptr<session>> find_body(process_manager* pm, std::st
 void async_start_impl(process_manager* pm, session_spec spec, diagnostics_sink sink,
                       value_handler<std::shared_ptr<session>> h)
 {
-    launch(pm->get_executor(), pm->start(std::move(spec)), std::move(sink), std::move(h));
+    launch(pm->get_executor(), pm->try_start(std::move(spec)), std::move(sink), std::move(h));
 }
 
 void async_find_impl(process_manager* pm, std::string id, diagnostics_sink sink,

@@ -100,13 +100,20 @@ void session_state::finish_close()
         hook();
 }
 
-asio::awaitable<void> session_state::wait_change()
+asio::awaitable<boost::system::error_code> session_state::next_change()
 {
     boost::system::error_code ec;
     co_await changed.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     auto cs = co_await asio::this_coro::cancellation_state;
     if (cs.cancelled() != asio::cancellation_type::none)
-        throw boost::system::system_error(asio::error::operation_aborted);
+        co_return asio::error::operation_aborted;
+    co_return boost::system::error_code{};
+}
+
+asio::awaitable<void> session_state::wait_change()
+{
+    if (auto ec = co_await next_change())
+        throw boost::system::system_error(ec);
 }
 
 void session_state::on_output(output_stream s, std::string_view data)
@@ -189,17 +196,18 @@ void copy_terminal(session_state& st)
 
 } // namespace
 
-asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex, std::string id,
-                                                        std::vector<std::string> argv,
-                                                        backend::spawn_plan plan)
+asio::awaitable<outcome<std::shared_ptr<session>>> start_session(asio::any_io_executor ex,
+                                                                 std::string id,
+                                                                 std::vector<std::string> argv,
+                                                                 backend::spawn_plan plan)
 {
     if (plan.input || plan.stdin_fd)
-        throw_failure(errc::validation, "a session takes its input through write(), not options",
-                      "input");
+        co_return make_failure(errc::validation,
+                               "a session takes its input through write(), not options", "input");
     if (plan.on_output || plan.on_output_async)
-        throw_failure(errc::validation,
-                      "a session's output goes to its log (read, watch), not to a callback",
-                      "on_output");
+        co_return make_failure(
+            errc::validation, "a session's output goes to its log (read, watch), not to a callback",
+            "on_output");
     const std::uint64_t cap = std::min<std::uint64_t>(plan.max_output_bytes,
                                                       std::numeric_limits<std::size_t>::max());
     auto st = std::make_shared<session_state>(ex, static_cast<std::size_t>(cap));
@@ -209,18 +217,21 @@ asio::awaitable<std::shared_ptr<session>> start_session(asio::any_io_executor ex
     st->started_at = std::chrono::system_clock::now();
     if (!st->tty)
         if (auto r = open_input(*st, plan); !r)
-            throw error(r.error().code, r.error().diag);
+            co_return std::move(r).error();
     auto s = std::make_shared<session>(st); // from here on, dropping it kills the tree
     start_child(st, std::move(plan));
     if (st->tty)
         copy_terminal(*st);
     while (st->pid == 0 && !st->exited)
-        co_await st->wait_change();
+        if (auto ec = co_await st->next_change()) // cancelled: dropping `s` kills the tree
+        {
+            failure f;
+            f.code = ec;
+            f.diag.message = "cancelled while the session started; what it started was killed";
+            co_return f;
+        }
     if (st->pid == 0)
-    {
-        diagnostics d = st->exit.diag;
-        throw error(st->start_error, std::move(d));
-    }
+        co_return failure{st->start_error, st->exit.diag};
     co_return s;
 }
 

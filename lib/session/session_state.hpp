@@ -33,6 +33,8 @@ struct session_state : std::enable_shared_from_this<session_state>
     /// Waits for `notify()`; throws `operation_aborted` when the awaiting coroutine is
     /// cancelled.
     boost::asio::awaitable<void> wait_change();
+    /// The same, without throwing: `operation_aborted` once the waiter is cancelled.
+    boost::asio::awaitable<boost::system::error_code> next_change();
 
     void on_output(output_stream s, std::string_view data);
     void on_done(boost::system::error_code ec, exec_result r);

@@ -24,6 +24,7 @@
 //   alloc MB [STEP_MS]        "allocating\n"; MB MiB in 1 MiB blocks, a byte written every 4096,
 //                             STEP_MS (default 2) ms apart, never freed; "allocated MB\n"
 //   spin MS                   burn CPU for MS ms of wall time (0 = forever)
+//   spin-cpu MS               burn CPU until the process has used MS ms of it
 //   children N MS             fork N children that sleep MS ms; do not wait for them
 //   fork-procs N MS           the same, then wait for all of them
 //   fork-stream N SPIN_MS     fork N children one at a time, each spinning SPIN_MS ms; wait
@@ -754,7 +755,7 @@ constexpr mode_spec modes[] = {
     {"steal-fds", 1, 1},      {"seccomp-listener-exec", 1, any},      {"ptrace-up", 1, 1},
     {"main-exit", 0, 0},      {"alloc-threads", 2, 2}, {"map-stall", 2, 2}, {"share-children", 3, 3}, {"parent-stream", 3, 3}, {"orphan-stream", 2, 2},
     {"print-cgroup", 0, 0},   {"fork-bomb", 1, 1},   {"orphan-helper", 2, 2}, {"nocldwait-burn", 2, 2},
-    {"hold", 3, 3},
+    {"hold", 3, 3},           {"spin-cpu", 1, 1},
 };
 
 // Validates one segment of the command line and returns what it does.
@@ -853,6 +854,8 @@ action_t prepare(std::string_view name, const args_t& a)
             alloc(mb, step);
         };
     if (mode == "spin") return [t = ms(0)] { spin_ms(t); };
+    if (mode == "spin-cpu")
+        return [t = ms(0)] { spin_cpu_ms(t); };
     if (mode == "children" || mode == "fork-procs")
         return [n = procs(0), t = ms(1), wait = mode == "fork-procs"] { fork_sleepers(n, t, wait); };
     if (mode == "fork-stream")

@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_process_cap_kills_descendants_a_setsid_member_included)
 
 BOOST_AUTO_TEST_CASE(a_process_that_ends_first_is_left_alone)
 {
-    const pid_t pid = spawn_target({"spin", "300"});
+    const pid_t pid = spawn_target({"spin-cpu", "300"}); // 300 ms of cpu, not of wall time
     cap_watch_options o;
     o.caps.memory_bytes = 1ull << 30;
     const auto w = watch(pid, o);

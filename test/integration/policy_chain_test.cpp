@@ -325,16 +325,46 @@ public:
         co_return sandbox::exec_outcome{};
     }
     sandbox::enforcement_report enforcement() const override { return {}; }
+    sandbox::process_manager* sessions() noexcept override { return &sessions_; }
 
 private:
+    // Its sessions throw the same way.
+    class throwing_sessions final : public sandbox::process_manager
+    {
+    public:
+        explicit throwing_sessions(const throwing_runner& r) : r_(r) {}
+        executor_type get_executor() const noexcept override { return r_.ex_; }
+        asio::awaitable<sandbox::outcome<std::shared_ptr<sandbox::session>>>
+        try_start(sandbox::session_spec) override
+        {
+            if (!r_.typed_)
+                throw std::runtime_error("the inner manager broke");
+            sandbox::diagnostics d;
+            d.message = "no room for another session";
+            throw sandbox::error(make_error_code(errc::conflict), std::move(d));
+            co_return nullptr;
+        }
+        std::vector<sandbox::session_info> list() const override { return {}; }
+        std::shared_ptr<sandbox::session> find(std::string_view) const override { return {}; }
+        asio::awaitable<sandbox::exec_result> terminate(std::string,
+                                                        std::chrono::nanoseconds) override
+        {
+            co_return sandbox::exec_result{};
+        }
+
+    private:
+        const throwing_runner& r_;
+    };
+
     executor_type ex_;
     bool typed_;
+    throwing_sessions sessions_{*this};
 };
 } // namespace
 
 // The chain turns what such a runner throws into an outcome, partial result and diagnostics
-// kept, and records it in the audit trail like any other end.
-BOOST_FIXTURE_TEST_CASE(an_inner_runner_that_throws_becomes_an_outcome_and_is_audited,
+// kept, and records it in the audit trail like any other end; the same for a session start.
+BOOST_FIXTURE_TEST_CASE(an_inner_runner_or_manager_that_throws_becomes_a_value_and_is_audited,
                         chain_fixture)
 {
     for (bool typed : {true, false})
@@ -375,6 +405,42 @@ BOOST_FIXTURE_TEST_CASE(an_inner_runner_that_throws_becomes_an_outcome_and_is_au
                 BOOST_TEST(last.event == sandbox::audit_event::refused);
                 BOOST_TEST(last.error == "internal");
             }
+            // Its sessions pass failures the same way: try_start returns them, start throws.
+            BOOST_TEST_REQUIRE(chain->sessions() != nullptr);
+            threw_inside = false;
+            std::optional<sandbox::failure> failed;
+            boost::system::error_code at_edge;
+            sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
+                try
+                {
+                    auto started = co_await chain->sessions()->try_start(sbx_test::shell("true"));
+                    if (!started)
+                        failed = started.error();
+                }
+                catch (...)
+                {
+                    threw_inside = true;
+                }
+                try
+                {
+                    co_await chain->sessions()->start(sbx_test::shell("true"));
+                }
+                catch (const sandbox::error& e)
+                {
+                    at_edge = e.code();
+                }
+            });
+            BOOST_TEST(!threw_inside);
+            BOOST_TEST_REQUIRE(failed.has_value());
+            const auto code =
+                typed ? make_error_code(errc::conflict) : make_error_code(errc::internal);
+            BOOST_TEST(failed->code == code);
+            BOOST_TEST(at_edge == code);
+            BOOST_TEST(failed->diag.message ==
+                       (typed ? "no room for another session" : "the inner manager broke"));
+            BOOST_TEST_REQUIRE(!sink->records.empty());
+            BOOST_TEST(sink->records.back().event == sandbox::audit_event::refused);
+            BOOST_TEST(sink->records.back().error == (typed ? "conflict" : "internal"));
         }
 }
 
@@ -930,6 +996,47 @@ BOOST_FIXTURE_TEST_CASE(session_starts_go_through_the_same_checks, real_fixture)
         BOOST_TEST(res.status == exec_status::timed_out);
         co_await s->close();
     });
+}
+
+// A start cancelled while its approver is asked ends with operation_aborted, as a value
+// through the chain and as the front end's code; nothing starts and the trail says so.
+BOOST_FIXTURE_TEST_CASE(a_session_start_cancelled_during_approval_starts_nothing, real_fixture)
+{
+    auto sink = std::make_shared<memory_sink>();
+    auto asked = std::make_shared<bool>(false);
+    sandbox::approver silent =
+        [asked](sandbox::approval_request) -> asio::awaitable<sandbox::approval_decision> {
+        *asked = true;
+        asio::steady_timer t(co_await asio::this_coro::executor, 1h);
+        boost::system::error_code ec;
+        co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_return sandbox::approval_decision::allowed();
+    };
+    sandbox::local_policy p;
+    p.approval = {{always()}, silent, 1h};
+    p.audit = sink;
+    auto r = sandbox::compose_local(backend(), std::move(p));
+    asio::cancellation_signal sig;
+    std::optional<boost::system::error_code> got;
+    std::shared_ptr<sandbox::session> s;
+    sandbox::async_start(
+        *r->sessions(), sbx_test::shell("touch started; sleep 30"),
+        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, auto started) {
+            got = ec;
+            s = std::move(started);
+        }));
+    while (!*asked)
+        ioc.run_one();
+    sig.emit(asio::cancellation_type::terminal);
+    ioc.run_for(5s);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(*got == asio::error::operation_aborted);
+    BOOST_TEST(!s);
+    BOOST_TEST(r->sessions()->list().empty());
+    BOOST_TEST(!std::filesystem::exists(root.path() / "started"));
+    BOOST_TEST_REQUIRE(!sink->records.empty());
+    BOOST_TEST(sink->records.back().event == sandbox::audit_event::denied);
+    BOOST_TEST(sink->records.back().error == "aborted");
 }
 
 BOOST_FIXTURE_TEST_CASE(the_audit_trail_records_every_decision, real_fixture)

@@ -374,6 +374,52 @@ BOOST_FIXTURE_TEST_CASE(bad_starts_are_classified_and_leave_no_record, sbx_test:
     });
 }
 
+// try_start returns the failure as a value (nothing thrown inside); start throws it at the
+// edge with the same code and diagnostics.
+BOOST_FIXTURE_TEST_CASE(a_failed_start_is_a_value_and_start_throws_it_at_the_edge,
+                        sbx_test::local_fixture)
+{
+    auto& pm = *runner.sessions();
+    run_coro(ioc, [&]() -> asio::awaitable<void> {
+        session_spec missing;
+        missing.command = "no-such-command-here";
+        bool threw = false;
+        std::optional<sandbox::failure> f;
+        try
+        {
+            auto o = co_await pm.try_start(missing);
+            if (!o)
+                f = o.error();
+        }
+        catch (...)
+        {
+            threw = true;
+        }
+        BOOST_TEST(!threw);
+        BOOST_TEST_REQUIRE(f.has_value());
+        BOOST_TEST(f->code == errc::not_found);
+        BOOST_TEST(f->diag.message.find("no-such-command-here") != std::string::npos);
+        try
+        {
+            co_await pm.start(missing);
+            BOOST_FAIL("a missing command started");
+        }
+        catch (const sandbox::error& e)
+        {
+            BOOST_TEST(e.code() == errc::not_found);
+            BOOST_TEST(e.diag().message == f->diag.message);
+        }
+        auto busy = shell("sleep 30", "busy");
+        auto s = co_await pm.start(busy);
+        auto again = co_await pm.try_start(busy);
+        BOOST_TEST_REQUIRE(!again);
+        BOOST_TEST(again.error().code == errc::conflict);
+        BOOST_TEST(again.error().diag.limit == "id");
+        co_await s->close();
+    });
+    BOOST_TEST(runner.sessions()->list().empty());
+}
+
 BOOST_FIXTURE_TEST_CASE(a_client_replays_after_reconnecting, sbx_test::local_fixture)
 {
     const auto go = root.path() / "go";

@@ -162,27 +162,27 @@ asio::awaitable<void> run_session(sandbox::runner& r, run_config& cfg,
     auto ex = co_await asio::this_coro::executor;
     auto watch = std::make_shared<start_watch>();
     asio::co_spawn(ex, watch_start(watch, signals), asio::detached);
-    try
+    outcome<std::shared_ptr<session>> started =
+        make_failure(errc::not_available, "this backend has no sessions, so no --tty");
+    if (r.sessions())
     {
-        if (!r.sessions())
-            throw sandbox::error(make_error_code(errc::not_available), [] {
-                diagnostics d;
-                d.message = "this backend has no sessions, so no --tty";
-                return d;
-            }());
-        s = co_await asio::co_spawn(ex, r.sessions()->start(std::move(spec)),
-                                    asio::bind_cancellation_slot(watch->cancel.slot(),
-                                                                 asio::use_awaitable));
+        try
+        {
+            started = co_await asio::co_spawn(
+                ex, r.sessions()->try_start(std::move(spec)),
+                asio::bind_cancellation_slot(watch->cancel.slot(), asio::use_awaitable));
+        }
+        catch (const boost::system::system_error& e) // a wait refused after a cancellation
+        {
+            started = failure{e.code(), diagnostics{.message = e.what()}};
+        }
     }
-    catch (const sandbox::error& e)
+    if (started)
+        s = std::move(*started);
+    else
     {
-        out.start_error = e.code();
-        out.result.diag = e.diag();
-    }
-    catch (const boost::system::system_error& e)
-    {
-        out.start_error = e.code();
-        out.result.diag.message = e.what();
+        out.start_error = started.error().code;
+        out.result.diag = std::move(started).error().diag;
     }
     watch->active = false;
     out.interrupted = watch->hit;

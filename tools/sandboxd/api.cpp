@@ -136,13 +136,6 @@ sandbox::requester requester_of(const peer& who)
 
 using sandbox::exec_outcome;
 
-// The exec's end as a value. The entry's runner is a policy chain, whose try_exec turns
-// anything its inner runner throws into a value too: nothing is thrown for a failed run.
-asio::awaitable<exec_outcome> run_exec(sandbox::runner& r, sandbox::exec_request x)
-{
-    co_return co_await r.try_exec(std::move(x));
-}
-
 // The exec, cancelled (its tree killed) when the client goes away before it ends, as an HTTP
 // server cancels a request's work. Returns nothing then: nobody is left to answer.
 asio::awaitable<std::optional<exec_outcome>> exec_while_connected(sandbox::runner& r,
@@ -150,10 +143,12 @@ asio::awaitable<std::optional<exec_outcome>> exec_while_connected(sandbox::runne
                                                                  const client_watch& gone)
 {
     if (!gone)
-        co_return co_await run_exec(r, std::move(x));
+        co_return co_await r.try_exec(std::move(x));
     using namespace asio::experimental::awaitable_operators;
-    // run_exec never throws, so whichever ends first decides (the other is cancelled).
-    auto first = co_await (run_exec(r, std::move(x)) || gone());
+    // The entry's runner is a policy chain, whose try_exec turns anything its inner runner
+    // throws into a value too: nothing is thrown for a failed run, so whichever ends first
+    // decides (the other is cancelled).
+    auto first = co_await (r.try_exec(std::move(x)) || gone());
     if (first.index() == 0)
         co_return std::get<0>(std::move(first));
     co_return std::nullopt;
@@ -237,7 +232,10 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     if (call.tty)
         spec.tty = sandbox::terminal_size{static_cast<unsigned short>(call.tty->first),
                                           static_cast<unsigned short>(call.tty->second)};
-    auto s = co_await p.runner->sessions()->start(std::move(spec));
+    auto started = co_await p.runner->sessions()->try_start(std::move(spec));
+    if (!started)
+        throw route_error{std::move(started).error()};
+    auto s = std::move(*started);
     auto info = s->info();
     if (!info.exit) // a refusal of the command by the OS may be on its way: look once more
     {
