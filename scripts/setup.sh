@@ -13,6 +13,7 @@
 #   libc-ares-dev                     the egress proxy's DNS lookups (asynchronous, on the caller's loop)
 #   libidn2-dev                       IDNA (UTS-46) for host names in network rules and requests
 #   libunistring-dev                  libidn2's Unicode tables, for the static sandbox-run
+#   libssl-dev                        OpenSSL 3.0: TLS inspection's CA and leaves (net/tls)
 #   libyaml-dev                       YAML config documents (libyaml's event parser: positions,
 #                                     duplicate keys refused; docs/config.md)
 #   curl git python3 python3-pip      real clients in the network tests (inside the sandbox)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev libyaml-dev procps bubblewrap
+          libboost-program-options1.81-dev libboost-test1.81-dev libc-ares-dev libidn2-dev libunistring-dev libssl-dev libyaml-dev procps bubblewrap
           curl git python3 python3-pip python3-websocket pkgconf dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do

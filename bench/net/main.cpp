@@ -1,5 +1,5 @@
 // bench/net/main.cpp: net_bench, the egress proxy's figures against same-run baselines.
-//   net_bench [--quick] [--case decision|resolver|relay]
+//   net_bench [--quick] [--case decision|resolver|relay|tls]
 #include "cases.hpp"
 
 #include <cstdio>
@@ -17,7 +17,8 @@ int main(int argc, char** argv)
             o.only = argv[++i];
         else
         {
-            std::fprintf(stderr, "usage: net_bench [--quick] [--case decision|resolver|relay]\n");
+            std::fprintf(stderr,
+                         "usage: net_bench [--quick] [--case decision|resolver|relay|tls]\n");
             return 2;
         }
     }
@@ -27,5 +28,7 @@ int main(int argc, char** argv)
         net_bench::run_resolver(o);
     if (o.only.empty() || o.only == "relay")
         net_bench::run_relay(o);
+    if (o.only.empty() || o.only == "tls")
+        net_bench::run_tls(o);
     return 0;
 }

@@ -1,0 +1,175 @@
+// net/tls/inspect.cpp: the two handshakes and the plaintext relay of an inspected tunnel.
+#include "inspect.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <openssl/ssl.h>
+
+#include <array>
+
+namespace sandbox::net::tls {
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using tcp = asio::ip::tcp;
+using tls_stream = asio::ssl::stream<tcp::socket>;
+using steady = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Sleeps `d`; the loser of a race (cancelled) ends quietly.
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(use_tuple);
+}
+
+// One leg's handshake within `limit`: its error, or timed_out.
+asio::awaitable<boost::system::error_code> handshake(tls_stream& s, tls_stream::handshake_type type,
+                                                     std::chrono::milliseconds limit)
+{
+    auto first = co_await (s.async_handshake(type, use_tuple) || sleep_for(limit));
+    if (first.index() == 1)
+        co_return asio::error::timed_out;
+    co_return std::get<0>(std::get<0>(first));
+}
+
+// Copies `from` to `to` until `from` ends or fails: "closed" or "reset".
+asio::awaitable<std::string> pump(tls_stream& from, tls_stream& to, std::uint64_t& count,
+                                  steady::time_point& last)
+{
+    std::array<char, 16 * 1024> buf;
+    for (;;)
+    {
+        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), use_tuple);
+        if (n > 0)
+        {
+            auto [wec, written] =
+                co_await asio::async_write(to, asio::buffer(buf.data(), n), use_tuple);
+            if (wec)
+                co_return "reset";
+            count += written;
+            last = steady::now();
+        }
+        if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+            co_return "closed";
+        if (ec)
+            co_return "reset";
+    }
+}
+
+// Ends once nothing moved for `idle`.
+asio::awaitable<std::string> idle_watch(const steady::time_point& last,
+                                        std::chrono::milliseconds idle)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (;;)
+    {
+        t.expires_at(last + idle);
+        co_await t.async_wait(use_tuple);
+        if (steady::now() - last >= idle)
+            co_return "idle_timeout";
+    }
+}
+
+// close_notify to a peer that is still there, within `limit`.
+asio::awaitable<void> close_leg(tls_stream& s, std::chrono::milliseconds limit)
+{
+    co_await (s.async_shutdown(use_tuple) || sleep_for(limit));
+    boost::system::error_code ignored;
+    s.lowest_layer().close(ignored);
+}
+
+std::chrono::microseconds since(steady::time_point t0)
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0);
+}
+
+// The origin's leg: false (and `t` says why) when it did not verify or failed.
+asio::awaitable<bool> open_origin(tls_stream& o, inspect_totals& t, std::chrono::milliseconds limit)
+{
+    const auto t0 = steady::now();
+    const auto ec = co_await handshake(o, tls_stream::client, limit);
+    t.origin_handshake = since(t0);
+    if (!ec)
+    {
+        const unsigned char* proto = nullptr;
+        unsigned int len = 0;
+        SSL_get0_alpn_selected(o.native_handle(), &proto, &len);
+        t.origin_alpn.assign(reinterpret_cast<const char*>(proto), len);
+        co_return true;
+    }
+    t.detail = verify_failure(o.native_handle());
+    t.reason = ec == asio::error::timed_out ? "handshake_timeout"
+               : t.detail.empty()           ? "origin_handshake"
+                                            : "origin_untrusted";
+    if (t.detail.empty())
+        t.detail = ec.message();
+    co_return false;
+}
+
+// An SSL that could not be made ends the tunnel as "internal".
+bool failed(const outcome<SSL*>& ssl, inspect_totals& t)
+{
+    if (ssl)
+        return false;
+    t.reason = "internal";
+    t.detail = ssl.error().diag.message;
+    return true;
+}
+
+} // namespace
+
+asio::awaitable<inspect_totals> inspect(tcp::socket client, tcp::socket origin, canonical_host host,
+                                        server_context& server, origin_context& origins,
+                                        inspect_limits limits)
+{
+    inspect_totals t;
+    auto origin_ssl = origins.new_connection(host);
+    if (failed(origin_ssl, t))
+        co_return t;
+    tls_stream o(std::move(origin), *origin_ssl);
+    if (!co_await open_origin(o, t, limits.handshake_timeout))
+        co_return t; // no leaf for an origin that did not verify: the client sees the close
+    client_hello_state st;
+    st.connect_host = std::move(host);
+    auto client_ssl = server.new_connection(st);
+    if (failed(client_ssl, t))
+        co_return t;
+    tls_stream c(std::move(client), *client_ssl);
+    const auto t0 = steady::now();
+    const auto ec = co_await handshake(c, tls_stream::server, limits.handshake_timeout);
+    t.client_handshake = since(t0);
+    t.sni = st.sni;
+    t.leaf_from_cache = st.leaf_from_cache;
+    if (ec)
+    {
+        t.reason = ec == asio::error::timed_out ? "handshake_timeout"
+                   : st.refused.empty()         ? "client_handshake"
+                                                : st.refused;
+        t.detail = ec.message();
+        co_return t;
+    }
+    auto last = steady::now();
+    auto ended = co_await (pump(c, o, t.up, last) || pump(o, c, t.down, last) ||
+                           idle_watch(last, limits.idle_timeout));
+    std::visit([&](std::string& why) { t.reason = std::move(why); }, ended);
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none)
+    {
+        t.reason = "stopped";
+        co_return t;
+    }
+    co_await (close_leg(c, limits.close_timeout) && close_leg(o, limits.close_timeout));
+    co_return t;
+}
+
+} // namespace sandbox::net::tls

@@ -1,0 +1,62 @@
+// net/tls/inspect.hpp: a tunnel with TLS terminated on both legs. The origin's handshake comes
+// first (verified: an origin that does not verify never gets a leaf made for it), then the
+// client's, with a leaf for the CONNECT host only; then the plaintext is copied both ways.
+// The HTTP rules, header injection and records per request come on top of this (issue 34).
+#ifndef SANDBOX_NET_TLS_INSPECT_HPP
+#define SANDBOX_NET_TLS_INSPECT_HPP
+
+#include "origin_context.hpp"
+#include "server_context.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace sandbox::net::tls {
+
+/// Deadlines of an inspected tunnel.
+struct inspect_limits
+{
+    /// Each leg's handshake.
+    std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
+    /// No byte either way for this long ends the tunnel.
+    std::chrono::milliseconds idle_timeout = std::chrono::minutes(10);
+    /// The close_notify exchange at the end, each leg.
+    std::chrono::milliseconds close_timeout = std::chrono::seconds(2);
+};
+
+/// What an inspected tunnel did.
+struct inspect_totals
+{
+    std::uint64_t up = 0;   ///< plaintext client to origin
+    std::uint64_t down = 0; ///< plaintext origin to client
+    /// How it ended. Before any byte was relayed: "origin_untrusted" (the origin's certificate
+    /// did not verify; `detail` says why), "origin_handshake" (another failure of the origin's
+    /// TLS), "handshake_timeout", "sni_mismatch", "bad_sni", "no_leaf", "client_handshake"
+    /// (the client refused the leaf or failed otherwise), "internal". After: "closed" (one
+    /// side closed; the other was closed with close_notify), "idle_timeout", "reset",
+    /// "stopped" (cancelled).
+    std::string reason{};
+    std::string detail{};
+    std::string sni{};         ///< the client's server name (empty: none)
+    std::string origin_alpn{}; ///< what the origin chose ("http/1.1" or none)
+    bool leaf_from_cache = false;
+    std::chrono::microseconds origin_handshake{};
+    std::chrono::microseconds client_handshake{};
+};
+
+/// \brief Terminates TLS on `client` (whose CONNECT to `host` was answered 200) and on
+/// `origin` (connected to `host` by the egress, which checked policy), then relays the
+/// plaintext until one side closes, the idle timeout, an error or cancellation (terminal:
+/// both sockets closed). Both sockets are closed at the end. Runs on the sockets' executor.
+boost::asio::awaitable<inspect_totals> inspect(boost::asio::ip::tcp::socket client,
+                                               boost::asio::ip::tcp::socket origin,
+                                               canonical_host host, server_context& server,
+                                               origin_context& origins, inspect_limits limits);
+
+} // namespace sandbox::net::tls
+
+#endif // SANDBOX_NET_TLS_INSPECT_HPP

@@ -1,0 +1,101 @@
+// net/tls/origin_context.cpp: the client-side SSL_CTX towards origins.
+#include "origin_context.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+namespace sandbox::net::tls {
+
+namespace {
+
+// Adds every certificate of `pem` to `store`; false when there is none or one is broken.
+bool add_roots(X509_STORE* store, const std::string& pem)
+{
+    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    if (!b)
+        return false;
+    int added = 0;
+    while (X509* c = PEM_read_bio_X509(b, nullptr, nullptr, nullptr))
+    {
+        const bool ok = X509_STORE_add_cert(store, c) == 1;
+        X509_free(c);
+        if (!ok)
+            break;
+        ++added;
+    }
+    // The loop ends at the end of the input (PEM_R_NO_START_LINE) or at a broken one.
+    const unsigned long last = ERR_peek_last_error();
+    const bool clean_end = ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
+    ERR_clear_error();
+    BIO_free(b);
+    return added > 0 && clean_end;
+}
+
+constexpr unsigned char http11_wire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+} // namespace
+
+origin_context::origin_context(SSL_CTX* ctx) noexcept : ctx_(ctx) {}
+
+origin_context::~origin_context()
+{
+    SSL_CTX_free(ctx_);
+}
+
+outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_trust& trust)
+{
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    std::unique_ptr<origin_context> out(ctx ? new origin_context(ctx) : nullptr);
+    if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+        (trust.system_roots && SSL_CTX_set_default_verify_paths(ctx) != 1))
+    {
+        ERR_clear_error();
+        return make_failure(errc::internal, "TLS inspection: cannot make the origin context");
+    }
+    for (std::size_t i = 0; i < trust.extra_roots_pem.size(); ++i)
+        if (!add_roots(SSL_CTX_get_cert_store(ctx), trust.extra_roots_pem[i]))
+            return make_failure(errc::validation,
+                                "TLS inspection: origin root " + std::to_string(i + 1) +
+                                    " is not a PEM certificate list",
+                                "origin_ca");
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    return out;
+}
+
+outcome<SSL*> origin_context::new_connection(const canonical_host& host)
+{
+    SSL* ssl = SSL_new(ctx_);
+    bool ok = ssl != nullptr && SSL_set_alpn_protos(ssl, http11_wire, sizeof http11_wire) == 0;
+    const std::string text = host.text();
+    if (ok && host.is_ip())
+        ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), text.c_str()) == 1;
+    else if (ok)
+        ok = SSL_set_tlsext_host_name(ssl, text.c_str()) == 1 &&
+             SSL_set1_host(ssl, text.c_str()) == 1;
+    if (!ok)
+    {
+        SSL_free(ssl);
+        ERR_clear_error();
+        return make_failure(errc::internal,
+                            "TLS inspection: cannot prepare the origin's TLS for " + text);
+    }
+    SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+SSL_CTX* origin_context::native_handle() const noexcept
+{
+    return ctx_;
+}
+
+std::string verify_failure(SSL* ssl)
+{
+    const long r = SSL_get_verify_result(ssl);
+    return r == X509_V_OK ? std::string{} : X509_verify_cert_error_string(r);
+}
+
+} // namespace sandbox::net::tls

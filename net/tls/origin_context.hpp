@@ -1,0 +1,55 @@
+// net/tls/origin_context.hpp: the client side of inspected TLS, towards the origin: the
+// certificate must chain to the system's roots (or roots configured for origins) and name the
+// CONNECT host; SNI and ALPN (http/1.1) as a browser would send them.
+#ifndef SANDBOX_NET_TLS_ORIGIN_CONTEXT_HPP
+#define SANDBOX_NET_TLS_ORIGIN_CONTEXT_HPP
+
+#include "host/canonical.hpp"
+
+#include <sandbox/failure.hpp>
+
+#include <openssl/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sandbox::net::tls {
+
+/// What an origin's certificate may chain to.
+struct origin_trust
+{
+    /// The system's roots (Debian's /etc/ssl/certs, OpenSSL's default paths).
+    bool system_roots = true;
+    /// More roots, each one or more PEM certificates (a private CA of the caller's).
+    std::vector<std::string> extra_roots_pem{};
+};
+
+/// \brief One client-side SSL_CTX for every origin of a proxy: TLS 1.2 and 1.3, peer
+/// verification on. Never an "insecure" mode: an origin that does not verify is refused.
+class origin_context
+{
+public:
+    /// `errc::validation` (limit "origin_ca") when an extra root does not parse.
+    static outcome<std::unique_ptr<origin_context>> create(const origin_trust& trust);
+    ~origin_context();
+
+    /// \brief A new SSL in client mode for the origin `host` (the CONNECT host): SNI for a
+    /// name (none for an address), the certificate checked against that name or address,
+    /// ALPN `http/1.1`. The caller owns the SSL.
+    outcome<SSL*> new_connection(const canonical_host& host);
+
+    SSL_CTX* native_handle() const noexcept;
+
+private:
+    explicit origin_context(SSL_CTX* ctx) noexcept;
+    SSL_CTX* ctx_;
+};
+
+/// Why the origin's certificate was refused, in words ("unable to get local issuer
+/// certificate", "hostname mismatch"); empty when it was not.
+std::string verify_failure(SSL* ssl);
+
+} // namespace sandbox::net::tls
+
+#endif // SANDBOX_NET_TLS_ORIGIN_CONTEXT_HPP

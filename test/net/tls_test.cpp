@@ -1,0 +1,761 @@
+// test/net/tls_test.cpp: TLS inspection's CA and server context. The leaves are checked by
+// OpenSSL's own verifier in strict mode (chain, host, purpose, key identifiers), the cache by
+// its canonical keys, bound and renewal; the server context by real clients (curl, Python's
+// ssl) handshaking with an in-process TLS server on loopback that uses it.
+#include <boost/test/unit_test.hpp>
+
+#include "net/tls/certificate_authority.hpp"
+#include "net/tls/inspect.hpp"
+#include "net/tls/leaf_cache.hpp"
+#include "net/tls/server_context.hpp"
+#include "net/tls/trust.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
+
+namespace asio = boost::asio;
+using namespace sandbox;
+using namespace sandbox::net;
+using namespace std::chrono_literals;
+
+namespace {
+
+canonical_host host(const std::string& text)
+{
+    auto h = canonicalize_host(text);
+    BOOST_TEST_REQUIRE(h.has_value(), text);
+    return *h;
+}
+
+std::unique_ptr<tls::certificate_authority> make_ca(tls::authority_options o = {},
+                                                    tls::clock::time_point now = tls::clock::now())
+{
+    auto ca = tls::certificate_authority::create(std::move(o), now);
+    BOOST_TEST_REQUIRE(ca.has_value(), (ca ? "" : ca.error().diag.message));
+    return std::move(*ca);
+}
+
+// OpenSSL's verdict on `leaf` with only the CA trusted, in strict mode, for a TLS server
+// named `name` (an address when `ip`): X509_V_OK or the error.
+int verify(const tls::certificate_authority& ca, X509* leaf, const std::string& name,
+           bool ip = false)
+{
+    X509_STORE* store = X509_STORE_new();
+    X509_STORE_add_cert(store, ca.certificate());
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, store, leaf, nullptr);
+    X509_VERIFY_PARAM* p = X509_STORE_CTX_get0_param(ctx);
+    X509_VERIFY_PARAM_set_flags(p, X509_V_FLAG_X509_STRICT);
+    X509_VERIFY_PARAM_set_purpose(p, X509_PURPOSE_SSL_SERVER);
+    if (ip)
+        X509_VERIFY_PARAM_set1_ip_asc(p, name.c_str());
+    else
+        X509_VERIFY_PARAM_set1_host(p, name.c_str(), name.size());
+    const int ok = X509_verify_cert(ctx);
+    const int err = ok == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    return err;
+}
+
+bool critical(X509* c, int nid)
+{
+    const int at = X509_get_ext_by_NID(c, nid, -1);
+    return at >= 0 && X509_EXTENSION_get_critical(X509_get_ext(c, at)) == 1;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_authority)
+
+BOOST_AUTO_TEST_CASE(a_leaf_chains_to_the_ca_for_its_host_only)
+{
+    auto ca = make_ca();
+    auto leaf = ca->mint(host("api.example.test"), tls::clock::now());
+    BOOST_TEST_REQUIRE(leaf.has_value());
+    X509* c = (*leaf)->cert;
+    BOOST_TEST(verify(*ca, c, "api.example.test") == X509_V_OK,
+               X509_verify_cert_error_string(verify(*ca, c, "api.example.test")));
+    BOOST_TEST(verify(*ca, c, "other.example.test") == X509_V_ERR_HOSTNAME_MISMATCH);
+    BOOST_TEST(verify(*ca, c, "example.test") == X509_V_ERR_HOSTNAME_MISMATCH);
+    // The leaf certifies the shared leaf key, which is not the CA's.
+    BOOST_TEST(X509_check_private_key(c, ca->leaf_key()) == 1);
+    BOOST_TEST(X509_check_private_key(ca->certificate(), ca->leaf_key()) == 0);
+    ERR_clear_error();
+    // What strict verifiers want: AKI byte-equal to the CA's SKI, no SKI of the CA's on the
+    // leaf, a leaf that is no CA, server auth, key usages marked critical.
+    const ASN1_OCTET_STRING* aki = X509_get0_authority_key_id(c);
+    const ASN1_OCTET_STRING* ski = X509_get0_subject_key_id(ca->certificate());
+    BOOST_TEST_REQUIRE((aki && ski));
+    BOOST_TEST(ASN1_OCTET_STRING_cmp(aki, ski) == 0);
+    const ASN1_OCTET_STRING* leaf_ski = X509_get0_subject_key_id(c);
+    BOOST_TEST((!leaf_ski || ASN1_OCTET_STRING_cmp(leaf_ski, ski) != 0));
+    BOOST_TEST(X509_check_ca(c) == 0);
+    BOOST_TEST(X509_check_ca(ca->certificate()) == 1);
+    BOOST_TEST(X509_check_purpose(c, X509_PURPOSE_SSL_SERVER, 0) == 1);
+    BOOST_TEST(critical(c, NID_key_usage));
+    BOOST_TEST(critical(c, NID_basic_constraints));
+    BOOST_TEST(critical(ca->certificate(), NID_basic_constraints));
+    // The CA signs leaves only (pathlen 0).
+    BOOST_TEST(X509_get_pathlen(ca->certificate()) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_address_gets_an_ip_alt_name)
+{
+    auto ca = make_ca();
+    for (std::string text : {"127.0.0.1", "[::1]", "2130706433"})
+        BOOST_TEST_CONTEXT(text)
+        {
+            const auto h = host(text);
+            auto leaf = ca->mint(h, tls::clock::now());
+            BOOST_TEST_REQUIRE(leaf.has_value());
+            BOOST_TEST(verify(*ca, (*leaf)->cert, h.text(), true) == X509_V_OK);
+            BOOST_TEST(X509_check_ip_asc((*leaf)->cert, h.text().c_str(), 0) == 1);
+            BOOST_TEST(X509_check_ip_asc((*leaf)->cert, h.ip->is_v4() ? "127.0.0.2" : "::2", 0) !=
+                       1);
+            BOOST_TEST(X509_check_host((*leaf)->cert, "localhost", 0, 0, nullptr) != 1);
+        }
+}
+
+BOOST_AUTO_TEST_CASE(a_name_over_63_characters_is_in_a_critical_alt_name_only)
+{
+    auto ca = make_ca();
+    const std::string name = std::string(40, 'a') + "." + std::string(40, 'b') + ".test";
+    auto leaf = ca->mint(host(name), tls::clock::now());
+    BOOST_TEST_REQUIRE(leaf.has_value());
+    BOOST_TEST(X509_NAME_entry_count(X509_get_subject_name((*leaf)->cert)) == 0);
+    BOOST_TEST(critical((*leaf)->cert, NID_subject_alt_name));
+    BOOST_TEST(verify(*ca, (*leaf)->cert, name) == X509_V_OK);
+    auto short_leaf = ca->mint(host("a.test"), tls::clock::now());
+    BOOST_TEST(!critical((*short_leaf)->cert, NID_subject_alt_name));
+}
+
+BOOST_AUTO_TEST_CASE(validity_is_backdated_and_never_past_the_ca)
+{
+    const auto now = tls::clock::now();
+    tls::authority_options o;
+    o.lifetime = 2h;
+    auto ca = make_ca(o, now);
+    auto leaf = ca->mint(host("a.test"), now);
+    BOOST_TEST_REQUIRE(leaf.has_value());
+    BOOST_TEST(((*leaf)->not_after == ca->not_after()));
+    BOOST_TEST(ASN1_TIME_compare(X509_get0_notAfter((*leaf)->cert),
+                                 X509_get0_notAfter(ca->certificate())) == 0);
+    const time_t hour_ago = tls::clock::to_time_t(now - 1h);
+    BOOST_TEST(X509_cmp_time(X509_get0_notBefore((*leaf)->cert), nullptr) < 0);
+    time_t before_backdate = hour_ago - 1;
+    BOOST_TEST(X509_cmp_time(X509_get0_notBefore((*leaf)->cert), &before_backdate) > 0);
+    // A long-lived CA caps nothing: the leaf gets its own 7 days.
+    auto long_ca = make_ca({}, now);
+    o = long_ca->options();
+    BOOST_TEST(o.lifetime == std::chrono::seconds(24h));
+}
+
+BOOST_AUTO_TEST_CASE(the_cache_is_keyed_by_the_canonical_host_bounded_and_renewed)
+{
+    tls::authority_options o;
+    o.cache_capacity = 2;
+    o.lifetime = 30 * 24h;
+    const auto now = tls::clock::now();
+    auto ca = make_ca(o, now);
+    bool hit = true;
+    auto first = ca->leaf_for(host("API.Example.Test."), now, &hit);
+    BOOST_TEST_REQUIRE(first.has_value());
+    BOOST_TEST(!hit);
+    auto again = ca->leaf_for(host("api.example.test"), now, &hit);
+    BOOST_TEST(hit);
+    BOOST_TEST(again->get() == first->get());
+    // Bounded: a third host evicts the least recently used.
+    ca->leaf_for(host("b.test"), now, &hit);
+    ca->leaf_for(host("c.test"), now, &hit);
+    BOOST_TEST(ca->cached() == 2u);
+    ca->leaf_for(host("api.example.test"), now, &hit);
+    BOOST_TEST(!hit);
+    // Renewed: with less than an hour left the leaf is minted again, with a later end.
+    const auto late = (*first)->not_after - 30min;
+    auto renewed = ca->leaf_for(host("api.example.test"), late, &hit);
+    BOOST_TEST(!hit);
+    BOOST_TEST(((*renewed)->not_after > (*first)->not_after));
+}
+
+BOOST_AUTO_TEST_CASE(the_pem_holds_the_ca_certificate_and_no_key)
+{
+    auto ca = make_ca();
+    const std::string pem = ca->certificate_pem();
+    BOOST_TEST(pem.find("-----BEGIN CERTIFICATE-----") == 0u);
+    BOOST_TEST(pem.find("PRIVATE") == std::string::npos);
+    BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    X509* back = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+    BIO_free(b);
+    BOOST_TEST_REQUIRE(back != nullptr);
+    BOOST_TEST(X509_cmp(back, ca->certificate()) == 0);
+    X509_free(back);
+    // Two CAs never share keys or certificates.
+    auto other = make_ca();
+    BOOST_TEST(X509_cmp(other->certificate(), ca->certificate()) != 0);
+    BOOST_TEST(X509_check_private_key(ca->certificate(), other->leaf_key()) == 0);
+    ERR_clear_error();
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_are_refused)
+{
+    tls::authority_options o;
+    o.name.clear();
+    auto a = tls::certificate_authority::create(o);
+    BOOST_TEST_REQUIRE(!a);
+    BOOST_TEST(a.error().code == errc::validation);
+    o = {};
+    o.leaf_lifetime = 0s;
+    auto b = tls::certificate_authority::create(o);
+    BOOST_TEST_REQUIRE(!b);
+    BOOST_TEST(b.error().diag.limit == "lifetime");
+}
+
+BOOST_AUTO_TEST_CASE(server_names_parse_strictly)
+{
+    const std::vector<unsigned char> ok{0, 11, 0, 0, 8, 'a', 'p', 'i', '.', 't', 'e', 's', 't'};
+    BOOST_TEST(tls::parse_server_name(ok.data(), ok.size()).value_or("-") == "api.test");
+    auto wrong_list = ok;
+    wrong_list[1] = 12;
+    BOOST_TEST(!tls::parse_server_name(wrong_list.data(), wrong_list.size()));
+    auto too_long = ok;
+    too_long[4] = 9;
+    BOOST_TEST(!tls::parse_server_name(too_long.data(), too_long.size()));
+    const std::vector<unsigned char> other_type{0, 4, 1, 0, 1, 'x'};
+    BOOST_TEST(!tls::parse_server_name(other_type.data(), other_type.size()));
+    const std::vector<unsigned char> empty_name{0, 3, 0, 0, 0};
+    BOOST_TEST(!tls::parse_server_name(empty_name.data(), empty_name.size()));
+    BOOST_TEST(!tls::parse_server_name(ok.data(), 1));
+}
+
+BOOST_AUTO_TEST_CASE(the_lru_bookkeeping_alone)
+{
+    using cache = tls::leaf_cache<int>;
+    cache c(2, std::chrono::seconds(60));
+    const auto t = cache::clock::now();
+    c.insert("a", std::make_shared<int>(1), t + 1h);
+    c.insert("b", std::make_shared<int>(2), t + 1h);
+    BOOST_TEST(*c.find("a", t) == 1); // a is now the most recent
+    c.insert("c", std::make_shared<int>(3), t + 1h);
+    BOOST_TEST(!c.find("b", t));
+    BOOST_TEST(*c.find("a", t) == 1);
+    BOOST_TEST(!c.find("c", t + 1h - 30s)); // ends within a minute: gone
+    BOOST_TEST(c.size() == 1u);
+    c.insert("a", std::make_shared<int>(4), t + 2h);
+    BOOST_TEST(*c.find("a", t) == 4);
+    BOOST_TEST(c.size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// As a TLS server on `s`: the handshake, one request head, a 200 with `body(ssl)`, the close.
+asio::awaitable<void> answer_one(asio::ssl::stream<asio::ip::tcp::socket>& s,
+                                 std::function<std::string(SSL*)> body)
+{
+    auto [ec] = co_await s.async_handshake(asio::ssl::stream_base::server,
+                                           asio::as_tuple(asio::use_awaitable));
+    if (ec)
+        co_return;
+    std::string head;
+    auto [rec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(head), "\r\n\r\n",
+                                                    asio::as_tuple(asio::use_awaitable));
+    if (rec)
+        co_return;
+    const std::string text = body(s.native_handle());
+    const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(text.size()) +
+                              "\r\nConnection: close\r\n\r\n" + text;
+    co_await asio::async_write(s, asio::buffer(reply), asio::as_tuple(asio::use_awaitable));
+    co_await s.async_shutdown(asio::as_tuple(asio::use_awaitable));
+}
+
+// A TLS server on loopback using the server context: each connection gets its own
+// client_hello_state (kept for the test to read), answers one request with "ok", closes.
+struct tls_server
+{
+    asio::io_context ioc;
+    asio::ip::tcp::acceptor acceptor{ioc, {asio::ip::make_address("127.0.0.1"), 0}};
+    std::unique_ptr<tls::certificate_authority> ca = make_ca();
+    std::unique_ptr<tls::server_context> ctx;
+    canonical_host connect_host;
+    std::vector<std::unique_ptr<tls::client_hello_state>> states;
+    std::filesystem::path dir;
+    std::thread runner;
+
+    explicit tls_server(const std::string& connect)
+        : connect_host(host(connect)), dir(std::filesystem::temp_directory_path() /
+                                           ("sbx-tls-test-" + std::to_string(::getpid())))
+    {
+        auto c = tls::server_context::create(*ca);
+        BOOST_TEST_REQUIRE(c.has_value());
+        ctx = std::move(*c);
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "ca.pem") << ca->certificate_pem();
+        asio::co_spawn(ioc, serve(), asio::detached);
+        runner = std::thread([this] { ioc.run(); });
+    }
+    ~tls_server()
+    {
+        asio::post(ioc, [this] { acceptor.close(); });
+        runner.join();
+        std::filesystem::remove_all(dir);
+    }
+    std::uint16_t port() const { return acceptor.local_endpoint().port(); }
+    // What the connections so far saw, read on the server's thread.
+    std::vector<tls::client_hello_state> seen()
+    {
+        std::promise<std::vector<tls::client_hello_state>> p;
+        asio::post(ioc, [&] {
+            std::vector<tls::client_hello_state> v;
+            for (const auto& st : states)
+                v.push_back(*st);
+            p.set_value(std::move(v));
+        });
+        return p.get_future().get();
+    }
+    std::size_t cached()
+    {
+        std::promise<std::size_t> p;
+        asio::post(ioc, [&] { p.set_value(ca->cached()); });
+        return p.get_future().get();
+    }
+    std::string ca_file() const { return (dir / "ca.pem").string(); }
+
+    asio::awaitable<void> serve()
+    {
+        for (;;)
+        {
+            auto [ec, sock] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+            auto st = std::make_unique<tls::client_hello_state>();
+            st->connect_host = connect_host;
+            auto ssl = ctx->new_connection(*st);
+            states.push_back(std::move(st));
+            if (ssl)
+                asio::co_spawn(ioc, answer(std::move(sock), *ssl), asio::detached);
+        }
+    }
+    static asio::awaitable<void> answer(asio::ip::tcp::socket sock, SSL* ssl)
+    {
+        asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), ssl);
+        co_await answer_one(s, [](SSL*) { return std::string("ok"); });
+    }
+};
+
+struct ran
+{
+    int status = -1;
+    std::string out;
+};
+
+// Runs a shell command line, its stdout captured (stderr dropped).
+ran run(const std::string& line)
+{
+    ran r;
+    FILE* p = ::popen((line + " 2>/dev/null").c_str(), "r");
+    BOOST_TEST_REQUIRE(p != nullptr);
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p))
+        r.out.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return r;
+}
+
+std::string curl(const tls_server& s, const std::string& name, bool trust = true)
+{
+    const std::string port = std::to_string(s.port());
+    std::string line = "curl -sS --max-time 10 --noproxy '*' ";
+    if (trust)
+        line += "--cacert " + s.ca_file() + " ";
+    if (name != "127.0.0.1")
+        line += "--resolve " + name + ":" + port + ":127.0.0.1 ";
+    return line + "https://" + name + ":" + port + "/";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_handshake)
+
+BOOST_AUTO_TEST_CASE(curl_trusts_a_leaf_for_the_connect_host_and_the_cache_serves_the_next)
+{
+    tls_server s("api.test");
+    auto first = run(curl(s, "api.test"));
+    BOOST_TEST(first.status == 0);
+    BOOST_TEST(first.out == "ok");
+    auto second = run(curl(s, "api.test"));
+    BOOST_TEST(second.out == "ok");
+    const auto states = s.seen();
+    BOOST_TEST_REQUIRE(states.size() == 2u);
+    BOOST_TEST(states[0].refused.empty());
+    BOOST_TEST(states[0].sni == "api.test");
+    BOOST_TEST(!states[0].leaf_from_cache);
+    BOOST_TEST(states[1].leaf_from_cache);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_naming_another_host_is_refused_before_any_leaf_is_made)
+{
+    tls_server s("api.test");
+    auto r = run(curl(s, "other.test"));
+    BOOST_TEST(r.status == 35); // CURLE_SSL_CONNECT_ERROR: the handshake failed
+    BOOST_TEST(r.out.empty());
+    const auto states = s.seen();
+    BOOST_TEST_REQUIRE(states.size() == 1u);
+    BOOST_TEST(states[0].refused == "sni_mismatch");
+    BOOST_TEST(states[0].sni == "other.test");
+    BOOST_TEST(!states[0].leaf);
+    BOOST_TEST(s.cached() == 0u); // no signing oracle: nothing minted for other.test
+}
+
+BOOST_AUTO_TEST_CASE(without_the_bundle_the_leaf_is_not_trusted)
+{
+    tls_server s("api.test");
+    auto r = run(curl(s, "api.test", false));
+    BOOST_TEST(r.status == 60); // CURLE_PEER_FAILED_VERIFICATION
+    BOOST_TEST(r.out.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_address_without_sni_gets_an_ip_leaf)
+{
+    tls_server s("127.0.0.1");
+    auto r = run(curl(s, "127.0.0.1"));
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out == "ok");
+    const auto states = s.seen();
+    BOOST_TEST_REQUIRE(states.size() == 1u);
+    BOOST_TEST(states[0].sni.empty()); // curl sends no SNI for an address
+    BOOST_TEST(states[0].refused.empty());
+}
+
+BOOST_AUTO_TEST_CASE(python_gets_http11_and_an_h2_only_client_is_refused)
+{
+    tls_server s("api.test");
+    const std::string script = "import socket, ssl, sys\n"
+                               "ctx = ssl.create_default_context(cafile=sys.argv[1])\n"
+                               "ctx.set_alpn_protocols(sys.argv[3].split(','))\n"
+                               "raw = socket.create_connection(('127.0.0.1', int(sys.argv[2])))\n"
+                               "try:\n"
+                               "    c = ctx.wrap_socket(raw, server_hostname='api.test')\n"
+                               "except ssl.SSLError as e:\n"
+                               "    print('refused', e); sys.exit(3)\n"
+                               "print(c.selected_alpn_protocol(), c.version())\n";
+    std::ofstream(s.dir / "client.py") << script;
+    const std::string base = "python3 " + (s.dir / "client.py").string() + " " + s.ca_file() + " " +
+                             std::to_string(s.port()) + " ";
+    auto both = run(base + "h2,http/1.1");
+    BOOST_TEST(both.status == 0);
+    BOOST_TEST(both.out.find("http/1.1 TLSv1.3") == 0u, both.out);
+    auto h2 = run(base + "h2");
+    BOOST_TEST(h2.status == 3);
+    BOOST_TEST(h2.out.find("no application protocol") != std::string::npos, h2.out);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// An origin speaking TLS with a leaf of its own CA for `name` (whatever SNI it gets), which
+// answers one request with what it saw: the SNI and the ALPN. Or, `silent`, an origin that
+// accepts and never speaks.
+// A stand-in for the egress after CONNECT: each accepted client gets a connection to the
+// origin and the inspected tunnel between them; the totals are kept.
+struct inspect_rig
+{
+    asio::io_context ioc;
+    asio::ip::tcp::acceptor origin_acceptor{ioc, {asio::ip::make_address("127.0.0.1"), 0}};
+    asio::ip::tcp::acceptor proxy_acceptor{ioc, {asio::ip::make_address("127.0.0.1"), 0}};
+    std::unique_ptr<tls::certificate_authority> origin_ca = make_ca();
+    std::unique_ptr<tls::certificate_authority> proxy_ca = make_ca();
+    asio::ssl::context origin_tls{asio::ssl::context::tls_server};
+    std::unique_ptr<tls::server_context> server;
+    std::unique_ptr<tls::origin_context> origins;
+    tls::inspect_limits limits;
+    canonical_host connect_host = host("api.test");
+    std::vector<tls::inspect_totals> totals;
+    std::vector<asio::ip::tcp::socket> held; // a silent origin's connections
+    bool silent = false;
+    std::filesystem::path dir;
+    std::thread runner;
+
+    inspect_rig(const std::string& origin_name, bool trust_origin_ca, bool silent_origin = false)
+        : silent(silent_origin), dir(std::filesystem::temp_directory_path() /
+                                     ("sbx-tls-inspect-" + std::to_string(::getpid())))
+    {
+        auto leaf = origin_ca->mint(host(origin_name), tls::clock::now());
+        BOOST_TEST_REQUIRE(leaf.has_value());
+        SSL_CTX_use_certificate(origin_tls.native_handle(), (*leaf)->cert);
+        SSL_CTX_use_PrivateKey(origin_tls.native_handle(), origin_ca->leaf_key());
+        static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        SSL_CTX_set_alpn_select_cb(
+            origin_tls.native_handle(),
+            [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+               unsigned int inlen, void*) {
+                unsigned char* chosen = nullptr;
+                if (SSL_select_next_proto(&chosen, outlen, h11, sizeof h11, in, inlen) !=
+                    OPENSSL_NPN_NEGOTIATED)
+                    return SSL_TLSEXT_ERR_NOACK;
+                *out = chosen;
+                return SSL_TLSEXT_ERR_OK;
+            },
+            nullptr);
+        auto s = tls::server_context::create(*proxy_ca);
+        BOOST_TEST_REQUIRE(s.has_value());
+        server = std::move(*s);
+        tls::origin_trust trust;
+        trust.system_roots = true;
+        if (trust_origin_ca)
+            trust.extra_roots_pem.push_back(origin_ca->certificate_pem());
+        auto o = tls::origin_context::create(trust);
+        BOOST_TEST_REQUIRE(o.has_value());
+        origins = std::move(*o);
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "proxy-ca.pem") << proxy_ca->certificate_pem();
+        std::ofstream(dir / "origin-ca.pem") << origin_ca->certificate_pem();
+        asio::co_spawn(ioc, serve_origin(), asio::detached);
+        asio::co_spawn(ioc, serve_proxy(), asio::detached);
+    }
+    void start()
+    {
+        runner = std::thread([this] { ioc.run(); });
+    }
+    ~inspect_rig()
+    {
+        asio::post(ioc, [this] {
+            origin_acceptor.close();
+            proxy_acceptor.close();
+            held.clear();
+        });
+        if (runner.joinable())
+            runner.join();
+        std::filesystem::remove_all(dir);
+    }
+    std::vector<tls::inspect_totals> seen()
+    {
+        std::promise<std::vector<tls::inspect_totals>> p;
+        asio::post(ioc, [&] { p.set_value(totals); });
+        return p.get_future().get();
+    }
+    std::size_t minted()
+    {
+        std::promise<std::size_t> p;
+        asio::post(ioc, [&] { p.set_value(proxy_ca->cached()); });
+        return p.get_future().get();
+    }
+    std::string curl(const std::string& ca_file) const
+    {
+        const std::string port = std::to_string(proxy_acceptor.local_endpoint().port());
+        return "curl -sS --max-time 10 --noproxy '*' --cacert " + (dir / ca_file).string() +
+               " --resolve api.test:" + port + ":127.0.0.1 https://api.test:" + port + "/";
+    }
+
+    asio::awaitable<void> serve_origin()
+    {
+        for (;;)
+        {
+            auto [ec, sock] =
+                co_await origin_acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+            if (silent)
+                held.push_back(std::move(sock));
+            else
+                asio::co_spawn(ioc, answer_origin(std::move(sock)), asio::detached);
+        }
+    }
+    asio::awaitable<void> answer_origin(asio::ip::tcp::socket sock)
+    {
+        asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), origin_tls);
+        co_await answer_one(s, [](SSL* ssl) {
+            const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+            const unsigned char* alpn = nullptr;
+            unsigned int alpn_len = 0;
+            SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+            return "sni=" + std::string(sni ? sni : "") +
+                   " alpn=" + std::string(reinterpret_cast<const char*>(alpn), alpn_len);
+        });
+    }
+    asio::awaitable<void> serve_proxy()
+    {
+        for (;;)
+        {
+            auto [ec, client] =
+                co_await proxy_acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                co_return;
+            asio::co_spawn(ioc, tunnel(std::move(client)), asio::detached);
+        }
+    }
+    asio::awaitable<void> tunnel(asio::ip::tcp::socket client)
+    {
+        asio::ip::tcp::socket origin(ioc);
+        auto [ec] = co_await origin.async_connect(origin_acceptor.local_endpoint(),
+                                                  asio::as_tuple(asio::use_awaitable));
+        if (ec)
+            co_return;
+        totals.push_back(co_await tls::inspect(std::move(client), std::move(origin), connect_host,
+                                               *server, *origins, limits));
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_inspect)
+
+BOOST_AUTO_TEST_CASE(curl_reaches_a_verified_origin_through_both_terminated_legs)
+{
+    inspect_rig rig("api.test", true);
+    rig.start();
+    auto r = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out == "sni=api.test alpn=http/1.1"); // what the origin saw of our client leg
+    // The client sees the proxy's leaf, not the origin's: trusting the origin's CA alone fails.
+    auto direct = run(rig.curl("origin-ca.pem"));
+    BOOST_TEST(direct.status == 60);
+    const auto t = rig.seen();
+    BOOST_TEST_REQUIRE(t.size() == 2u);
+    BOOST_TEST(t[0].reason == "closed");
+    BOOST_TEST(t[0].sni == "api.test");
+    BOOST_TEST(t[0].origin_alpn == "http/1.1");
+    BOOST_TEST(t[0].up > 0u);
+    BOOST_TEST(t[0].down > r.out.size());
+    BOOST_TEST(t[1].reason == "client_handshake"); // curl refused the leaf
+    BOOST_TEST(t[1].leaf_from_cache);
+}
+
+BOOST_AUTO_TEST_CASE(an_origin_that_does_not_verify_gets_no_leaf)
+{
+    inspect_rig rig("api.test", false); // its CA is not trusted: system roots only
+    rig.start();
+    auto r = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(r.status == 35);
+    BOOST_TEST(r.out.empty());
+    const auto t = rig.seen();
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST(t[0].reason == "origin_untrusted");
+    BOOST_TEST(t[0].detail.find("issuer") != std::string::npos, t[0].detail);
+    BOOST_TEST(rig.minted() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_origin_certified_for_another_name_gets_no_leaf)
+{
+    inspect_rig rig("other.test", true);
+    rig.start();
+    auto r = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(r.status == 35);
+    const auto t = rig.seen();
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST(t[0].reason == "origin_untrusted");
+    BOOST_TEST(t[0].detail.find("hostname mismatch") != std::string::npos, t[0].detail);
+    BOOST_TEST(rig.minted() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_origin_ends_at_the_handshake_deadline)
+{
+    inspect_rig rig("api.test", true, true);
+    rig.limits.handshake_timeout = 300ms;
+    rig.start();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(r.status == 35);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 5s));
+    const auto t = rig.seen();
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST(t[0].reason == "handshake_timeout");
+    BOOST_TEST(rig.minted() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_broken_origin_root_is_refused)
+{
+    tls::origin_trust trust;
+    trust.extra_roots_pem.push_back(
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+    auto o = tls::origin_context::create(trust);
+    BOOST_TEST_REQUIRE(!o);
+    BOOST_TEST(o.error().code == errc::validation);
+    BOOST_TEST(o.error().diag.limit == "origin_ca");
+    trust.extra_roots_pem = {"no certificate here"};
+    BOOST_TEST(!tls::origin_context::create(trust));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tls_trust)
+
+BOOST_AUTO_TEST_CASE(the_bundle_holds_the_system_roots_then_the_ca_and_nothing_else)
+{
+    auto ca = make_ca();
+    auto other = make_ca();
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("sbx-tls-trust-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream f(dir / "system.crt");
+        f << "# a comment\n"
+          << other->certificate_pem()
+          << "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+          << other->certificate_pem();
+    }
+    auto b = tls::trust_bundle((dir / "system.crt").string(), ca->certificate_pem());
+    BOOST_TEST_REQUIRE(b.has_value());
+    BOOST_TEST(b->find("PRIVATE") == std::string::npos);
+    BOOST_TEST(b->find("comment") == std::string::npos);
+    std::size_t certs = 0;
+    for (auto at = b->find("BEGIN CERTIFICATE"); at != std::string::npos;
+         at = b->find("BEGIN CERTIFICATE", at + 1))
+        ++certs;
+    BOOST_TEST(certs == 3u);
+    BOOST_TEST(b->rfind(ca->certificate_pem()) == b->size() - ca->certificate_pem().size());
+    // No system bundle: the CA alone. No CA: refused.
+    auto alone = tls::trust_bundle((dir / "missing.crt").string(), ca->certificate_pem());
+    BOOST_TEST((alone && *alone == ca->certificate_pem()));
+    BOOST_TEST(!tls::trust_bundle((dir / "system.crt").string(), "not a certificate"));
+    std::filesystem::remove_all(dir);
+}
+
+// curl and Python with no flags of their own: the variables alone make them trust the leaf.
+BOOST_AUTO_TEST_CASE(clients_trust_the_leaf_through_the_variables_alone)
+{
+    tls_server s("127.0.0.1");
+    auto bundle = tls::trust_bundle(std::string(tls::system_bundle_path), s.ca->certificate_pem());
+    BOOST_TEST_REQUIRE(bundle.has_value());
+    const auto path = s.dir / "bundle.pem";
+    std::ofstream(path) << *bundle;
+    std::string env = "env";
+    for (const auto& [name, value] : tls::trust_environment(path.string()))
+        env += " " + name + "=" + value;
+    BOOST_TEST(tls::trust_environment("x").size() == 11u);
+    const std::string url = "https://127.0.0.1:" + std::to_string(s.port()) + "/";
+    auto c = run(env + " curl -sS --max-time 10 --noproxy '*' " + url);
+    BOOST_TEST(c.status == 0);
+    BOOST_TEST(c.out == "ok");
+    auto py = run(env +
+                  " python3 -c \"import urllib.request,sys; "
+                  "sys.stdout.write(urllib.request.urlopen('" +
+                  url + "', timeout=10).read().decode())\"");
+    BOOST_TEST(py.status == 0);
+    BOOST_TEST(py.out == "ok");
+    // Without them, neither trusts it.
+    BOOST_TEST(run("curl -sS --max-time 10 --noproxy '*' " + url).status == 60);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
