@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "net/tls/certificate_authority.hpp"
+#include "net/tls/client_hello.hpp"
 #include "net/tls/inspect.hpp"
 #include "net/tls/leaf_cache.hpp"
 #include "net/tls/server_context.hpp"
@@ -13,12 +14,14 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl/stream.hpp>
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -756,6 +759,169 @@ BOOST_AUTO_TEST_CASE(clients_trust_the_leaf_through_the_variables_alone)
     BOOST_TEST(py.out == "ok");
     // Without them, neither trusts it.
     BOOST_TEST(run("curl -sS --max-time 10 --noproxy '*' " + url).status == 60);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+using bytes = std::vector<unsigned char>;
+
+void put16(bytes& b, std::size_t v)
+{
+    b.push_back(static_cast<unsigned char>(v >> 8));
+    b.push_back(static_cast<unsigned char>(v));
+}
+
+// An extension: its type, then its body with a 2-byte length.
+bytes extension(std::size_t type, const bytes& body)
+{
+    bytes e;
+    put16(e, type);
+    put16(e, body.size());
+    e.insert(e.end(), body.begin(), body.end());
+    return e;
+}
+
+bytes sni_extension(const std::string& name)
+{
+    bytes list{0};
+    put16(list, name.size());
+    list.insert(list.end(), name.begin(), name.end());
+    bytes body;
+    put16(body, list.size());
+    body.insert(body.end(), list.begin(), list.end());
+    return extension(0, body);
+}
+
+// A minimal ClientHello message (type, 3-byte length, body) with `exts`.
+bytes hello_message(const bytes& exts)
+{
+    bytes body{3, 3};
+    body.insert(body.end(), 32, 7); // random
+    body.push_back(0);              // no session id
+    body.insert(body.end(), {0, 2, 0x13, 0x01, 1, 0});
+    put16(body, exts.size());
+    body.insert(body.end(), exts.begin(), exts.end());
+    bytes m{1, 0};
+    put16(m, body.size());
+    m.insert(m.end(), body.begin(), body.end());
+    return m;
+}
+
+// `message` in handshake records of at most `chunk` bytes each.
+bytes records(const bytes& message, std::size_t chunk = 16384)
+{
+    bytes out;
+    for (std::size_t at = 0; at < message.size(); at += chunk)
+    {
+        const std::size_t n = std::min(chunk, message.size() - at);
+        out.insert(out.end(), {22, 3, 1});
+        put16(out, n);
+        out.insert(out.end(), message.begin() + static_cast<std::ptrdiff_t>(at),
+                   message.begin() + static_cast<std::ptrdiff_t>(at + n));
+    }
+    return out;
+}
+
+// What OpenSSL's own client sends first: SNI `name`, ALPN h2 then http/1.1.
+bytes openssl_client_hello(const std::string& name)
+{
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL* ssl = SSL_new(ctx);
+    BIO* in = BIO_new(BIO_s_mem());
+    BIO* out = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl, in, out);
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+    static const unsigned char protos[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(ssl, protos, sizeof protos);
+    SSL_set_connect_state(ssl);
+    SSL_do_handshake(ssl);
+    bytes b(static_cast<std::size_t>(BIO_pending(out)));
+    BIO_read(out, b.data(), static_cast<int>(b.size()));
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return b;
+}
+
+tls::hello_peek peek(const bytes& b)
+{
+    return tls::peek_client_hello(b);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_client_hello)
+
+using verdict = tls::hello_peek::verdict;
+
+BOOST_AUTO_TEST_CASE(openssl_s_hello_gives_its_name_and_protocols_and_every_prefix_asks_for_more)
+{
+    const bytes hello = openssl_client_hello("api.test");
+    const auto p = peek(hello);
+    BOOST_TEST_REQUIRE((p.what == verdict::tls));
+    BOOST_TEST(p.sni == "api.test");
+    BOOST_TEST((p.alpn == std::vector<std::string>{"h2", "http/1.1"}));
+    BOOST_TEST(p.bytes == hello.size());
+    for (std::size_t n = 0; n < hello.size(); ++n)
+        if (peek(bytes(hello.begin(), hello.begin() + static_cast<std::ptrdiff_t>(n))).what !=
+            verdict::need_more)
+            BOOST_FAIL("a prefix of " << n << " bytes was judged");
+    // Bytes after the ClientHello (a client that pipelines) are not counted.
+    bytes more = hello;
+    more.insert(more.end(), {23, 3, 3, 0, 1, 0});
+    BOOST_TEST(peek(more).bytes == hello.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_hello_over_several_records_is_read_whole)
+{
+    const bytes m = hello_message(sni_extension("split.test"));
+    const auto p = peek(records(m, 7));
+    BOOST_TEST_REQUIRE((p.what == verdict::tls));
+    BOOST_TEST(p.sni == "split.test");
+    BOOST_TEST(p.bytes == records(m, 7).size());
+}
+
+BOOST_AUTO_TEST_CASE(other_protocols_and_broken_hellos_are_classified)
+{
+    const auto text = [](std::string s) { return bytes(s.begin(), s.end()); };
+    BOOST_TEST((peek(text("GET / HTTP/1.1\r\n\r\n")).what == verdict::not_tls));
+    BOOST_TEST((peek(text("SSH-2.0-OpenSSH_9.2\r\n")).what == verdict::not_tls));
+    BOOST_TEST((peek(bytes{22, 2, 0, 0, 5}).what == verdict::not_tls));        // SSL 2 era
+    BOOST_TEST((peek(bytes{22, 3, 1, 0, 0}).what == verdict::malformed));      // empty record
+    BOOST_TEST((peek(bytes{22, 3, 1, 0x50, 0}).what == verdict::malformed));   // over 2^14 + 256
+    BOOST_TEST((peek(records(bytes{2, 0, 0, 0})).what == verdict::malformed)); // a ServerHello
+    // Extensions: duplicated, a server_name that does not parse, an empty ALPN name, bytes left.
+    const bytes sni = sni_extension("a.test");
+    bytes twice = sni;
+    twice.insert(twice.end(), sni.begin(), sni.end());
+    BOOST_TEST((peek(records(hello_message(twice))).what == verdict::malformed));
+    BOOST_TEST((peek(records(hello_message(extension(0, {0, 1, 0})))).what == verdict::malformed));
+    BOOST_TEST((peek(records(hello_message(extension(16, {0, 2, 1, 'x', 0})))).what ==
+                verdict::malformed));
+    BOOST_TEST((peek(records(hello_message(extension(16, {0, 1, 0})))).what == verdict::malformed));
+    bytes left_over = hello_message(sni);
+    left_over.push_back(0);
+    left_over[3] = static_cast<unsigned char>(left_over[3] + 1);
+    BOOST_TEST((peek(records(left_over)).what == verdict::malformed));
+    // No extensions at all is a TLS 1.2 hello without a name.
+    bytes bare = hello_message({});
+    bare.resize(bare.size() - 2);
+    bare[3] = static_cast<unsigned char>(bare[3] - 2);
+    const auto b = peek(records(bare));
+    BOOST_TEST((b.what == verdict::tls));
+    BOOST_TEST(b.sni.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_hello_past_the_cap_is_refused_without_waiting_for_it)
+{
+    // The header alone says 20,000 bytes: refused at once, not after reading them.
+    bytes head{22, 3, 1, 0, 4, 1, 0, 0x4e, 0x20};
+    BOOST_TEST((tls::peek_client_hello(head).what == verdict::too_large));
+    const bytes big = hello_message(extension(21, bytes(3000, 0))); // padding
+    BOOST_TEST((tls::peek_client_hello(records(big), 1024).what == verdict::too_large));
+    BOOST_TEST((tls::peek_client_hello(records(big)).what == verdict::tls));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

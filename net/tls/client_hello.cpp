@@ -1,0 +1,184 @@
+// net/tls/client_hello.cpp: a bounded reader of the ClientHello (RFC 8446 4.1.2, RFC 6066 3,
+// RFC 7301 3.1).
+#include "client_hello.hpp"
+
+#include "server_context.hpp" // parse_server_name
+
+#include <optional>
+#include <set>
+
+namespace sandbox::net::tls {
+
+namespace {
+
+using verdict = hello_peek::verdict;
+
+// A cursor over the handshake message; every read checks its bound.
+struct reader
+{
+    const unsigned char* p;
+    std::size_t left;
+
+    bool take(std::size_t n, const unsigned char*& out)
+    {
+        if (n > left)
+            return false;
+        out = p;
+        p += n;
+        left -= n;
+        return true;
+    }
+    bool skip(std::size_t n)
+    {
+        const unsigned char* ignored = nullptr;
+        return take(n, ignored);
+    }
+    bool number(std::size_t width, std::size_t& out)
+    {
+        const unsigned char* b = nullptr;
+        if (!take(width, b))
+            return false;
+        out = 0;
+        for (std::size_t i = 0; i < width; ++i)
+            out = (out << 8) | b[i];
+        return true;
+    }
+    // A length of `width` bytes, then that many bytes.
+    bool vector(std::size_t width, reader& inner)
+    {
+        std::size_t n = 0;
+        const unsigned char* b = nullptr;
+        if (!number(width, n) || !take(n, b))
+            return false;
+        inner = reader{b, n};
+        return true;
+    }
+};
+
+// The handshake bytes carried by consecutive handshake records, up to `cap` + 4.
+struct gathered
+{
+    verdict what = verdict::need_more;
+    std::vector<unsigned char> message;
+    std::size_t bytes = 0;
+};
+
+gathered gather(std::span<const unsigned char> in, std::size_t cap)
+{
+    gathered g;
+    std::size_t at = 0;
+    while (true)
+    {
+        if (in.size() - at < 5)
+            return g; // need_more
+        const unsigned char* h = in.data() + at;
+        if (h[0] != 22 || h[1] != 3 || h[2] > 4)
+        {
+            g.what = at == 0 ? verdict::not_tls : verdict::malformed;
+            return g;
+        }
+        const std::size_t len = static_cast<std::size_t>((h[3] << 8) | h[4]);
+        if (len == 0 || len > 16384 + 256)
+        {
+            g.what = verdict::malformed;
+            return g;
+        }
+        if (in.size() - at - 5 < len)
+            return g; // need_more
+        g.message.insert(g.message.end(), h + 5, h + 5 + len);
+        at += 5 + len;
+        g.bytes = at;
+        if (g.message.size() >= 4)
+        {
+            const std::size_t body =
+                (std::size_t{g.message[1]} << 16) | (std::size_t{g.message[2]} << 8) | g.message[3];
+            if (g.message[0] != 1) // not a ClientHello
+            {
+                g.what = verdict::malformed;
+                return g;
+            }
+            if (body > cap)
+            {
+                g.what = verdict::too_large;
+                return g;
+            }
+            if (g.message.size() >= 4 + body)
+            {
+                g.message.resize(4 + body); // what follows belongs to the next message
+                g.what = verdict::tls;
+                return g;
+            }
+        }
+    }
+}
+
+bool read_alpn(reader r, std::vector<std::string>& out)
+{
+    reader list{};
+    if (!r.vector(2, list) || r.left != 0 || list.left == 0)
+        return false;
+    while (list.left > 0)
+    {
+        reader name{};
+        if (!list.vector(1, name) || name.left == 0)
+            return false;
+        out.emplace_back(reinterpret_cast<const char*>(name.p), name.left);
+    }
+    return true;
+}
+
+bool read_extensions(reader exts, hello_peek& out)
+{
+    std::set<std::size_t> seen;
+    while (exts.left > 0)
+    {
+        std::size_t type = 0;
+        reader body{};
+        if (!exts.number(2, type) || !exts.vector(2, body) || !seen.insert(type).second)
+            return false;
+        if (type == 0) // server_name
+        {
+            auto name = parse_server_name(body.p, body.left);
+            if (!name)
+                return false;
+            out.sni = std::move(*name);
+        }
+        else if (type == 16 && !read_alpn(body, out.alpn)) // application_layer_protocol_negotiation
+            return false;
+    }
+    return true;
+}
+
+// The ClientHello body: version, random, session id, suites, compression, extensions.
+bool read_hello(reader r, hello_peek& out)
+{
+    reader session{}, suites{}, compression{}, exts{};
+    if (!r.skip(2 + 32) || !r.vector(1, session) || session.left > 32 || !r.vector(2, suites) ||
+        suites.left < 2 || suites.left % 2 != 0 || !r.vector(1, compression) ||
+        compression.left < 1)
+        return false;
+    if (r.left == 0)
+        return true; // no extensions at all (TLS 1.2 allows it)
+    return r.vector(2, exts) && r.left == 0 && read_extensions(exts, out);
+}
+
+} // namespace
+
+hello_peek peek_client_hello(std::span<const unsigned char> bytes, std::size_t cap)
+{
+    hello_peek out;
+    gathered g = gather(bytes, cap);
+    out.what = g.what;
+    out.bytes = g.bytes;
+    if (g.what != verdict::tls)
+        return out;
+    if (!read_hello(reader{g.message.data() + 4, g.message.size() - 4}, out))
+    {
+        out = hello_peek{};
+        out.what = verdict::malformed;
+        out.bytes = g.bytes;
+    }
+    return out;
+}
+
+} // namespace sandbox::net::tls
