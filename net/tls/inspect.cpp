@@ -1,6 +1,8 @@
 // net/tls/inspect.cpp: the two handshakes and the plaintext relay of an inspected tunnel.
 #include "inspect.hpp"
 
+#include "prefixed_stream.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -21,7 +23,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using tcp = asio::ip::tcp;
-using tls_stream = asio::ssl::stream<tcp::socket>;
+using tls_stream = asio::ssl::stream<prefixed_stream<tcp::socket>>;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -128,7 +130,7 @@ bool failed(const outcome<SSL*>& ssl, inspect_totals& t)
 
 } // namespace
 
-asio::awaitable<inspect_totals> inspect(tcp::socket client, tcp::socket origin, canonical_host host,
+asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
                                         server_context& server, origin_context& origins,
                                         inspect_limits limits)
 {
@@ -136,7 +138,7 @@ asio::awaitable<inspect_totals> inspect(tcp::socket client, tcp::socket origin, 
     auto origin_ssl = origins.new_connection(host);
     if (failed(origin_ssl, t))
         co_return t;
-    tls_stream o(std::move(origin), *origin_ssl);
+    tls_stream o(prefixed_stream(std::move(origin.socket), std::move(origin.first)), *origin_ssl);
     if (!co_await open_origin(o, t, limits.handshake_timeout))
         co_return t; // no leaf for an origin that did not verify: the client sees the close
     client_hello_state st;
@@ -144,7 +146,7 @@ asio::awaitable<inspect_totals> inspect(tcp::socket client, tcp::socket origin, 
     auto client_ssl = server.new_connection(st);
     if (failed(client_ssl, t))
         co_return t;
-    tls_stream c(std::move(client), *client_ssl);
+    tls_stream c(prefixed_stream(std::move(client.socket), std::move(client.first)), *client_ssl);
     const auto t0 = steady::now();
     const auto ec = co_await handshake(c, tls_stream::server, limits.handshake_timeout);
     t.client_handshake = since(t0);

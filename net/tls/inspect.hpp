@@ -48,14 +48,21 @@ struct inspect_totals
     std::chrono::microseconds client_handshake{};
 };
 
-/// \brief Terminates TLS on `client` (whose CONNECT to `host` was answered 200) and on
-/// `origin` (connected to `host` by the egress, which checked policy), then relays the
-/// plaintext until one side closes, the idle timeout, an error or cancellation (terminal:
+/// A connected socket and the bytes already read from it (given to TLS before the socket's).
+struct leg
+{
+    boost::asio::ip::tcp::socket socket;
+    std::string first{};
+};
+
+/// \brief Terminates TLS on `client` (whose CONNECT to `host` was answered 200; `first`: what
+/// it sent already, its ClientHello read to decide on inspection) and on `origin` (connected
+/// to `host` by the egress, which checked policy; `first`: bytes it sent early), then relays
+/// the plaintext until one side closes, the idle timeout, an error or cancellation (terminal:
 /// both sockets closed). Both sockets are closed at the end. Runs on the sockets' executor.
-boost::asio::awaitable<inspect_totals> inspect(boost::asio::ip::tcp::socket client,
-                                               boost::asio::ip::tcp::socket origin,
-                                               canonical_host host, server_context& server,
-                                               origin_context& origins, inspect_limits limits);
+boost::asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
+                                               server_context& server, origin_context& origins,
+                                               inspect_limits limits);
 
 } // namespace sandbox::net::tls
 
