@@ -27,6 +27,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace sandbox::net::tls {
+class inspector;
+} // namespace sandbox::net::tls
+
 namespace sandbox::net {
 
 /// \brief `net_policy::proxy` parsed: `http://[user:pass@]host:port` (Basic) or
@@ -66,6 +70,8 @@ struct egress_config
     std::shared_ptr<tunnel_budget> sandbox_budget{};
     /// Gets every record, on the egress's executor. May be empty.
     net_record_handler on_record{};
+    /// TLS inspection of the CONNECT hosts it selects (null: none; every tunnel is relayed).
+    std::shared_ptr<tls::inspector> inspection{};
 };
 
 /// \brief Builds the config of `p` (mode allow_list or proxy): compiles the rules, parses

@@ -10,6 +10,7 @@
 #include "http_front.hpp"
 
 #include "relay.hpp"
+#include "tls/inspector.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/read.hpp>
@@ -190,9 +191,12 @@ std::string failure_text(const failure& f)
 
 // ---- CONNECT --------------------------------------------------------------------------
 
-/// Answers 200 on a connected destination, relays, and records the close.
-asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op, std::string rest)
+/// Answers 200 on a connected destination, relays (or inspects, when the egress's inspection
+/// selects `host`), and records the close.
+asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
+                                 const canonical_host& host, std::string rest)
 {
+    tls::inspector* inspection = gate.config().inspection.get();
     static constexpr std::string_view ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
     relay_totals t;
     try
@@ -201,6 +205,9 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op, 
                                                   asio::as_tuple(asio::use_awaitable));
         if (ec)
             t.reason = "reset";
+        else if (inspection && inspection->selects(host))
+            t = co_await inspection->tunnel(client, op.socket, std::move(op.early_bytes), host,
+                                            std::move(rest), gate.limits().tunnel_idle_timeout);
         else
             t = co_await relay(client, op.socket, std::move(rest), std::move(op.early_bytes),
                                gate.limits().tunnel_idle_timeout);
@@ -230,7 +237,7 @@ asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const hea
         co_await answer(client, http_status(op.status), op.message);
         co_return;
     }
-    co_await run_tunnel(gate, client, op, std::move(rest));
+    co_await run_tunnel(gate, client, op, a->host, std::move(rest));
 }
 
 // ---- absolute-form forwarding -----------------------------------------------------------

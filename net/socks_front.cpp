@@ -10,6 +10,7 @@
 
 #include "deadline.hpp"
 #include "relay.hpp"
+#include "tls/inspector.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
@@ -267,9 +268,15 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
     boost::system::error_code ec;
     const auto local = o.socket.local_endpoint(ec);
     co_await send_reply(client, rep_ok, ec ? std::nullopt : std::optional<tcp::endpoint>(local));
-    const auto totals =
-        co_await relay(client, o.socket, std::move(pipelined), std::move(o.early_bytes),
-                       gate->limits().tunnel_idle_timeout);
+    relay_totals totals;
+    if (tls::inspector* inspection = gate->config().inspection.get();
+        inspection && inspection->selects(req.target->host))
+        totals = co_await inspection->tunnel(client, o.socket, std::move(o.early_bytes),
+                                             req.target->host, std::move(pipelined),
+                                             gate->limits().tunnel_idle_timeout);
+    else
+        totals = co_await relay(client, o.socket, std::move(pipelined), std::move(o.early_bytes),
+                                gate->limits().tunnel_idle_timeout);
     gate->closed(o.record, totals.up, totals.down, totals.reason);
 }
 

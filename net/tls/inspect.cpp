@@ -4,6 +4,7 @@
 #include "prefixed_stream.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -118,6 +119,14 @@ asio::awaitable<bool> open_origin(tls_stream& o, inspect_totals& t, std::chrono:
     co_return false;
 }
 
+// Whether a coroutine's cancellation state says it was cancelled (the proxy stopping). Read
+// with `co_await this_coro::cancellation_state`, which never throws; an awaitable of ours
+// would, under Asio's default throw_if_cancelled.
+bool cancelled(const asio::cancellation_state& cs)
+{
+    return cs.cancelled() != asio::cancellation_type::none;
+}
+
 // An SSL that could not be made ends the tunnel as "internal".
 bool failed(const outcome<SSL*>& ssl, inspect_totals& t)
 {
@@ -140,7 +149,12 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
         co_return t;
     tls_stream o(prefixed_stream(std::move(origin.socket), std::move(origin.first)), *origin_ssl);
     if (!co_await open_origin(o, t, limits.handshake_timeout))
+    {
+        // The proxy stopped during the handshake.
+        if (cancelled(co_await asio::this_coro::cancellation_state))
+            t.reason = "stopped";
         co_return t; // no leaf for an origin that did not verify: the client sees the close
+    }
     client_hello_state st;
     st.connect_host = std::move(host);
     auto client_ssl = server.new_connection(st);
@@ -157,6 +171,8 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
         t.reason = ec == asio::error::timed_out ? "handshake_timeout"
                    : st.refused.empty()         ? "client_handshake"
                                                 : st.refused;
+        if (cancelled(co_await asio::this_coro::cancellation_state))
+            t.reason = "stopped";
         t.detail = ec.message();
         co_return t;
     }
@@ -164,8 +180,7 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
     auto ended = co_await (pump(c, o, t.up, last) || pump(o, c, t.down, last) ||
                            idle_watch(last, limits.idle_timeout));
     std::visit([&](std::string& why) { t.reason = std::move(why); }, ended);
-    auto cs = co_await asio::this_coro::cancellation_state;
-    if (cs.cancelled() != asio::cancellation_type::none)
+    if (cancelled(co_await asio::this_coro::cancellation_state))
     {
         t.reason = "stopped";
         co_return t;

@@ -1,12 +1,19 @@
-// test/net/tls_test.cpp: TLS inspection's CA and server context. The leaves are checked by
-// OpenSSL's own verifier in strict mode (chain, host, purpose, key identifiers), the cache by
-// its canonical keys, bound and renewal; the server context by real clients (curl, Python's
-// ssl) handshaking with an in-process TLS server on loopback that uses it.
+// test/net/tls_test.cpp: TLS inspection (net/tls). The leaves are checked by OpenSSL's own
+// verifier in strict mode (chain, host, purpose, key identifiers), the cache by its canonical
+// keys, bound and renewal; the server context, the terminated tunnel and the egress proxy
+// with inspection by real clients (curl, Python's ssl) against in-process TLS servers on
+// loopback; the ClientHello reader against OpenSSL's own hello and broken ones.
 #include <boost/test/unit_test.hpp>
 
+#include "net/address_guard.hpp"
+#include "net/egress.hpp"
+#include "net/proxy.hpp"
+#include "net/resolver.hpp"
+#include "net/rule_set.hpp"
 #include "net/tls/certificate_authority.hpp"
 #include "net/tls/client_hello.hpp"
 #include "net/tls/inspect.hpp"
+#include "net/tls/inspector.hpp"
 #include "net/tls/leaf_cache.hpp"
 #include "net/tls/server_context.hpp"
 #include "net/tls/trust.hpp"
@@ -28,6 +35,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -976,6 +984,192 @@ BOOST_AUTO_TEST_CASE(a_hello_past_the_cap_is_refused_without_waiting_for_it)
     const bytes big = hello_message(extension(21, bytes(3000, 0))); // padding
     BOOST_TEST((tls::peek_client_hello(records(big), 1024).what == verdict::too_large));
     BOOST_TEST((tls::peek_client_hello(records(big)).what == verdict::tls));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// The egress proxy itself with inspection, in front of the rig's origin: curl goes through
+// it with -x, as a command in a sandbox does through HTTPS_PROXY.
+struct proxy_rig
+{
+    std::vector<net_record> records;
+    std::shared_ptr<egress> gate;
+    std::unique_ptr<egress_proxy> proxy;
+    std::uint16_t port = 0;
+    inspect_rig rig;
+
+    proxy_rig(std::vector<std::string> inspect, std::vector<std::string> exclude,
+              std::chrono::milliseconds handshake_timeout = 10s)
+        : rig("api.test", true)
+    {
+        const auto lo = asio::ip::make_address("127.0.0.1");
+        net_policy p;
+        p.mode = net_mode::allow_list;
+        p.rules = {net_rule{net_action::allow, "127.0.0.1", 0},
+                   net_rule{net_action::allow, "api.test", 0}};
+        egress_config cfg;
+        cfg.mode = net_mode::allow_list;
+        cfg.rules = rule_set::compile(p).value();
+        cfg.dns = std::make_shared<static_resolver>(
+            std::map<std::string, std::vector<net::address>>{{"api.test", {lo}}}, nullptr);
+        cfg.guard = address_guard{};
+        cfg.on_record = [this](const net_record& r) { records.push_back(r); };
+        tls::inspection_options io;
+        io.hosts = std::move(inspect);
+        io.exclude_hosts = std::move(exclude);
+        io.origins.extra_roots_pem = {rig.origin_ca->certificate_pem()};
+        io.limits.handshake_timeout = handshake_timeout;
+        auto in = tls::inspector::create(std::move(io));
+        BOOST_TEST_REQUIRE(in.has_value());
+        std::ofstream(rig.dir / "inspect-ca.pem") << (*in)->authority().certificate_pem();
+        cfg.inspection = std::move(*in);
+        gate = std::make_shared<egress>(rig.ioc.get_executor(), std::move(cfg));
+        proxy = std::make_unique<egress_proxy>(gate);
+        asio::ip::tcp::acceptor a(rig.ioc, {lo, 0});
+        port = a.local_endpoint().port();
+        proxy->add_listener(std::move(a));
+        rig.start();
+    }
+    ~proxy_rig()
+    {
+        std::promise<void> drained;
+        asio::post(rig.ioc, [&] { proxy->stop([&] { drained.set_value(); }); });
+        drained.get_future().wait();
+    }
+    std::string curl(const std::string& ca_file, const std::string& scheme = "https") const
+    {
+        return "curl -sS --max-time 10 --cacert " + (rig.dir / ca_file).string() +
+               " -x http://127.0.0.1:" + std::to_string(port) + (scheme == "http" ? " -p " : " ") +
+               scheme +
+               "://api.test:" + std::to_string(rig.origin_acceptor.local_endpoint().port()) + "/";
+    }
+    // The closed records so far, read on the loop.
+    std::vector<net_record> closed(std::size_t n)
+    {
+        std::vector<net_record> out;
+        for (int i = 0; i < 500; ++i)
+        {
+            std::promise<std::vector<net_record>> p;
+            asio::post(rig.ioc, [&] {
+                std::vector<net_record> c;
+                for (const auto& r : records)
+                    if (r.event == net_event::closed)
+                        c.push_back(r);
+                p.set_value(std::move(c));
+            });
+            out = p.get_future().get();
+            if (out.size() >= n)
+                break;
+            std::this_thread::sleep_for(10ms);
+        }
+        return out;
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_proxy)
+
+BOOST_AUTO_TEST_CASE(a_selected_connect_host_is_inspected)
+{
+    proxy_rig f({"api.test"}, {});
+    auto r = run(f.curl("inspect-ca.pem"));
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out == "sni=api.test alpn=http/1.1");
+    BOOST_TEST(run(f.curl("origin-ca.pem")).status == 60); // the client sees the proxy's leaf
+    const auto c = f.closed(2);
+    BOOST_TEST_REQUIRE(c.size() == 2u);
+    BOOST_TEST(c[0].reason == "closed");
+    BOOST_TEST(c[0].bytes_down > r.out.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_socks5_connect_is_inspected_the_same_way)
+{
+    proxy_rig f({"api.test"}, {});
+    auto line = f.curl("inspect-ca.pem");
+    line.replace(line.find(" -x http://"), 11, " --socks5-hostname ");
+    auto r = run(line);
+    BOOST_TEST(r.status == 0, line);
+    BOOST_TEST(r.out == "sni=api.test alpn=http/1.1");
+    const auto c = f.closed(1);
+    BOOST_TEST_REQUIRE(c.size() == 1u);
+    BOOST_TEST(c[0].reason == "closed");
+}
+
+BOOST_AUTO_TEST_CASE(an_excluded_host_is_relayed_as_it_is)
+{
+    proxy_rig f({}, {"api.test"});
+    auto r = run(f.curl("origin-ca.pem"));
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out == "sni=api.test alpn=http/1.1");
+    BOOST_TEST(run(f.curl("inspect-ca.pem")).status == 60); // the origin's own leaf
+    const auto c = f.closed(2);
+    BOOST_TEST_REQUIRE(c.size() == 2u);
+    // A plain relay's end (the peers' own close: "eof", or "reset" when one closes with
+    // bytes unread), never an inspected tunnel's ("closed").
+    BOOST_TEST((c[0].reason == "eof" || c[0].reason == "reset"), c[0].reason);
+}
+
+BOOST_AUTO_TEST_CASE(plain_bytes_to_an_inspected_host_are_refused)
+{
+    proxy_rig f({"api.test"}, {});
+    auto r = run(f.curl("inspect-ca.pem", "http"));
+    BOOST_TEST(r.status != 0);
+    BOOST_TEST(r.out.empty());
+    const auto c = f.closed(1);
+    BOOST_TEST_REQUIRE(c.size() == 1u);
+    BOOST_TEST(c[0].reason == "not_tls");
+    BOOST_TEST(c[0].bytes_up == 0u);
+}
+
+// A client that opens an inspected tunnel and sends nothing is closed at the deadline.
+BOOST_AUTO_TEST_CASE(a_tunnel_without_a_client_hello_ends_at_the_deadline)
+{
+    proxy_rig f({"api.test"}, {}, 300ms);
+    const std::string port = std::to_string(f.port);
+    const std::string origin = std::to_string(f.rig.origin_acceptor.local_endpoint().port());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run(
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port + "; printf \"CONNECT api.test:" + origin +
+        " HTTP/1.1\\r\\nHost: api.test\\r\\n\\r\\n\" >&3; head -c 12 <&3; cat <&3 >/dev/null'");
+    BOOST_TEST(r.out == "HTTP/1.1 200");
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < 5s));
+    const auto c = f.closed(1);
+    BOOST_TEST_REQUIRE(c.size() == 1u);
+    BOOST_TEST(c[0].reason == "no_client_hello");
+}
+
+BOOST_AUTO_TEST_CASE(bad_selection_patterns_are_refused_with_their_field)
+{
+    tls::inspection_options io;
+    io.exclude_hosts = {"bad host"};
+    auto in = tls::inspector::create(io);
+    BOOST_TEST_REQUIRE(!in);
+    BOOST_TEST(in.error().code == errc::validation);
+    BOOST_TEST(in.error().diag.limit == "net.mitm.exclude_hosts");
+}
+
+BOOST_AUTO_TEST_CASE(selection_uses_the_rules_host_forms)
+{
+    tls::inspection_options io;
+    io.hosts = {"example.test", "*.wild.test", "10.0.0.0/8", "::1"};
+    io.exclude_hosts = {"skip.example.test"};
+    auto in = tls::inspector::create(io);
+    BOOST_TEST_REQUIRE(in.has_value());
+    auto& s = **in;
+    BOOST_TEST(s.selects(host("example.test")));
+    BOOST_TEST(s.selects(host("API.Example.Test.")));
+    BOOST_TEST(!s.selects(host("skip.example.test")));
+    BOOST_TEST(!s.selects(host("a.skip.example.test")));
+    BOOST_TEST(!s.selects(host("notexample.test")));
+    BOOST_TEST(!s.selects(host("wild.test")));
+    BOOST_TEST(s.selects(host("a.b.wild.test")));
+    BOOST_TEST(s.selects(host("10.200.3.4")));
+    BOOST_TEST(!s.selects(host("11.0.0.1")));
+    BOOST_TEST(s.selects(host("[::1]")));
+    BOOST_TEST(!s.selects(host("127.0.0.1")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,242 @@
+// net/tls/inspector.cpp: the selection of inspected hosts and the read of a ClientHello.
+#include "inspector.hpp"
+
+#include "host/pattern.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <array>
+#include <span>
+#include <vector>
+
+namespace sandbox::net::tls {
+
+namespace {
+
+namespace asio = boost::asio;
+
+std::vector<unsigned char> bytes_of(const address& a)
+{
+    if (a.is_v4())
+    {
+        const auto b = a.to_v4().to_bytes();
+        return {b.begin(), b.end()};
+    }
+    const auto b = a.to_v6().to_bytes();
+    return {b.begin(), b.end()};
+}
+
+// Whether `p` names `h`: a domain and its subdomains, subdomains only, an address, a block.
+bool matches(const detail::host_pattern& p, const canonical_host& h)
+{
+    using detail::host_kind;
+    const auto under = [&](const std::string& name) {
+        return name.size() > p.host.size() &&
+               name.compare(name.size() - p.host.size(), p.host.size(), p.host) == 0 &&
+               name[name.size() - p.host.size() - 1] == '.';
+    };
+    switch (p.kind)
+    {
+    case host_kind::domain: return !h.ip && (h.name == p.host || under(h.name));
+    case host_kind::wildcard_domain: return !h.ip && under(h.name);
+    case host_kind::ip: return h.ip && *h.ip == p.address;
+    case host_kind::cidr: {
+        if (!h.ip || h.ip->is_v4() != p.address.is_v4())
+            return false;
+        const auto a = bytes_of(*h.ip);
+        const auto n = bytes_of(p.address);
+        for (int bit = 0; bit < p.prefix_length; ++bit)
+        {
+            const unsigned mask = 0x80u >> (bit % 8);
+            if ((a[bit / 8] & mask) != (n[bit / 8] & mask))
+                return false;
+        }
+        return true;
+    }
+    }
+    return false;
+}
+
+outcome<std::vector<detail::host_pattern>> parse_all(const std::vector<std::string>& texts,
+                                                     const char* field)
+{
+    std::vector<detail::host_pattern> out;
+    for (const auto& t : texts)
+    {
+        auto p = detail::parse_host_pattern(t);
+        if (!p)
+        {
+            failure f = p.error();
+            f.diag.limit = field;
+            return f;
+        }
+        out.push_back(std::move(*p));
+    }
+    return out;
+}
+
+} // namespace
+
+struct inspector::impl
+{
+    inspection_options opts;
+    std::vector<detail::host_pattern> hosts, excluded;
+    std::unique_ptr<certificate_authority> ca;
+    std::unique_ptr<server_context> server;
+    std::unique_ptr<origin_context> origins;
+
+    asio::awaitable<relay_totals> tunnel(asio::ip::tcp::socket& client,
+                                         asio::ip::tcp::socket& origin, std::string early,
+                                         canonical_host host, std::string rest,
+                                         std::chrono::milliseconds idle_timeout);
+};
+
+inspector::inspector(std::unique_ptr<impl> p) noexcept : p_(std::move(p)) {}
+inspector::~inspector() = default;
+
+outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
+{
+    auto p = std::make_unique<impl>();
+    auto hosts = parse_all(opts.hosts, "net.mitm.hosts");
+    if (!hosts)
+        return hosts.error();
+    auto excluded = parse_all(opts.exclude_hosts, "net.mitm.exclude_hosts");
+    if (!excluded)
+        return excluded.error();
+    auto ca = certificate_authority::create(opts.ca);
+    if (!ca)
+        return ca.error();
+    auto server = server_context::create(**ca);
+    if (!server)
+        return server.error();
+    auto origins = origin_context::create(opts.origins);
+    if (!origins)
+        return origins.error();
+    p->hosts = std::move(*hosts);
+    p->excluded = std::move(*excluded);
+    p->ca = std::move(*ca);
+    p->server = std::move(*server);
+    p->origins = std::move(*origins);
+    p->opts = std::move(opts);
+    return std::unique_ptr<inspector>(new inspector(std::move(p)));
+}
+
+bool inspector::selects(const canonical_host& host) const
+{
+    const auto named = [&](const std::vector<detail::host_pattern>& list) {
+        for (const auto& p : list)
+            if (matches(p, host))
+                return true;
+        return false;
+    };
+    if (named(p_->excluded))
+        return false;
+    return p_->hosts.empty() || named(p_->hosts);
+}
+
+certificate_authority& inspector::authority() noexcept
+{
+    return *p_->ca;
+}
+server_context& inspector::server() noexcept
+{
+    return *p_->server;
+}
+origin_context& inspector::origins() noexcept
+{
+    return *p_->origins;
+}
+const inspection_options& inspector::options() const noexcept
+{
+    return p_->opts;
+}
+
+// The tunnel's steps; an Asio wait refused after a cancellation (the proxy stopping) throws.
+asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& client,
+                                                      asio::ip::tcp::socket& origin,
+                                                      std::string early, canonical_host host,
+                                                      std::string rest,
+                                                      std::chrono::milliseconds idle_timeout)
+{
+    using verdict = hello_peek::verdict;
+    const auto deadline = std::chrono::steady_clock::now() + opts.limits.handshake_timeout;
+    const hello_peek hello = co_await read_client_hello(client, rest, deadline);
+    relay_totals t;
+    if (hello.what == verdict::not_tls && opts.relay_non_tls)
+        co_return co_await relay(client, origin, std::move(rest), std::move(early), idle_timeout);
+    if (hello.what != verdict::tls)
+    {
+        t.reason = hello.what == verdict::not_tls     ? "not_tls"
+                   : hello.what == verdict::too_large ? "client_hello_too_large"
+                   : hello.what == verdict::malformed ? "bad_client_hello"
+                                                      : "no_client_hello";
+        boost::system::error_code ignored;
+        client.close(ignored);
+        origin.close(ignored);
+        co_return t;
+    }
+    leg from_client{std::move(client), std::move(rest)};
+    leg to_origin{std::move(origin), std::move(early)};
+    inspect_limits limits = opts.limits;
+    limits.idle_timeout = idle_timeout;
+    const inspect_totals done = co_await inspect(std::move(from_client), std::move(to_origin),
+                                                 std::move(host), *server, *origins, limits);
+    t.up = done.up;
+    t.down = done.down;
+    t.reason = done.reason;
+    co_return t;
+}
+
+asio::awaitable<relay_totals> inspector::tunnel(asio::ip::tcp::socket& client,
+                                                asio::ip::tcp::socket& origin, std::string early,
+                                                canonical_host host, std::string rest,
+                                                std::chrono::milliseconds idle_timeout)
+{
+    relay_totals t;
+    try
+    {
+        t = co_await p_->tunnel(client, origin, std::move(early), std::move(host), std::move(rest),
+                                idle_timeout);
+    }
+    catch (const boost::system::system_error&)
+    {
+        t.reason = "stopped";
+    }
+    boost::system::error_code ignored;
+    client.close(ignored);
+    origin.close(ignored);
+    co_return t;
+}
+
+asio::awaitable<hello_peek> read_client_hello(asio::ip::tcp::socket& s, std::string& first,
+                                              std::chrono::steady_clock::time_point deadline)
+{
+    using namespace asio::experimental::awaitable_operators;
+    const auto judge = [&] {
+        return peek_client_hello(
+            std::span(reinterpret_cast<const unsigned char*>(first.data()), first.size()));
+    };
+    hello_peek p = judge();
+    asio::steady_timer timer(s.get_executor());
+    timer.expires_at(deadline);
+    std::array<char, 4096> buf;
+    while (p.what == hello_peek::verdict::need_more)
+    {
+        auto r =
+            co_await (s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable)) ||
+                      timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+        if (r.index() == 1)
+            co_return p; // the deadline
+        auto [ec, n] = std::get<0>(r);
+        first.append(buf.data(), n);
+        p = judge();
+        if (ec)
+            co_return p;
+    }
+    co_return p;
+}
+
+} // namespace sandbox::net::tls

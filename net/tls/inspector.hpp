@@ -1,0 +1,88 @@
+// net/tls/inspector.hpp: TLS inspection for one sandbox's egress proxy: which CONNECT hosts are
+// inspected, the CA and both TLS contexts, and the first bytes of a selected tunnel (its
+// ClientHello, read within the handshake deadline).
+#ifndef SANDBOX_NET_TLS_INSPECTOR_HPP
+#define SANDBOX_NET_TLS_INSPECTOR_HPP
+
+#include "certificate_authority.hpp"
+#include "client_hello.hpp"
+#include "inspect.hpp"
+#include "origin_context.hpp"
+#include "server_context.hpp"
+
+#include "net/relay.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sandbox::net::tls {
+
+/// What to inspect and how.
+struct inspection_options
+{
+    /// Host patterns (the rules' forms: `example.com` with its subdomains, `*.example.com`,
+    /// an address, a CIDR block) whose CONNECTs are inspected; empty: every CONNECT.
+    std::vector<std::string> hosts{};
+    /// Never inspected (relayed as they are); wins over `hosts`.
+    std::vector<std::string> exclude_hosts{};
+    /// Bytes that are not TLS to an inspected host: relayed as they are (true), or the
+    /// tunnel is closed (false, the default: an inspected host is reached through TLS only).
+    bool relay_non_tls = false;
+    authority_options ca{};
+    origin_trust origins{};
+    inspect_limits limits{};
+};
+
+/// \brief One sandbox's inspection. Not thread-safe: the proxy's executor only.
+class inspector
+{
+public:
+    /// `errc::validation` for a bad pattern (limit `net.mitm.hosts` or
+    /// `net.mitm.exclude_hosts`) or origin root (`origin_ca`); `errc::internal` when OpenSSL
+    /// fails.
+    static outcome<std::unique_ptr<inspector>> create(inspection_options opts);
+    ~inspector();
+
+    /// Whether a CONNECT to `host` is inspected.
+    bool selects(const canonical_host& host) const;
+
+    /// \brief The tunnel of a selected host once its CONNECT was answered, from the client's
+    /// first bytes (`rest`: what it sent after its request): its ClientHello is read within
+    /// the handshake deadline; TLS: both legs terminated (`inspect`); not TLS: relayed as it
+    /// is when `relay_non_tls`, else closed ("not_tls"); a hello that does not parse, is too
+    /// large, or is not whole when the client closes or the deadline passes: closed
+    /// ("bad_client_hello", "client_hello_too_large", "no_client_hello"). `early`: bytes the
+    /// origin (an upstream) sent already. The sockets are closed at the end.
+    boost::asio::awaitable<relay_totals> tunnel(boost::asio::ip::tcp::socket& client,
+                                                boost::asio::ip::tcp::socket& origin,
+                                                std::string early, canonical_host host,
+                                                std::string rest,
+                                                std::chrono::milliseconds idle_timeout);
+
+    certificate_authority& authority() noexcept;
+    server_context& server() noexcept;
+    origin_context& origins() noexcept;
+    const inspection_options& options() const noexcept;
+
+    struct impl;
+
+private:
+    explicit inspector(std::unique_ptr<impl> p) noexcept;
+    std::unique_ptr<impl> p_;
+};
+
+/// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole
+/// or judged, or `deadline`: the verdict (`need_more` at the deadline or on EOF), with every
+/// byte read in `first`.
+boost::asio::awaitable<hello_peek>
+read_client_hello(boost::asio::ip::tcp::socket& s, std::string& first,
+                  std::chrono::steady_clock::time_point deadline);
+
+} // namespace sandbox::net::tls
+
+#endif // SANDBOX_NET_TLS_INSPECTOR_HPP
