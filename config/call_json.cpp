@@ -62,7 +62,8 @@ boost::json::object net_policy_to_json(const net_policy& n)
                                  {"inspect_bodies", n.mitm->inspect_bodies},
                                  {"max_body_bytes", n.mitm->max_body_bytes},
                                  {"hosts", strings(n.mitm->hosts)},
-                                 {"exclude_hosts", strings(n.mitm->exclude_hosts)}};
+                                 {"exclude_hosts", strings(n.mitm->exclude_hosts)},
+                                 {"relay_non_tls", n.mitm->relay_non_tls}};
     return o;
 }
 

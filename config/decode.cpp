@@ -3,6 +3,7 @@
 // that tie fields together run once the section is read.
 #include "config/decode.hpp"
 
+#include <sandbox/config/document.hpp>
 #include <sandbox/net_policy.hpp>
 #include <sandbox/policy/predicates.hpp>
 
@@ -45,13 +46,45 @@ void decode_env(reader& r, const node& n, const std::string& path, env_policy& e
     }
 }
 
+// `origin_ca`: absolute paths of PEM files, read now (a document only: a call cannot make
+// the daemon read its host's files).
+void decode_origin_roots(reader& r, const node& n, const std::string& path,
+                         std::vector<std::string>& out)
+{
+    if (!r.reads_host_files)
+    {
+        r.fail(path, &n, "names files of the daemon's host: set it in the config document");
+        return;
+    }
+    const auto files = r.strings(n, path);
+    for (std::size_t i = 0; files && i < files->size(); ++i)
+    {
+        const std::string& file = (*files)[i];
+        if (file.empty() || file[0] != '/')
+        {
+            r.fail(item_path(path, i), &n, "must be an absolute path");
+            continue;
+        }
+        auto text = read_text_file(file, "origin root " + file, max_document_bytes);
+        if (!text)
+            r.fail(item_path(path, i), &n, text.error().diag.message);
+        else
+            out.push_back(std::move(*text));
+    }
+}
+
 std::optional<mitm_policy> decode_mitm(reader& r, const node& n, const std::string& path)
 {
     if (!r.is_object(n, path))
         return std::nullopt;
     r.known_keys(n, path,
-                      {"enabled", "inspect_bodies", "max_body_bytes", "hosts", "exclude_hosts"});
+                 {"enabled", "inspect_bodies", "max_body_bytes", "hosts", "exclude_hosts",
+                  "relay_non_tls", "origin_ca"});
     mitm_policy m;
+    if (const node* v = n.member("relay_non_tls"); !absent(v))
+        m.relay_non_tls = r.boolean(*v, member_path(path, "relay_non_tls")).value_or(false);
+    if (const node* v = n.member("origin_ca"); !absent(v))
+        decode_origin_roots(r, *v, member_path(path, "origin_ca"), m.origin_ca);
     if (const node* v = n.member("enabled"); !absent(v))
         m.enabled = r.boolean(*v, member_path(path, "enabled")).value_or(false);
     if (const node* v = n.member("inspect_bodies"); !absent(v))
@@ -556,6 +589,7 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
 document decode_document(const node& root, std::vector<problem>& sink, bool clean)
 {
     reader r(sink);
+    r.reads_host_files = true;
     document d;
     if (!r.is_object(root, ""))
         return d;

@@ -44,6 +44,10 @@ public:
     // How many problems this reader found (listed or not: see add_problem).
     std::size_t count() const noexcept { return failures_; }
 
+    // Whether the text may name files of this host for the decoder to read (a config
+    // document: yes; a daemon client's call: no, it would read the daemon's files).
+    bool reads_host_files = false;
+
 private:
     std::vector<problem>& problems_;
     std::size_t failures_ = 0;

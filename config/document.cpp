@@ -99,15 +99,20 @@ outcome<document> parse_document(std::string_view text)
     return decode(text, problems);
 }
 
-outcome<std::string> read_document_file(const std::filesystem::path& file)
+outcome<std::string> read_text_file(const std::filesystem::path& file, std::string_view what,
+                                    std::size_t max_bytes)
 {
+    auto fail = [&](errc code, const std::string& why) {
+        auto f = make_failure(code, "cannot read " + std::string(what) + ": " + why);
+        f.diag.path = file.string();
+        return f;
+    };
     std::ifstream in(file, std::ios::binary);
     if (!in)
     {
         const int err = errno;
-        auto f = make_failure(errc_from_errno(err), "cannot read the config document: " +
-                                                        std::error_code(err, std::generic_category()).message());
-        f.diag.path = file.string();
+        auto f =
+            fail(errc_from_errno(err), std::error_code(err, std::generic_category()).message());
         f.diag.cause = boost::system::error_code(err, boost::system::generic_category());
         return f;
     }
@@ -116,23 +121,18 @@ outcome<std::string> read_document_file(const std::filesystem::path& file)
     while (in.read(buf, sizeof buf) || in.gcount() > 0)
     {
         text.append(buf, static_cast<std::size_t>(in.gcount()));
-        if (text.size() > max_document_bytes)
-        {
-            auto f = make_failure(errc::validation,
-                                  "the config document is larger than " +
-                                      std::to_string(max_document_bytes) + " bytes");
-            f.diag.path = file.string();
-            return f;
-        }
+        if (text.size() > max_bytes)
+            return fail(errc::validation,
+                        "it is larger than " + std::to_string(max_bytes) + " bytes");
     }
     if (in.bad())
-    {
-        auto f = make_failure(errc::validation, "cannot read the config document (is it a "
-                                                "directory?)");
-        f.diag.path = file.string();
-        return f;
-    }
+        return fail(errc::validation, "is it a directory?");
     return text;
+}
+
+outcome<std::string> read_document_file(const std::filesystem::path& file)
+{
+    return read_text_file(file, "the config document", max_document_bytes);
 }
 
 outcome<document> load_document(const std::filesystem::path& file)

@@ -15,6 +15,7 @@
 
 #include "deadline.hpp"
 #include "proxy_url.hpp"
+#include "tls/inspector.hpp"
 #include "upstream.hpp"
 
 #include <sandbox/host_port.hpp>
@@ -138,6 +139,13 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
     cfg.dns = std::move(*dns);
     cfg.guard = address_guard::with_host_interfaces();
     cfg.on_record = std::move(on_record);
+    if (p.mitm)
+    {
+        auto inspection = tls::inspection_for(*p.mitm);
+        if (!inspection)
+            return inspection.error();
+        cfg.inspection = std::move(*inspection);
+    }
     return cfg;
 }
 

@@ -50,6 +50,8 @@ std::vector<std::string> build_args(const sandbox_view& v, const std::string& co
             a.insert(a.end(), {"--bind", w, w});
     for (const auto& s : v.sockets) // read-only: connect() needs no write access to the mount
         a.insert(a.end(), {"--ro-bind", s, s});
+    for (const auto& [fd, path] : v.data_files)
+        a.insert(a.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(fd), path});
     // /dev is a tmpfs of bwrap's: read-only, so that only /dev/shm (bounded) takes files.
     add(a, {"--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"});
     private_tmpfs("/dev/shm");

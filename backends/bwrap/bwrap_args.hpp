@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sandbox::bwrap {
@@ -43,6 +44,10 @@ struct sandbox_view
     /// Host unix sockets bound into the sandbox at the same paths (after the /tmp and /run
     /// tmpfs, so they show through them).
     std::vector<std::string> sockets{};
+    /// Read-only files made inside from a descriptor's bytes (`--ro-bind-data`, mode 0444),
+    /// after /run's tmpfs: (the descriptor's number in bwrap, the path inside, under /run
+    /// when `isolate_network`). bwrap reads and closes each before anything else runs.
+    std::vector<std::pair<int, std::string>> data_files{};
     /// Extra bwrap flags, already checked by `check_extra_flags`: they go after the binds and
     /// before `protect` and the masks, so neither can be undone by them.
     std::vector<std::string> extra_flags{};

@@ -8,6 +8,8 @@
 
 #include "bwrap_args.hpp"
 #include "net/bridge.hpp"
+#include "net/tls/inspector.hpp"
+#include "net/tls/trust.hpp"
 #include "runner_state.hpp"
 #include "sandbox_user.hpp"
 #include "write_deny.hpp"
@@ -45,11 +47,18 @@ std::string fd_path(int fd)
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
+// Sets `name` in `envp`, replacing what the host's environment gave it.
+void set_variable(std::vector<std::string>& envp, const std::string& name, const std::string& value)
+{
+    const std::string prefix = name + "=";
+    std::erase_if(envp, [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+    envp.push_back(prefix + value);
+}
+
 // The host's TMPDIR names a host directory the command cannot write; /tmp is its own.
 void set_tmpdir(std::vector<std::string>& envp)
 {
-    std::erase_if(envp, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
-    envp.emplace_back("TMPDIR=/tmp");
+    set_variable(envp, "TMPDIR", "/tmp");
 }
 
 // A root caller's sandbox user cannot use the caller's home (/root: git warns it cannot read
@@ -77,6 +86,8 @@ struct call_network
 {
     std::shared_ptr<net::sandbox_network> host;
     unique_fd init_end;
+    /// The call's TLS inspection (`net.mitm`), when on: its CA is what the command trusts.
+    std::shared_ptr<net::tls::inspector> inspection;
 };
 
 outcome<call_network> prepare_network(const asio::any_io_executor& ex, exec_request& req,
@@ -91,10 +102,31 @@ outcome<call_network> prepare_network(const asio::any_io_executor& ex, exec_requ
     auto ends = net::sandbox_network::make_ends();
     if (!ends)
         return ends.error();
+    auto inspection = cfg->inspection;
     auto gate = std::make_shared<net::egress>(ex, std::move(*cfg));
     return call_network{
         std::make_shared<net::sandbox_network>(std::move(gate), std::move(ends->host_end)),
-        std::move(ends->init_end)};
+        std::move(ends->init_end), std::move(inspection)};
+}
+
+// What an inspecting call's command trusts: the system's roots and the call's CA, in a
+// sealed memory file that bwrap copies to net::tls::bundle_path_inside (read-only); and the
+// variables that point common tools at it, unless the call sets one itself.
+outcome<unique_fd> trust_file(net::tls::inspector& inspection)
+{
+    auto bundle =
+        net::tls::trust_bundle(*net::tls::system_roots(), inspection.authority().certificate_pem());
+    if (!bundle)
+        return bundle.error();
+    return net::tls::bundle_file(*bundle);
+}
+
+void set_trust_environment(std::vector<std::string>& envp, const env_policy& env)
+{
+    for (const auto& [name, value] :
+         net::tls::trust_environment(std::string(net::tls::bundle_path_inside)))
+        if (!env.inject.count(name))
+            set_variable(envp, name, value);
 }
 
 // A call's `net.unix_sockets`, each resolved: an existing socket (`errc::not_found` when
@@ -168,6 +200,16 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     if (network.host)
         init->argv.insert(init->argv.end() - 1, // before "--"
                           {"--net-bridge", std::to_string(3 + init->fds.size())});
+    unique_fd bundle;
+    if (network.inspection) // its descriptor follows the bridge's
+    {
+        auto file = trust_file(*network.inspection);
+        if (!file)
+            return file.error();
+        bundle = std::move(*file);
+        v.data_files.emplace_back(static_cast<int>(4 + init->fds.size()),
+                                  std::string(net::tls::bundle_path_inside));
+    }
     v.init = std::move(init->argv);
     backend::spawn_plan plan;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
@@ -180,6 +222,11 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     plan.extra_fds = std::move(init->fds);
     if (network.host) // the init's end of the hand-off socket: fd 5, after the status pipe
         plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(network.init_end)));
+    if (bundle.get() >= 0)
+    {
+        plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(bundle)));
+        set_trust_environment(plan.envp, o.env);
+    }
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
@@ -217,10 +264,6 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     const bool sampler_ok = !o.limits.has_sampled_caps() || sampler_usable();
     if (auto r = backend::check_request(req, sampler_ok); !r)
         return r.error();
-    if (o.net.mitm && o.net.mitm->enabled)
-        return make_failure(errc::not_available,
-                            "the bwrap backend's egress proxy does not inspect TLS (net.mitm)",
-                            "net.mitm");
     auto network = prepare_network(ex, req, opts);
     if (!network)
         return network.error();
@@ -470,6 +513,7 @@ enforcement_report bwrap_runner::enforcement() const
         return e;
     e.net_modes = {net_mode::deny_all, net_mode::allow_list, net_mode::proxy};
     e.socks5 = true; // the egress proxy's port speaks SOCKS5 too
+    e.mitm = true;   // and it terminates the TLS of the CONNECTs net.mitm selects
     e.filesystem_bounds = true;
     e.unix_socket_policy = holds_unix_socket_policy(opts_);
     e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());

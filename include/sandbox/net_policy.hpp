@@ -62,16 +62,25 @@ struct net_rule
     int port = 0;
 };
 
-/// \brief TLS inspection settings (used by the proxy backend).
+/// \brief TLS inspection by the egress proxy (modes allow_list and proxy; the bwrap backend):
+/// the CONNECTs it selects are terminated with a certificate from a CA made for the call,
+/// which the command trusts through a bundle bound into the sandbox (docs/network.md).
 struct mitm_policy
 {
     bool enabled = false;
+    /// Hooks that see bodies are not built yet: set, the call is refused (`not_available`).
     bool inspect_bodies = false;
     std::int64_t max_body_bytes = 0;
-    /// Empty: inspect every CONNECT; otherwise only these hosts.
+    /// Empty: inspect every CONNECT; otherwise only these hosts (the rules' host forms).
     std::vector<std::string> hosts{};
     /// Never inspected (tunnelled raw); wins over `hosts`.
     std::vector<std::string> exclude_hosts{};
+    /// Bytes that are not TLS sent to an inspected host: relayed as they are (true), or the
+    /// tunnel is closed (false: an inspected host is reached through TLS only).
+    bool relay_non_tls = false;
+    /// Roots the proxy trusts for origins on top of the system's: PEM text of one or more
+    /// certificates each (a private CA of the caller's). Never an "insecure" switch.
+    std::vector<std::string> origin_ca{};
 };
 
 /// \brief Network policy for one execution.

@@ -124,6 +124,26 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     return std::unique_ptr<inspector>(new inspector(std::move(p)));
 }
 
+outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m)
+{
+    if (!m.enabled)
+        return std::shared_ptr<inspector>();
+    if (m.inspect_bodies)
+        return make_failure(errc::not_available,
+                            "TLS inspection shows no bodies to hooks yet "
+                            "(net.mitm.inspect_bodies): inspected tunnels are relayed",
+                            "net.mitm.inspect_bodies");
+    inspection_options o;
+    o.hosts = m.hosts;
+    o.exclude_hosts = m.exclude_hosts;
+    o.relay_non_tls = m.relay_non_tls;
+    o.origins.extra_roots_pem = m.origin_ca;
+    auto made = inspector::create(std::move(o));
+    if (!made)
+        return made.error();
+    return std::shared_ptr<inspector>(std::move(*made));
+}
+
 bool inspector::selects(const canonical_host& host) const
 {
     const auto named = [&](const std::vector<detail::host_pattern>& list) {

@@ -12,6 +12,8 @@
 
 #include "net/relay.hpp"
 
+#include <sandbox/net_policy.hpp>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -43,8 +45,8 @@ class inspector
 {
 public:
     /// `errc::validation` for a bad pattern (limit `net.mitm.hosts` or
-    /// `net.mitm.exclude_hosts`) or origin root (`origin_ca`); `errc::internal` when OpenSSL
-    /// fails.
+    /// `net.mitm.exclude_hosts`) or origin root (`net.mitm.origin_ca`); `errc::internal` when
+    /// OpenSSL fails.
     static outcome<std::unique_ptr<inspector>> create(inspection_options opts);
     ~inspector();
 
@@ -75,6 +77,11 @@ private:
     explicit inspector(std::unique_ptr<impl> p) noexcept;
     std::unique_ptr<impl> p_;
 };
+
+/// \brief The inspection `m` asks for, with a CA made now for it alone: null when `m` is
+/// off; `errc::not_available` for what is not built yet (bodies for hooks,
+/// `net.mitm.inspect_bodies`); else as `inspector::create`.
+outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m);
 
 /// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole
 /// or judged, or `deadline`: the verdict (`need_more` at the deadline or on EOF), with every

@@ -58,9 +58,9 @@ outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_tru
     for (std::size_t i = 0; i < trust.extra_roots_pem.size(); ++i)
         if (!add_roots(SSL_CTX_get_cert_store(ctx), trust.extra_roots_pem[i]))
             return make_failure(errc::validation,
-                                "TLS inspection: origin root " + std::to_string(i + 1) +
-                                    " is not a PEM certificate list",
-                                "origin_ca");
+                                "TLS inspection: net.mitm.origin_ca[" + std::to_string(i) +
+                                    "] is not a PEM certificate list",
+                                "net.mitm.origin_ca");
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     return out;

@@ -30,7 +30,7 @@ struct origin_trust
 class origin_context
 {
 public:
-    /// `errc::validation` (limit "origin_ca") when an extra root does not parse.
+    /// `errc::validation` (limit "net.mitm.origin_ca") when an extra root does not parse.
     static outcome<std::unique_ptr<origin_context>> create(const origin_trust& trust);
     ~origin_context();
 

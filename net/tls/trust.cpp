@@ -2,7 +2,15 @@
 #include "trust.hpp"
 
 #include <fstream>
+#include <mutex>
 #include <sstream>
+
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace sandbox::net::tls {
 
@@ -31,19 +39,74 @@ int copy_certificates(std::string_view pem, std::string& out)
 
 } // namespace
 
-outcome<std::string> trust_bundle(const std::string& system_bundle, const std::string& ca_pem)
+std::shared_ptr<const std::string> system_roots(const std::string& path)
 {
-    std::string out;
-    if (std::ifstream in(system_bundle); in)
+    struct cached
+    {
+        std::string path;
+        struct stat seen
+        {
+        };
+        std::shared_ptr<const std::string> roots;
+    };
+    static std::mutex lock;
+    static cached last;
+    struct stat now
+    {
+    };
+    const bool exists = ::stat(path.c_str(), &now) == 0;
+    std::lock_guard hold(lock);
+    if (last.roots && last.path == path && exists && now.st_ino == last.seen.st_ino &&
+        now.st_dev == last.seen.st_dev && now.st_size == last.seen.st_size &&
+        now.st_mtim.tv_sec == last.seen.st_mtim.tv_sec &&
+        now.st_mtim.tv_nsec == last.seen.st_mtim.tv_nsec)
+        return last.roots;
+    auto roots = std::make_shared<std::string>();
+    if (std::ifstream in(path); exists && in)
     {
         std::ostringstream text;
         text << in.rdbuf();
-        copy_certificates(text.str(), out);
+        copy_certificates(text.str(), *roots);
     }
+    last = {path, now, roots};
+    return roots;
+}
+
+outcome<std::string> trust_bundle(std::string_view roots, const std::string& ca_pem)
+{
+    std::string out;
+    out.reserve(roots.size() + ca_pem.size() + 1);
+    out.append(roots);
     if (copy_certificates(ca_pem, out) == 0)
         return make_failure(errc::validation, "TLS inspection: the CA has no certificate to trust",
                             "net.mitm");
     return out;
+}
+
+outcome<unique_fd> bundle_file(std::string_view bundle)
+{
+    auto os_failure = [](const char* what) {
+        return make_os_failure(
+            errc::internal, std::string("TLS inspection: the trust bundle's file: ") + what, errno);
+    };
+    unique_fd fd(::memfd_create("sandbox-ca-bundle", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (fd.get() < 0)
+        return os_failure("memfd_create");
+    for (std::size_t done = 0; done < bundle.size();)
+    {
+        const ssize_t n = ::write(fd.get(), bundle.data() + done, bundle.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return os_failure("write");
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+        0)
+        return os_failure("seal");
+    if (::lseek(fd.get(), 0, SEEK_SET) != 0)
+        return os_failure("lseek");
+    return fd;
 }
 
 std::vector<std::pair<std::string, std::string>> trust_environment(const std::string& bundle_path)

@@ -5,6 +5,7 @@
 // `net.unix_sockets` per call.
 #include <boost/test/unit_test.hpp>
 
+#include "net_support.hpp"
 #include "session_support.hpp"
 #include "support.hpp"
 
@@ -45,67 +46,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using sandbox::errc;
 
-const char* const python = "/usr/bin/python3"; // not the PATH's (a shim under /root)
-
 using sbx_test::contains;
-
-// A directory under /var/tmp (the sandbox has its own /tmp), readable by the sandbox user.
-class shared_dir
-{
-public:
-    shared_dir()
-        : path_(fs::path("/var/tmp") /
-                ("sbx-net-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)))
-    {
-        fs::create_directories(path_);
-        ::chmod(path_.c_str(), 0755);
-    }
-    ~shared_dir()
-    {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    shared_dir(const shared_dir&) = delete;
-    shared_dir& operator=(const shared_dir&) = delete;
-    const fs::path& path() const { return path_; }
-    std::string file(const std::string& name, const std::string& text) const
-    {
-        std::ofstream(path_ / name) << text;
-        return (path_ / name).string();
-    }
-
-private:
-    static inline int count_ = 0;
-    fs::path path_;
-};
-
-// The host's servers, in python: `http DIR [ADDRESS]`, `https DIR CERT KEY` (a threading
-// HTTP server on DIR, at 127.0.0.1 unless given), `echo` (each connection echoed until EOF). Each
-// prints its port first.
-const char* const server_py = R"(import functools, http.server, socket, ssl, sys, threading
-mode = sys.argv[1]
-if mode == 'echo':
-    ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(64)
-    print(ls.getsockname()[1], flush=True)
-    def serve(c):
-        with c:
-            while True:
-                d = c.recv(65536)
-                if not d:
-                    break
-                c.sendall(d)
-    while True:
-        c, _ = ls.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
-bind = sys.argv[3] if mode == 'http' and len(sys.argv) > 3 else '127.0.0.1'
-srv = http.server.ThreadingHTTPServer((bind, 0), handler)
-if mode == 'https':
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
-)";
+using namespace sbx_net_test;
 
 // A raw SOCKS5 client: greeting, CONNECT to a domain, then one line echoed. Prints the
 // reply code ("rep 0") and what came back.
@@ -120,53 +62,6 @@ print('rep', rep[1], flush=True)
 if rep[1] == 0:
     s.sendall(b'ping\n'); print(s.recv(100).decode().strip())
 )";
-
-// A server process on the host, killed and reaped on destruction.
-class host_server
-{
-public:
-    explicit host_server(std::vector<std::string> args)
-    {
-        int out[2];
-        BOOST_REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-        pid_ = ::fork();
-        BOOST_REQUIRE(pid_ >= 0);
-        if (pid_ == 0)
-        {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL); // not left behind by a crashed test
-            ::dup2(out[1], 1);
-            const int null = ::open("/dev/null", O_WRONLY);
-            ::dup2(null, 2);
-            std::vector<char*> argv;
-            for (auto& a : args)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        std::string line;
-        char c;
-        while (::read(out[0], &c, 1) == 1 && c != '\n')
-            line += c;
-        ::close(out[0]);
-        port_ = std::atoi(line.c_str());
-        BOOST_REQUIRE_MESSAGE(port_ > 0, "the host server did not start: " + args[1]);
-    }
-    ~host_server()
-    {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-    }
-    host_server(const host_server&) = delete;
-    host_server& operator=(const host_server&) = delete;
-    int port() const { return port_; }
-    std::string port_text() const { return std::to_string(port_); }
-
-private:
-    pid_t pid_ = -1;
-    int port_ = 0;
-};
 
 // A listener of the test's own on the host's 127.0.0.1 (accepted from after the run).
 struct tcp_listener
@@ -213,71 +108,6 @@ struct tcp_listener
     }
 };
 
-// Names pinned to the host's loopback; "files.test" allowed (any port), and the loopback
-// addresses allowed as destinations (the SSRF guard refuses them otherwise); "other.test"
-// has no rule.
-sandbox::bwrap_runner_options net_runner_options(const std::string& root)
-{
-    sandbox::bwrap_runner_options o;
-    o.root = root;
-    o.proxy.resolve = {{"files.test", "127.0.0.1"}, {"other.test", "127.0.0.1"}};
-    return o;
-}
-
-sandbox::exec_options allow_files()
-{
-    sandbox::exec_options o;
-    o.net.mode = sandbox::net_mode::allow_list;
-    o.net.rules = {{sandbox::net_action::allow, "files.test", 0},
-                   {sandbox::net_action::allow, "127.0.0.1", 0}};
-    o.timeout = 30s;
-    return o;
-}
-
-struct net_fixture
-{
-    asio::io_context ioc;
-    sbx_test::temp_dir root;
-    shared_dir files; // served over http, and the scripts
-    std::vector<sandbox::net_record> records; // outlives the runner (and its proxies)
-    sandbox::bwrap_runner runner;
-
-    explicit net_fixture(std::chrono::nanoseconds setup_timeout = 60s)
-        : runner(ioc.get_executor(), with_setup(net_runner_options(root.str()), setup_timeout))
-    {
-        ::chmod(root.str().c_str(), 0777); // the sandbox user's work directory
-        files.file("hello.txt", "hello from the host\n");
-    }
-
-    static sandbox::bwrap_runner_options with_setup(sandbox::bwrap_runner_options o,
-                                                    std::chrono::nanoseconds setup_timeout)
-    {
-        o.setup_timeout = setup_timeout;
-        return o;
-    }
-
-    sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = allow_files())
-    {
-        sandbox::exec_request req;
-        req.command = "/bin/bash"; // for /dev/tcp
-        req.args = {"-c", script};
-        req.options = std::move(o);
-        req.options.env.inject["PATH"] = "/usr/bin:/bin";
-        req.options.env.inject["HOME"] = "/tmp";
-        req.on_net_record = [this](const sandbox::net_record& r) { records.push_back(r); };
-        return sbx_test::run(ioc, runner, std::move(req), 40s);
-    }
-
-    const sandbox::net_record* find(sandbox::net_event e, sandbox::net_verdict v,
-                                    const std::string& host) const
-    {
-        for (const auto& r : records)
-            if (r.event == e && r.host == host && (e == sandbox::net_event::closed || r.verdict == v))
-                return &r;
-        return nullptr;
-    }
-};
-
 // The processes below `root` now (parents before children).
 std::vector<pid_t> descendants(pid_t root)
 {
@@ -305,34 +135,6 @@ std::vector<pid_t> descendants(pid_t root)
     }
     tree.erase(tree.begin());
     return tree;
-}
-
-// A bare repository `dir`/repo.git of one commit (file.txt holding `content`), ready for
-// git's dumb HTTP protocol.
-void bare_repo(const fs::path& dir, const std::string& content)
-{
-    const fs::path repo = dir / "repo.git";
-    const std::string git = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c "
-                            "user.name=t -c user.email=t@t ";
-    BOOST_REQUIRE(
-        std::system(("cd " + dir.string() + " && " + git + "init -q work && cd work && " + "echo " +
-                     content + " > file.txt && " + git + "add file.txt && " + git +
-                     "commit -qm one && " + git + "clone -q --bare . " + repo.string() + " && cd " +
-                     repo.string() + " && " + git + "update-server-info")
-                        .c_str()) == 0);
-}
-
-boost::test_tools::assertion_result net_usable(boost::unit_test::test_unit_id)
-{
-    for (const char* p : {python, "/usr/bin/curl", "/usr/bin/git", "/usr/bin/openssl",
-                          "/usr/bin/bwrap"})
-        if (::access(p, X_OK) != 0)
-        {
-            boost::test_tools::assertion_result r(false);
-            r.message() << p << " is missing: the net_bwrap tests need it";
-            return r;
-        }
-    return true;
 }
 
 } // namespace
@@ -402,23 +204,6 @@ BOOST_FIXTURE_TEST_CASE(python_urllib_and_git_clone, net_fixture)
     BOOST_TEST(!r.ec, r.result.diag);
     BOOST_TEST(r.result.out.data == "hello from the host\ntracked\n", r.result.err.data);
 }
-
-// A package index of one wheel (PEP 503 "simple" layout) under DIR, for pip.
-const char* const index_py = R"(import hashlib, os, sys, zipfile
-root = sys.argv[1]
-os.makedirs(os.path.join(root, 'simple', 'sbxdemo'), exist_ok=True)
-wheel = os.path.join(root, 'sbxdemo-1.0-py3-none-any.whl')
-files = {'sbxdemo/__init__.py': 'VALUE = 42\n',
-         'sbxdemo-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: sbxdemo\nVersion: 1.0\n',
-         'sbxdemo-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n'}
-with zipfile.ZipFile(wheel, 'w') as z:
-    for name, text in files.items():
-        z.writestr(name, text)
-    z.writestr('sbxdemo-1.0.dist-info/RECORD', ''.join(n + ',,\n' for n in files) + 'sbxdemo-1.0.dist-info/RECORD,,\n')
-digest = hashlib.sha256(open(wheel, 'rb').read()).hexdigest()
-with open(os.path.join(root, 'simple', 'sbxdemo', 'index.html'), 'w') as f:
-    f.write('<html><body><a href="../../sbxdemo-1.0-py3-none-any.whl#sha256=%s">sbxdemo-1.0-py3-none-any.whl</a></body></html>' % digest)
-)";
 
 // Issue 33, item 1: pip downloads from an index on the host's loopback by the reserved name
 // host.sandbox.internal, which one allow rule naming it opens; the same URL by 127.0.0.1 is
@@ -667,15 +452,12 @@ BOOST_FIXTURE_TEST_CASE(two_hundred_allow_list_execs_at_once_none_lost, burst_fi
 BOOST_FIXTURE_TEST_CASE(a_session_keeps_its_proxy_until_it_ends, net_fixture)
 {
     tcp_listener target;
-    auto spec = sbx_test::shell(
-        "exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'CONNECT files.test:" +
-        std::to_string(target.port) + " HTTP/1.1\\r\\n\\r\\n' >&3; head -c 12 <&3; echo; "
-        "echo tunnel-data >&3; echo sent; sleep 30");
-    spec.command = "/bin/bash";
-    spec.options = allow_files();
-    spec.options.timeout = 60s;
-    spec.options.env.inject["PATH"] = "/usr/bin:/bin";
-    spec.on_net_record = [this](const sandbox::net_record& r) { records.push_back(r); };
+    auto spec =
+        session("exec 3<>/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}; printf 'CONNECT files.test:" +
+                    std::to_string(target.port) +
+                    " HTTP/1.1\\r\\n\\r\\n' >&3; head -c 12 <&3; echo; "
+                    "echo tunnel-data >&3; echo sent; sleep 30",
+                allow_files());
     std::string seen;
     sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
         auto s = co_await runner.sessions()->start(std::move(spec));

@@ -17,6 +17,7 @@
 #include "net/tls/leaf_cache.hpp"
 #include "net/tls/server_context.hpp"
 #include "net/tls/trust.hpp"
+#include "test/host_shell.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -374,24 +375,10 @@ struct tls_server
     }
 };
 
-struct ran
-{
-    int status = -1;
-    std::string out;
-};
-
 // Runs a shell command line, its stdout captured (stderr dropped).
-ran run(const std::string& line)
+sbx_test::shell_outcome run(const std::string& line)
 {
-    ran r;
-    FILE* p = ::popen((line + " 2>/dev/null").c_str(), "r");
-    BOOST_TEST_REQUIRE(p != nullptr);
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, p))
-        r.out.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    return r;
+    return sbx_test::host_shell(line + " 2>/dev/null");
 }
 
 std::string curl(const tls_server& s, const std::string& name, bool trust = true)
@@ -757,7 +744,7 @@ BOOST_AUTO_TEST_CASE(a_broken_origin_root_is_refused)
     auto o = tls::origin_context::create(trust);
     BOOST_TEST_REQUIRE(!o);
     BOOST_TEST(o.error().code == errc::validation);
-    BOOST_TEST(o.error().diag.limit == "origin_ca");
+    BOOST_TEST(o.error().diag.limit == "net.mitm.origin_ca");
     trust.extra_roots_pem = {"no certificate here"};
     BOOST_TEST(!tls::origin_context::create(trust));
 }
@@ -780,20 +767,32 @@ BOOST_AUTO_TEST_CASE(the_bundle_holds_the_system_roots_then_the_ca_and_nothing_e
           << "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
           << other->certificate_pem();
     }
-    auto b = tls::trust_bundle((dir / "system.crt").string(), ca->certificate_pem());
+    auto roots = tls::system_roots((dir / "system.crt").string());
+    auto b = tls::trust_bundle(*roots, ca->certificate_pem());
     BOOST_TEST_REQUIRE(b.has_value());
     BOOST_TEST(b->find("PRIVATE") == std::string::npos);
     BOOST_TEST(b->find("comment") == std::string::npos);
-    std::size_t certs = 0;
-    for (auto at = b->find("BEGIN CERTIFICATE"); at != std::string::npos;
-         at = b->find("BEGIN CERTIFICATE", at + 1))
-        ++certs;
-    BOOST_TEST(certs == 3u);
+    auto count = [](const std::string& text) {
+        std::size_t certs = 0;
+        for (auto at = text.find("BEGIN CERTIFICATE"); at != std::string::npos;
+             at = text.find("BEGIN CERTIFICATE", at + 1))
+            ++certs;
+        return certs;
+    };
+    BOOST_TEST(count(*b) == 3u);
     BOOST_TEST(b->rfind(ca->certificate_pem()) == b->size() - ca->certificate_pem().size());
+    // Read once: the same text while the file stays; read again once it changes.
+    BOOST_TEST(tls::system_roots((dir / "system.crt").string()) == roots);
+    std::ofstream(dir / "system.crt", std::ios::app) << ca->certificate_pem();
+    auto grown = tls::system_roots((dir / "system.crt").string());
+    BOOST_TEST(grown != roots);
+    BOOST_TEST(count(*grown) == 3u);
     // No system bundle: the CA alone. No CA: refused.
-    auto alone = tls::trust_bundle((dir / "missing.crt").string(), ca->certificate_pem());
+    auto none = tls::system_roots((dir / "missing.crt").string());
+    BOOST_TEST(none->empty());
+    auto alone = tls::trust_bundle(*none, ca->certificate_pem());
     BOOST_TEST((alone && *alone == ca->certificate_pem()));
-    BOOST_TEST(!tls::trust_bundle((dir / "system.crt").string(), "not a certificate"));
+    BOOST_TEST(!tls::trust_bundle(*roots, "not a certificate"));
     std::filesystem::remove_all(dir);
 }
 
@@ -801,7 +800,7 @@ BOOST_AUTO_TEST_CASE(the_bundle_holds_the_system_roots_then_the_ca_and_nothing_e
 BOOST_AUTO_TEST_CASE(clients_trust_the_leaf_through_the_variables_alone)
 {
     tls_server s("127.0.0.1");
-    auto bundle = tls::trust_bundle(std::string(tls::system_bundle_path), s.ca->certificate_pem());
+    auto bundle = tls::trust_bundle(*tls::system_roots(), s.ca->certificate_pem());
     BOOST_TEST_REQUIRE(bundle.has_value());
     const auto path = s.dir / "bundle.pem";
     std::ofstream(path) << *bundle;

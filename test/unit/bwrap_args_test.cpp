@@ -141,6 +141,8 @@ BOOST_AUTO_TEST_CASE(read_only_paths_sockets_and_extra_flags_in_their_places)
     v.root = "/srv/p";
     v.work_dir = "/srv/p";
     v.sockets = {"/run/user/0/agent.sock"};
+    v.data_files = {{6, "/run/sandbox/ca-certificates.crt"}};
+    v.isolate_network = true;
     v.extra_flags = {"--hostname", "box"};
     v.protect = {{"/srv/p/.git", false}, {"/srv/p/.git/hooks", true}};
     v.read_deny = {{"/root/.ssh", true}};
@@ -148,6 +150,10 @@ BOOST_AUTO_TEST_CASE(read_only_paths_sockets_and_extra_flags_in_their_places)
     // Sockets after the /tmp and /run tmpfs; extra flags after every bind; read-only paths
     // after the extra flags (which cannot undo them); masks last.
     BOOST_TEST(s.find("--tmpfs /tmp") < s.find("--ro-bind /run/user/0/agent.sock"));
+    // Data files (the trust bundle) read-only in /run's tmpfs, before the extra flags.
+    BOOST_TEST(s.find("--tmpfs /run") <
+               s.find("--perms 0444 --ro-bind-data 6 /run/sandbox/ca-certificates.crt"));
+    BOOST_TEST(s.find("--ro-bind-data 6") < s.find("--hostname box"));
     BOOST_TEST(s.find("--bind /srv/p /srv/p") < s.find("--hostname box"));
     BOOST_TEST(s.find("--hostname box") < s.find("--bind /srv/p/.git /srv/p/.git"));
     BOOST_TEST(s.find("--bind /srv/p/.git /srv/p/.git") < // pinned first

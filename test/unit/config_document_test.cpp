@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 namespace cfg = sandbox::config;
 using sandbox::errc;
@@ -238,6 +242,14 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
          n + ".mitm.enabled", "must be true or false, not a string \"yes\"", "yes"},
         {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {max_body_bytes: -1}}}"),
          n + ".mitm.max_body_bytes", "must not be negative", "-1"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {origin_ca: [ca.pem]}}}"),
+         n + ".mitm.origin_ca[0]", "must be an absolute path", "[ca.pem]"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {origin_ca: "
+                  "[/nonexistent/ca.pem]}}}"),
+         n + ".mitm.origin_ca[0]",
+         "cannot read origin root /nonexistent/ca.pem: No such file or directory", "[/nonexistent"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {relay_non_tls: 1}}}"),
+         n + ".mitm.relay_non_tls", "must be true or false", "1}}}"},
         {defaults("{net: {mode: proxy, proxy: \"ftp://p:1\"}}"), n,
          "proxy URL scheme 'ftp' is not supported; use http or socks5", "{mode"},
         {defaults("{net: {mode: proxy, proxy: \"http://\"}}"), n, "the proxy URL has no host",
@@ -534,6 +546,35 @@ BOOST_AUTO_TEST_CASE(pinned_names_and_ported_allow_hosts_are_read)
         R"( "resolve": {"git.test": "127.0.0.2"}}})");
     BOOST_TEST_REQUIRE(call.has_value(), (call ? "" : call.error().diag.message));
     BOOST_TEST((call->options.net.resolve == std::vector<pin>{{"git.test", "127.0.0.2"}}));
+}
+
+// Issue 34: TLS inspection's origin roots are files of the document's host, read with the
+// document; a call (a daemon client's body) cannot name any, so it cannot make the daemon
+// read its files.
+BOOST_AUTO_TEST_CASE(origin_roots_are_read_from_a_document_and_refused_in_a_call)
+{
+    const auto file = std::filesystem::temp_directory_path() /
+                      ("sbx-origin-ca-" + std::to_string(::getpid()) + ".pem");
+    std::ofstream(file) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const auto doc = cfg::parse_document(
+        defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {enabled: true, "
+                 "relay_non_tls: true, origin_ca: [\"" +
+                 file.string() + "\"]}}}"));
+    std::filesystem::remove(file);
+    BOOST_TEST_REQUIRE(doc.has_value(), (doc ? "" : doc.error().diag.message));
+    const auto& mitm = doc->sandboxes.at(0).defaults.net.mitm;
+    BOOST_TEST_REQUIRE(mitm.has_value());
+    BOOST_TEST(mitm->relay_non_tls);
+    BOOST_TEST(
+        (mitm->origin_ca == std::vector<std::string>{
+                                "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}));
+    const auto call = cfg::parse_call(
+        R"({"command": "x", "net": {"mode": "allow_list", "allow_hosts": ["x.com"],)"
+        R"( "mitm": {"enabled": true, "origin_ca": ["/etc/shadow"]}}})");
+    BOOST_TEST_REQUIRE(!call.has_value());
+    BOOST_TEST(call.error().diag.message.find(
+                   "net.mitm.origin_ca: names files of the daemon's host") != std::string::npos,
+               call.error().diag.message);
 }
 
 BOOST_AUTO_TEST_CASE(run_as_and_the_daemon_bounds_are_read)

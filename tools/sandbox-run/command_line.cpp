@@ -122,8 +122,8 @@ outcome<void> parse_connect_flags(const po::variables_map& vm, run_config& cfg)
         return make_failure(errc::validation, "--connect SOCKET needs --sandbox NAME", "connect");
     for (const char* flag :
          {"config", "check", "workspace", "backend", "root", "cgroup", "writable", "read-only",
-          "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve", "allow-command",
-          "ask", "ask-timeout", "audit", "enforcement"})
+          "read-deny", "write-deny", "unix-socket", "sandbox-user", "resolve", "origin-ca",
+          "allow-command", "ask", "ask-timeout", "audit", "enforcement"})
         if (given(vm, flag) && (std::string_view(flag) != "check" || cfg.check) &&
             (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
             return make_failure(errc::validation,

@@ -68,10 +68,8 @@ constexpr option_spec option_table[] = {
     {"env-allow", "NAME", arity::repeated,
      "pass host variable NAME (repeatable; replaces the default\n"
      "list)"},
-    {"env-clear", "", arity::flag,
-     "pass no host variable at all"},
-    {"env", "NAME=VALUE", arity::repeated,
-     "set NAME in the child's environment (repeatable)"},
+    {"env-clear", "", arity::flag, "pass no host variable at all"},
+    {"env", "NAME=VALUE", arity::repeated, "set NAME in the child's environment (repeatable)"},
     {"stdin-file", "FILE", arity::one,
      "FILE is the command's stdin, read by the command itself\n"
      "(any size; a FIFO is waited for under the timeout)\n"
@@ -123,11 +121,23 @@ constexpr option_spec option_table[] = {
      "send everything through this upstream proxy:\n"
      "http://[user:pass@]host:port or socks5://... (implies\n"
      "--net proxy)"},
+    {"inspect", "PATTERN", arity::repeated,
+     "terminate TLS to these hosts in the egress proxy (same\n"
+     "forms as --allow-host, no port): the command trusts a\n"
+     "CA made for this run alone, through a bundle at\n"
+     "/run/sandbox/ca-certificates.crt and SSL_CERT_FILE etc.;\n"
+     "the proxy verifies the origin (repeatable; needs --net\n"
+     "allow-list or proxy)"},
+    {"exclude-inspect", "PATTERN", arity::repeated,
+     "never inspect these hosts, whatever --inspect says\n"
+     "(repeatable)"},
+    {"origin-ca", "FILE", arity::repeated,
+     "PEM roots the proxy also trusts for inspected origins,\n"
+     "beside the system's (repeatable)"},
     {"resolve", "HOST=ADDRESS", arity::repeated,
      "the egress proxy resolves HOST to ADDRESS without a\n"
      "lookup (repeatable)"},
-    {"writable", "DIR", arity::repeated,
-     "with bwrap: also bind DIR read-write (repeatable)"},
+    {"writable", "DIR", arity::repeated, "with bwrap: also bind DIR read-write (repeatable)"},
     {"read-only", "PATH", arity::repeated,
      "with bwrap: bind host PATH read-only at the same place,\n"
      "through the private /tmp (repeatable)"},
@@ -157,8 +167,7 @@ constexpr option_spec option_table[] = {
      "needs a yes typed on the controlling terminal (never\n"
      "read from stdin); no terminal, no or a late answer\n"
      "refuses with exit status 125 (repeatable)"},
-    {"ask-timeout", "DUR", arity::one,
-     "how long --ask waits for the answer (default: 1m)"},
+    {"ask-timeout", "DUR", arity::one, "how long --ask waits for the answer (default: 1m)"},
     {"audit", "FILE", arity::one,
      "append a JSON line to FILE for every decision and the\n"
      "outcome, and for every connection through the egress\n"
@@ -171,8 +180,7 @@ constexpr option_spec option_table[] = {
      "of each field wins) and the default policy below does\n"
      "not apply; --backend, --root, --cgroup and the bwrap\n"
      "view flags are refused (the entry decides them)"},
-    {"sandbox", "NAME", arity::one,
-     "the entry of --config to run through"},
+    {"sandbox", "NAME", arity::one, "the entry of --config to run through"},
     {"check", "", arity::flag,
      "with --config: check the document and build every\n"
      "entry, print each one's policy and enforcement (JSON),\n"
@@ -186,8 +194,7 @@ constexpr option_spec option_table[] = {
      "streamed, same exit status; the flags only narrow the\n"
      "sandbox's policy; --tty attaches to a terminal session,\n"
      "--stdin-file is streamed to it; no chain flags"},
-    {"help,h", "", arity::flag,
-     "print this text and exit"},
+    {"help,h", "", arity::flag, "print this text and exit"},
 };
 
 constexpr std::string_view intro =

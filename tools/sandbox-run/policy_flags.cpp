@@ -1,8 +1,10 @@
 // tools/sandbox-run/policy_flags.cpp: the network flags (--net, --allow-host, --deny-host,
-// --proxy, --resolve) and the policy chain's (--allow-command, --ask, --ask-timeout,
+// --proxy, --resolve, --inspect, --exclude-inspect, --origin-ca) and the policy chain's
+// (--allow-command, --ask, --ask-timeout,
 // --audit), checked as they are read so that a bad one is a usage error before anything runs.
 #include "cli_internal.hpp"
 
+#include <sandbox/config/document.hpp>
 #include <sandbox/error.hpp>
 #include <sandbox/policy/predicates.hpp>
 
@@ -57,6 +59,49 @@ outcome<void> imply_net_mode(sandbox::net_policy& net, bool mode_given)
     return {};
 }
 
+std::vector<std::string> list_of(const po::variables_map& vm, const char* name)
+{
+    return vm.count(name) ? vm[name].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+// --inspect, --exclude-inspect, --origin-ca: net.mitm, each origin root read from its file.
+outcome<void> parse_inspect_flags(const po::variables_map& vm, sandbox::net_policy& net)
+{
+    auto hosts = list_of(vm, "inspect");
+    auto excluded = list_of(vm, "exclude-inspect");
+    auto roots = list_of(vm, "origin-ca");
+    if (hosts.empty())
+    {
+        if (!excluded.empty() || !roots.empty())
+            return make_failure(errc::validation,
+                                "--exclude-inspect and --origin-ca need --inspect", "net.mitm");
+        return {};
+    }
+    if (net.mode != sandbox::net_mode::allow_list && net.mode != sandbox::net_mode::proxy)
+        return make_failure(errc::validation,
+                            "--inspect needs --net allow-list or proxy (the egress proxy "
+                            "inspects; --allow-host chooses allow-list)",
+                            "net.mitm");
+    sandbox::mitm_policy m;
+    m.enabled = true;
+    m.hosts = std::move(hosts);
+    m.exclude_hosts = std::move(excluded);
+    for (const auto& file : roots)
+    {
+        auto text = sandbox::config::read_text_file(file, "--origin-ca " + in_quotes(file),
+                                                    sandbox::config::max_document_bytes);
+        if (!text)
+        {
+            failure f = text.error();
+            f.diag.limit = "net.mitm.origin_ca";
+            return f;
+        }
+        m.origin_ca.push_back(std::move(*text));
+    }
+    net.mitm = std::move(m);
+    return {};
+}
+
 } // namespace
 
 outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
@@ -92,6 +137,8 @@ outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
         }
     if (auto r = imply_net_mode(net, has("net")); !r)
         return r;
+    if (auto r = parse_inspect_flags(vm, net); !r)
+        return r;
     const bool proxied =
         net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
     if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend == "local")
@@ -115,10 +162,7 @@ outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
 outcome<run_config::chain_flags> parse_chain_flags(const po::variables_map& vm)
 {
     run_config::chain_flags c;
-    auto list = [&vm](const char* name) {
-        return vm.count(name) ? vm[name].as<std::vector<std::string>>()
-                              : std::vector<std::string>{};
-    };
+    auto list = [&vm](const char* name) { return list_of(vm, name); };
     if (vm.count("allow-command"))
     {
         c.allowed_commands = list("allow-command");

@@ -173,9 +173,13 @@ SANDBOX_DECL std::vector<problem> check_document(std::string_view text);
 /// those and report every problem in one pass.
 SANDBOX_DECL std::vector<problem> check_document(std::string_view text, document& clean);
 
-/// \brief A document file's text: a file that cannot be read is classified by its OS error
-/// (`errc_from_errno`), with the path in the diagnostics; over `max_document_bytes` is
-/// `errc::validation`.
+/// \brief A small text file's text (a document, an origin root): a file that cannot be read
+/// is classified by its OS error (`errc_from_errno`), with the path in the diagnostics and
+/// `what` ("the config document") in the message; over `max_bytes` is `errc::validation`.
+SANDBOX_DECL outcome<std::string> read_text_file(const std::filesystem::path& file,
+                                                 std::string_view what, std::size_t max_bytes);
+
+/// \brief `read_text_file` of a document, at most `max_document_bytes`.
 SANDBOX_DECL outcome<std::string> read_document_file(const std::filesystem::path& file);
 
 /// \brief Parses and validates a document (`check_document`). A bad one is

@@ -93,13 +93,14 @@ struct bwrap_runner_options : common_runner_options
 /// user, and it reads only what that user may. Paths that user cannot reach are not masked
 /// (bwrap, as that user, could not mount over them; the command cannot read them either).
 /// Timeouts, caps and the whole-tree kill as in the local backend (the supervisor worker
-/// owns bwrap and everything below it). `TMPDIR` is `/tmp` (the private one) unless the request injects its own.
+/// owns bwrap and everything below it). `TMPDIR` is `/tmp` (the private one) unless the request
+/// injects its own.
 ///
 /// The first call runs bwrap once to check that it can create its namespaces here (user
 /// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
 /// `errc::not_available` and the reason. `enforcement()` says so (`unavailable`) once the
 /// probe has run (`check()` runs it); before, it reports what bwrap would enforce. A disk
-/// quota and TLS inspection (`net.mitm`) are `not_available`.
+/// quota is `not_available`.
 ///
 /// Network: `net_mode::deny_all` gives the command its own network namespace with only
 /// loopback. `net_mode::allow_list` and `proxy` do too, and each call (or session, for its
@@ -110,6 +111,13 @@ struct bwrap_runner_options : common_runner_options
 /// stops when the command's tree is gone, or with the caller. Its records go to
 /// `exec_request::on_net_record`. A call's `net.unix_sockets` are bound for that call (each
 /// must be an existing socket outside the writable directories).
+///
+/// TLS inspection (`net.mitm`, under allow_list or proxy): the call's proxy gets a CA of its
+/// own, made in memory for that call and gone with it; its key never leaves the caller's
+/// process. The command trusts it through a read-only bundle (the system's roots, then the
+/// CA; certificates only) at `/run/sandbox/ca-certificates.crt`, named by `SSL_CERT_FILE`,
+/// `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `NODE_EXTRA_CA_CERTS`, `GIT_SSL_CAINFO`, `PIP_CERT`
+/// and the others of docs/network.md (a variable the request injects itself is kept).
 class SANDBOX_DECL bwrap_runner final : public runner
 {
 public:
