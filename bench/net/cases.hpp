@@ -20,6 +20,9 @@ void run_resolver(const options& o);
 /// Tunnel throughput, relay cpu per GiB, setup latency, idle and stalled tunnel memory, 4,000 idle
 /// tunnels, and the caller's loop stall while a tunnel streams (bench/net/relay.cpp).
 void run_relay(const options& o);
+/// TLS inspection's tunnels against the plain CONNECT tunnel: setup latency and proxy cpu,
+/// throughput, idle memory (bench/net/inspect.cpp).
+void run_inspect(const options& o);
 /// TLS inspection's leaf mint against a straightforward OpenSSL mint, and a cache hit against
 /// a miss (bench/net/tls.cpp).
 void run_tls(const options& o);

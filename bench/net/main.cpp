@@ -1,5 +1,5 @@
 // bench/net/main.cpp: net_bench, the egress proxy's figures against same-run baselines.
-//   net_bench [--quick] [--case decision|resolver|relay|tls]
+//   net_bench [--quick] [--case decision|resolver|relay|tls|inspect]
 #include "cases.hpp"
 
 #include <cstdio>
@@ -17,8 +17,9 @@ int main(int argc, char** argv)
             o.only = argv[++i];
         else
         {
-            std::fprintf(stderr,
-                         "usage: net_bench [--quick] [--case decision|resolver|relay|tls]\n");
+            std::fprintf(
+                stderr,
+                "usage: net_bench [--quick] [--case decision|resolver|relay|tls|inspect]\n");
             return 2;
         }
     }
@@ -30,5 +31,7 @@ int main(int argc, char** argv)
         net_bench::run_relay(o);
     if (o.only.empty() || o.only == "tls")
         net_bench::run_tls(o);
+    if (o.only.empty() || o.only == "inspect")
+        net_bench::run_inspect(o);
     return 0;
 }

@@ -21,7 +21,7 @@
 #include "cases.hpp"
 
 #include "bench/common.hpp"
-#include "net/proxy.hpp"
+#include "rig.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -56,125 +56,22 @@ namespace net_bench {
 
 namespace {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 using clock_type = std::chrono::steady_clock;
-using namespace sandbox;
-
-constexpr const char* bench_name = "net_bench";
-
-double seconds_of(clockid_t id)
-{
-    timespec ts{};
-    ::clock_gettime(id, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-double thread_cpu()
-{
-    return seconds_of(CLOCK_THREAD_CPUTIME_ID);
-}
-
-double rss_kib()
-{
-    std::ifstream in("/proc/self/status");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("VmRSS:", 0) == 0)
-            return std::atof(line.c_str() + 6);
-    return 0;
-}
-
-/// Nice 19 for the calling thread only (Linux: a thread id is a PRIO_PROCESS target).
-void lower_priority()
-{
-    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
-}
-
-sockaddr_in loopback(std::uint16_t port)
-{
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-int dial(std::uint16_t port)
-{
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const sockaddr_in a = loopback(port);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
-    {
-        std::perror("connect");
-        std::exit(1);
-    }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
-void send_all(int fd, const char* p, std::size_t n)
-{
-    while (n > 0)
-    {
-        const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (k <= 0)
-        {
-            std::perror("send");
-            std::exit(1);
-        }
-        p += k;
-        n -= static_cast<std::size_t>(k);
-    }
-}
-
-/// CONNECT 127.0.0.1:port through the proxy on `fd`; exits unless answered 200.
-void open_tunnel(int fd, std::uint16_t port)
-{
-    const std::string head = "CONNECT 127.0.0.1:" + std::to_string(port) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    send_all(fd, head.data(), head.size());
-    std::string got;
-    char buf[512];
-    while (got.find("\r\n\r\n") == std::string::npos)
-    {
-        const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-        if (k <= 0)
-            break;
-        got.append(buf, static_cast<std::size_t>(k));
-    }
-    if (got.rfind("HTTP/1.1 200 ", 0) != 0)
-    {
-        std::fprintf(stderr, "net_bench: CONNECT refused: %s\n", got.c_str());
-        std::exit(1);
-    }
-}
 
 /// Accepts on 127.0.0.1: drains each connection in a thread of its own (its byte count is
 /// sent back at EOF), or only holds the connections (idle tunnels).
 class sink
 {
 public:
-    sink()
-    {
-        lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a = loopback(0);
-        ::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(lfd_, 4096);
-        socklen_t len = sizeof a;
-        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-        acceptor_ = std::thread([this] { accept_loop(); });
-    }
+    sink() = default;
     ~sink()
     {
-        ::shutdown(lfd_, SHUT_RDWR);
-        acceptor_.join();
-        ::close(lfd_);
+        acceptor_.reset();
         for (auto& t : drains_)
             t.join();
         release_held();
     }
-    std::uint16_t port() const { return port_; }
+    std::uint16_t port() const { return acceptor_->port(); }
     void hold(bool on) { hold_ = on; }
     /// Drain threads lower their own priority (nice 19).
     void nice_drains(bool on) { nice_ = on; }
@@ -194,23 +91,13 @@ public:
     double last_drain_cpu() const { return last_cpu_.load(); }
 
 private:
-    void accept_loop()
+    void accepted(int fd)
     {
-        for (;;)
-        {
-            const int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0)
-            {
-                if (errno == EINTR || errno == ECONNABORTED)
-                    continue;
-                return;
-            }
-            std::lock_guard lock(m_);
-            if (hold_)
-                held_.push_back(fd);
-            else
-                drains_.emplace_back([this, fd] { drain(fd); });
-        }
+        std::lock_guard lock(m_);
+        if (hold_)
+            held_.push_back(fd);
+        else
+            drains_.emplace_back([this, fd] { drain(fd); });
     }
     void drain(int fd)
     {
@@ -233,68 +120,14 @@ private:
         ::close(fd);
     }
 
-    int lfd_ = -1;
-    std::uint16_t port_ = 0;
     std::atomic<bool> hold_{false};
     std::atomic<bool> nice_{false};
     std::atomic<double> last_cpu_{0};
     mutable std::mutex m_;
     std::vector<int> held_;
     std::vector<std::thread> drains_;
-    std::thread acceptor_;
-};
-
-/// The proxy on its own io_context thread.
-class proxy_rig
-{
-public:
-    proxy_rig()
-    {
-        net_policy p;
-        p.mode = net_mode::allow_list;
-        p.rules = {net_rule{net_action::allow, "127.0.0.1", 0}};
-        net::egress_config cfg;
-        cfg.mode = net_mode::allow_list;
-        cfg.rules = net::rule_set::compile(p).value();
-        cfg.dns = std::make_shared<net::static_resolver>(
-            std::map<std::string, std::vector<net::address>>{}, nullptr);
-        cfg.limits.max_tunnels = 100'000;
-        gate_ = std::make_shared<net::egress>(ioc_.get_executor(), std::move(cfg));
-        proxy_ = std::make_unique<net::egress_proxy>(gate_);
-        tcp::acceptor a(ioc_);
-        const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-        a.open(ep.protocol());
-        a.bind(ep);
-        a.listen(4096);
-        port_ = a.local_endpoint().port();
-        proxy_->add_listener(std::move(a));
-        thread_ = std::thread([this] { ioc_.run(); });
-        ::pthread_getcpuclockid(thread_.native_handle(), &cpu_clock_);
-    }
-    ~proxy_rig()
-    {
-        asio::post(ioc_, [this] { proxy_->stop(); });
-        work_.reset();
-        thread_.join();
-    }
-    std::uint16_t port() const { return port_; }
-    double cpu() const { return seconds_of(cpu_clock_); }
-    asio::io_context& loop() { return ioc_; }
-    std::size_t connections()
-    {
-        std::promise<std::size_t> p;
-        asio::post(ioc_, [&] { p.set_value(proxy_->connections()); });
-        return p.get_future().get();
-    }
-
-private:
-    asio::io_context ioc_{1};
-    asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
-    std::shared_ptr<net::egress> gate_;
-    std::unique_ptr<net::egress_proxy> proxy_;
-    std::uint16_t port_ = 0;
-    std::thread thread_;
-    clockid_t cpu_clock_{};
+    std::unique_ptr<loopback_acceptor> acceptor_ =
+        std::make_unique<loopback_acceptor>([this](int fd) { accepted(fd); });
 };
 
 /// Streams `total` bytes in 1 MiB sends, half-closes, checks the sink's count; seconds.

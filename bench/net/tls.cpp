@@ -8,6 +8,7 @@
 #include "bench/common.hpp"
 #include "host/canonical.hpp"
 #include "net/tls/certificate_authority.hpp"
+#include "rig.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -23,11 +24,6 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 namespace tls = sandbox::net::tls;
-
-double micros_since(steady::time_point t0)
-{
-    return std::chrono::duration<double, std::micro>(steady::now() - t0).count();
-}
 
 // The baseline: a CA and a leaf key of its own, and per leaf the usual calls.
 struct naive_ca
