@@ -1,21 +1,19 @@
 // net/tls/inspect.cpp: the two handshakes and the plaintext relay of an inspected tunnel.
 #include "inspect.hpp"
 
-#include "prefixed_stream.hpp"
+#include "tls_leg.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 
 #include <openssl/ssl.h>
 
-#include <array>
+#include <memory>
 
 namespace sandbox::net::tls {
 
@@ -24,7 +22,6 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using tcp = asio::ip::tcp;
-using tls_stream = asio::ssl::stream<prefixed_stream<tcp::socket>>;
 using steady = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
@@ -36,30 +33,40 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d)
 }
 
 // One leg's handshake within `limit`: its error, or timed_out.
-asio::awaitable<boost::system::error_code> handshake(tls_stream& s, tls_stream::handshake_type type,
-                                                     std::chrono::milliseconds limit)
+asio::awaitable<boost::system::error_code> handshake(tls_leg& leg, std::chrono::milliseconds limit)
 {
-    auto first = co_await (s.async_handshake(type, use_tuple) || sleep_for(limit));
+    auto first = co_await (leg.handshake() || sleep_for(limit));
     if (first.index() == 1)
         co_return asio::error::timed_out;
-    co_return std::get<0>(std::get<0>(first));
+    co_return std::get<0>(first);
 }
 
-// Copies `from` to `to` until `from` ends or fails: "closed" or "reset".
-asio::awaitable<std::string> pump(tls_stream& from, tls_stream& to, std::uint64_t& count,
+// A pump's buffer: one TLS record's plaintext.
+constexpr std::size_t pump_chunk = 16 * 1024;
+
+// Copies `from` to `to` until `from` ends or fails: "closed" or "reset". The buffer is held
+// only while bytes move: an idle pump waits on the socket with none.
+asio::awaitable<std::string> pump(tls_leg& from, tls_leg& to, std::uint64_t& count,
                                   steady::time_point& last)
 {
-    std::array<char, 16 * 1024> buf;
+    std::unique_ptr<char[]> buf;
     for (;;)
     {
-        auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), use_tuple);
+        if (!buf)
+            buf = std::make_unique_for_overwrite<char[]>(pump_chunk);
+        auto [ec, n] = from.try_read(buf.get(), pump_chunk);
+        if (ec == asio::error::would_block)
+        {
+            buf.reset();
+            if (co_await from.wait())
+                co_return "reset";
+            continue;
+        }
         if (n > 0)
         {
-            auto [wec, written] =
-                co_await asio::async_write(to, asio::buffer(buf.data(), n), use_tuple);
-            if (wec)
+            if (co_await to.write(buf.get(), n))
                 co_return "reset";
-            count += written;
+            count += n;
             last = steady::now();
         }
         if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
@@ -84,11 +91,11 @@ asio::awaitable<std::string> idle_watch(const steady::time_point& last,
 }
 
 // close_notify to a peer that is still there, within `limit`.
-asio::awaitable<void> close_leg(tls_stream& s, std::chrono::milliseconds limit)
+asio::awaitable<void> close_leg(tls_leg& leg, std::chrono::milliseconds limit)
 {
-    co_await (s.async_shutdown(use_tuple) || sleep_for(limit));
+    co_await (leg.shutdown() || sleep_for(limit));
     boost::system::error_code ignored;
-    s.lowest_layer().close(ignored);
+    leg.socket().close(ignored);
 }
 
 std::chrono::microseconds since(steady::time_point t0)
@@ -97,10 +104,10 @@ std::chrono::microseconds since(steady::time_point t0)
 }
 
 // The origin's leg: false (and `t` says why) when it did not verify or failed.
-asio::awaitable<bool> open_origin(tls_stream& o, inspect_totals& t, std::chrono::milliseconds limit)
+asio::awaitable<bool> open_origin(tls_leg& o, inspect_totals& t, std::chrono::milliseconds limit)
 {
     const auto t0 = steady::now();
-    const auto ec = co_await handshake(o, tls_stream::client, limit);
+    const auto ec = co_await handshake(o, limit);
     t.origin_handshake = since(t0);
     if (!ec)
     {
@@ -147,7 +154,7 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
     auto origin_ssl = origins.new_connection(host);
     if (failed(origin_ssl, t))
         co_return t;
-    tls_stream o(prefixed_stream(std::move(origin.socket), std::move(origin.first)), *origin_ssl);
+    tls_leg o(std::move(origin.socket), *origin_ssl, std::move(origin.first));
     if (!co_await open_origin(o, t, limits.handshake_timeout))
     {
         // The proxy stopped during the handshake.
@@ -160,9 +167,9 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
     auto client_ssl = server.new_connection(st);
     if (failed(client_ssl, t))
         co_return t;
-    tls_stream c(prefixed_stream(std::move(client.socket), std::move(client.first)), *client_ssl);
+    tls_leg c(std::move(client.socket), *client_ssl, std::move(client.first));
     const auto t0 = steady::now();
-    const auto ec = co_await handshake(c, tls_stream::server, limits.handshake_timeout);
+    const auto ec = co_await handshake(c, limits.handshake_timeout);
     t.client_handshake = since(t0);
     t.sni = st.sni;
     t.leaf_from_cache = st.leaf_from_cache;

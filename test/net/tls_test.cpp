@@ -375,6 +375,19 @@ struct tls_server
     }
 };
 
+// `n` bytes of a pattern with no period a misplaced record would hide.
+std::string pattern(std::size_t n)
+{
+    std::string out(n, '\0');
+    std::uint32_t x = 2463534242u;
+    for (auto& c : out)
+    {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        c = static_cast<char>('a' + x % 26);
+    }
+    return out;
+}
+
 // Runs a shell command line, its stdout captured (stderr dropped).
 sbx_test::shell_outcome run(const std::string& line)
 {
@@ -493,6 +506,7 @@ struct inspect_rig
     std::vector<tls::inspect_totals> totals;
     std::vector<asio::ip::tcp::socket> held; // a silent origin's connections
     bool silent = false;
+    std::size_t body_bytes = 0; // the origin's answer: this many bytes of a pattern, if set
     bool peek_first = false;
     std::vector<tls::hello_peek> peeks;
     std::filesystem::path dir;
@@ -595,7 +609,10 @@ struct inspect_rig
     asio::awaitable<void> answer_origin(asio::ip::tcp::socket sock)
     {
         asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), origin_tls);
-        co_await answer_one(s, [](SSL* ssl) {
+        const std::size_t big = body_bytes;
+        co_await answer_one(s, [big](SSL* ssl) {
+            if (big > 0)
+                return pattern(big);
             const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
             const unsigned char* alpn = nullptr;
             unsigned int alpn_len = 0;
@@ -670,6 +687,23 @@ BOOST_AUTO_TEST_CASE(curl_reaches_a_verified_origin_through_both_terminated_legs
     BOOST_TEST(t[0].down > r.out.size());
     BOOST_TEST(t[1].reason == "client_handshake"); // curl refused the leaf
     BOOST_TEST(t[1].leaf_from_cache);
+}
+
+// Many records through both legs, in order and whole (the pumps take a buffer per burst and
+// let it go when the socket runs dry). (Uploads: net_bench --case inspect counts 512 MiB.)
+BOOST_AUTO_TEST_CASE(a_large_body_crosses_both_legs_whole)
+{
+    inspect_rig rig("api.test", true);
+    rig.body_bytes = 6 * 1024 * 1024 + 123;
+    rig.start();
+    auto r = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out.size() == rig.body_bytes);
+    BOOST_TEST((r.out == pattern(rig.body_bytes)));
+    const auto t = rig.ended(1);
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST(t[0].reason == "closed");
+    BOOST_TEST(t[0].down > rig.body_bytes);
 }
 
 // The proxy reads the ClientHello to decide; TLS then gets those bytes first.
