@@ -86,7 +86,7 @@ struct inspector::impl
     std::vector<detail::host_pattern> hosts, excluded;
     std::unique_ptr<certificate_authority> ca;
     std::unique_ptr<server_context> server;
-    std::unique_ptr<origin_context> origins;
+    std::shared_ptr<origin_context> origins; // shared with the process's other inspectors
 
     asio::awaitable<relay_totals> tunnel(asio::ip::tcp::socket& client,
                                          asio::ip::tcp::socket& origin, std::string early,
@@ -112,7 +112,7 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     auto server = server_context::create(**ca);
     if (!server)
         return server.error();
-    auto origins = origin_context::create(opts.origins);
+    auto origins = shared_origin_context(opts.origins);
     if (!origins)
         return origins.error();
     p->hosts = std::move(*hosts);

@@ -1,11 +1,18 @@
 // net/tls/origin_context.cpp: the client-side SSL_CTX towards origins.
 #include "origin_context.hpp"
 
+#include "trust.hpp"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 namespace sandbox::net::tls {
 
@@ -34,7 +41,56 @@ bool add_roots(X509_STORE* store, const std::string& pem)
     return added > 0 && clean_end;
 }
 
+// The system's roots parsed: shared by every origin context of the process, parsed again
+// only when the bundle's text changes (`system_roots`). OpenSSL's own default paths would
+// parse the whole bundle for every context: about 20 ms, every call.
+struct parsed_roots
+{
+    std::shared_ptr<const std::string> text;
+    std::vector<X509*> certs;
+    parsed_roots() = default;
+    parsed_roots(const parsed_roots&) = delete;
+    parsed_roots& operator=(const parsed_roots&) = delete;
+    ~parsed_roots()
+    {
+        for (X509* c : certs)
+            X509_free(c);
+    }
+};
+
+std::shared_ptr<const parsed_roots> system_root_certs()
+{
+    static std::mutex lock;
+    static std::shared_ptr<const parsed_roots> last;
+    auto text = system_roots();
+    std::lock_guard hold(lock);
+    if (last && last->text == text)
+        return last;
+    auto parsed = std::make_shared<parsed_roots>();
+    parsed->text = text;
+    if (BIO* b = BIO_new_mem_buf(text->data(), static_cast<int>(text->size())))
+    {
+        while (X509* c = PEM_read_bio_X509(b, nullptr, nullptr, nullptr))
+            parsed->certs.push_back(c);
+        BIO_free(b);
+    }
+    ERR_clear_error();
+    last = parsed;
+    return last;
+}
+
 constexpr unsigned char http11_wire[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+bool add_system_roots(X509_STORE* store, bool wanted)
+{
+    if (!wanted)
+        return true;
+    const auto roots = system_root_certs();
+    for (X509* c : roots->certs)
+        if (X509_STORE_add_cert(store, c) != 1) // (it takes a reference of its own)
+            return false;
+    return true;
+}
 
 } // namespace
 
@@ -50,7 +106,7 @@ outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_tru
     SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
     std::unique_ptr<origin_context> out(ctx ? new origin_context(ctx) : nullptr);
     if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-        (trust.system_roots && SSL_CTX_set_default_verify_paths(ctx) != 1))
+        !add_system_roots(SSL_CTX_get_cert_store(ctx), trust.system_roots))
     {
         ERR_clear_error();
         return make_failure(errc::internal, "TLS inspection: cannot make the origin context");
@@ -64,6 +120,36 @@ outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_tru
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     return out;
+}
+
+outcome<std::shared_ptr<origin_context>> shared_origin_context(const origin_trust& trust)
+{
+    struct entry
+    {
+        origin_trust trust;
+        std::shared_ptr<const std::string> system;
+        std::shared_ptr<origin_context> context;
+    };
+    constexpr std::size_t kept = 8; // distinct trusts kept, the most recently used first
+    static std::mutex lock;
+    static std::vector<entry> made;
+    auto system = system_roots();
+    std::lock_guard hold(lock);
+    std::erase_if(made, [&](const entry& e) { return e.system != system; });
+    for (auto it = made.begin(); it != made.end(); ++it)
+        if (it->trust.system_roots == trust.system_roots &&
+            it->trust.extra_roots_pem == trust.extra_roots_pem)
+        {
+            std::rotate(made.begin(), it, it + 1);
+            return made.front().context;
+        }
+    auto created = origin_context::create(trust);
+    if (!created)
+        return created.error();
+    made.insert(made.begin(), {trust, std::move(system), std::move(*created)});
+    if (made.size() > kept)
+        made.pop_back();
+    return made.front().context;
 }
 
 outcome<SSL*> origin_context::new_connection(const canonical_host& host)

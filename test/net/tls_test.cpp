@@ -783,6 +783,27 @@ BOOST_AUTO_TEST_CASE(a_broken_origin_root_is_refused)
     BOOST_TEST(!tls::origin_context::create(trust));
 }
 
+// Calls with the same origin trust share one context (parsing 140 roots is not per call);
+// another trust gets its own; a broken one is refused, not cached.
+BOOST_AUTO_TEST_CASE(origin_contexts_are_shared_per_trust)
+{
+    auto ca = make_ca();
+    tls::origin_trust system_only;
+    tls::origin_trust with_ca;
+    with_ca.extra_roots_pem = {ca->certificate_pem()};
+    auto a = tls::shared_origin_context(system_only);
+    auto b = tls::shared_origin_context(system_only);
+    auto c = tls::shared_origin_context(with_ca);
+    BOOST_TEST_REQUIRE((a && b && c));
+    BOOST_TEST(a->get() == b->get());
+    BOOST_TEST(a->get() != c->get());
+    BOOST_TEST(tls::shared_origin_context(with_ca)->get() == c->get());
+    tls::origin_trust broken;
+    broken.extra_roots_pem = {"no certificate here"};
+    BOOST_TEST(!tls::shared_origin_context(broken));
+    BOOST_TEST(!tls::shared_origin_context(broken));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(tls_trust)
