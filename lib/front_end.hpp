@@ -53,12 +53,11 @@ inline failure failure_of(caught c)
     return failure{c.code, std::move(c.diag)};
 }
 
-/// \brief Awaits `a`; what it throws comes back in `thrown` instead, with a value-initialised
-/// `T`. The one place inside the library where an exception becomes a value: a runner, a
-/// session manager or an approver of the caller's may throw, and an Asio operation started
-/// after a cancellation does.
-template <class T>
-boost::asio::awaitable<T> catching(boost::asio::awaitable<T> a, std::optional<caught>& thrown)
+/// \brief Awaits `a`; what it throws becomes the value `as(caught)` (`outcome_of` for an
+/// exec, `failure_of` for the rest). The one place inside the library where an exception
+/// becomes a value: a runner, a session manager or an approver of the caller's may throw, and
+/// an Asio operation started after a cancellation does.
+template <class T, class As> boost::asio::awaitable<T> catching(boost::asio::awaitable<T> a, As as)
 {
     std::exception_ptr ep;
     try
@@ -69,8 +68,7 @@ boost::asio::awaitable<T> catching(boost::asio::awaitable<T> a, std::optional<ca
     {
         ep = std::current_exception();
     }
-    thrown = catch_exception(ep);
-    co_return T{};
+    co_return T(as(catch_exception(ep)));
 }
 
 /// Lets partial cancellation through: the caller's filter (or the handler's slot) has

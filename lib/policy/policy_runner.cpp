@@ -77,10 +77,8 @@ private:
             co_return std::move(admitted).error();
         trail t = std::move(*admitted);
         spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
-        std::optional<caught> thrown; // an inner manager of the caller's may throw
-        auto s = co_await catching(pm->try_start(std::move(spec)), thrown);
-        if (thrown)
-            s = failure_of(std::move(*thrown));
+        // An inner manager of the caller's may throw.
+        auto s = co_await catching(pm->try_start(std::move(spec)), failure_of);
         if (!s)
         {
             t.ended(nullptr, s.error().code, to_string(s.error().diag));
@@ -163,10 +161,8 @@ asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req)
     }
     trail t = std::move(*admitted);
     req.on_net_record = t.net_handler(std::move(req.on_net_record));
-    std::optional<caught> thrown; // an inner runner of the caller's may throw
-    exec_outcome o = co_await catching(inner_->try_exec(std::move(req)), thrown);
-    if (thrown)
-        o = outcome_of(std::move(*thrown));
+    // An inner runner of the caller's may throw.
+    exec_outcome o = co_await catching(inner_->try_exec(std::move(req)), outcome_of);
     t.ended(&o.result, o.ec, o.ec ? to_string(o.result.diag) : std::string{});
     co_return o;
 }
@@ -185,10 +181,8 @@ asio::awaitable<outcome<trail>> policy_runner::admit(call_ref call)
     std::optional<failure> refused = gate(call, t);
     if (!refused)
     {
-        std::optional<caught> thrown; // a cancellation or failure no step recorded
-        refused = co_await catching(approve(call, t), thrown);
-        if (thrown)
-            refused = failure_of(std::move(*thrown));
+        // A cancellation or failure no step recorded.
+        refused = co_await catching(approve(call, t), failure_of);
     }
     if (!refused)
         refused = t.vouch(audit_event::allowed, "chain");

@@ -181,11 +181,9 @@ asio::awaitable<outcome<std::shared_ptr<session>>> start_body(registry_state st,
     rec.started_at = std::chrono::system_clock::now();
     rec.argv = argv;
     rec.tty = spec.tty.has_value();
-    std::optional<detail::caught> thrown; // an Asio wait refusing to start after a cancellation
+    // An Asio wait refuses to start after a cancellation: its throw becomes the failure.
     auto s = co_await detail::catching(start_session(st->ex, id, std::move(argv), std::move(*plan)),
-                                       thrown);
-    if (thrown)
-        s = detail::failure_of(std::move(*thrown));
+                                       detail::failure_of);
     if (!s)
     {
         st->records.erase(id);

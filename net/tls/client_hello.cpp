@@ -2,8 +2,6 @@
 // RFC 7301 3.1).
 #include "client_hello.hpp"
 
-#include "server_context.hpp" // parse_server_name
-
 #include <optional>
 #include <set>
 
@@ -179,6 +177,29 @@ hello_peek peek_client_hello(std::span<const unsigned char> bytes, std::size_t c
         out.bytes = g.bytes;
     }
     return out;
+}
+
+std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size)
+{
+    if (size < 2 || static_cast<std::size_t>((body[0] << 8) | body[1]) != size - 2)
+        return std::nullopt;
+    std::size_t at = 2;
+    while (at + 3 <= size)
+    {
+        const unsigned type = body[at];
+        const std::size_t len = static_cast<std::size_t>((body[at + 1] << 8) | body[at + 2]);
+        at += 3;
+        if (len > size - at)
+            return std::nullopt;
+        if (type == 0) // host_name: one per list (RFC 6066), the first one counts
+        {
+            if (len == 0)
+                return std::nullopt;
+            return std::string(reinterpret_cast<const char*>(body + at), len);
+        }
+        at += len;
+    }
+    return std::nullopt;
 }
 
 } // namespace sandbox::net::tls

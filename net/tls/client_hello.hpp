@@ -6,6 +6,7 @@
 #define SANDBOX_NET_TLS_CLIENT_HELLO_HPP
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ inline constexpr std::size_t client_hello_cap = 16 * 1024;
 /// inside the message, an empty protocol name: `malformed`.
 hello_peek peek_client_hello(std::span<const unsigned char> bytes,
                              std::size_t cap = client_hello_cap);
+
+/// \brief The host_name of a server_name extension's body (RFC 6066 3), or nothing when it
+/// does not parse or names no host. Pure parsing.
+std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size);
 
 } // namespace sandbox::net::tls
 

@@ -1,6 +1,8 @@
 // net/tls/server_context.cpp: the server-side SSL_CTX and its ClientHello callback.
 #include "server_context.hpp"
 
+#include "client_hello.hpp"
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
@@ -40,29 +42,6 @@ int refuse(client_hello_state& st, const char* why, int alert_code, int* alert)
 }
 
 } // namespace
-
-std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size)
-{
-    if (size < 2 || static_cast<std::size_t>((body[0] << 8) | body[1]) != size - 2)
-        return std::nullopt;
-    std::size_t at = 2;
-    while (at + 3 <= size)
-    {
-        const unsigned type = body[at];
-        const std::size_t len = static_cast<std::size_t>((body[at + 1] << 8) | body[at + 2]);
-        at += 3;
-        if (len > size - at)
-            return std::nullopt;
-        if (type == 0) // host_name: one per list (RFC 6066), the first one counts
-        {
-            if (len == 0)
-                return std::nullopt;
-            return std::string(reinterpret_cast<const char*>(body + at), len);
-        }
-        at += len;
-    }
-    return std::nullopt;
-}
 
 struct server_context::impl
 {

@@ -59,10 +59,6 @@ private:
     std::unique_ptr<impl> p_;
 };
 
-/// \brief The host_name of a server_name extension's body (RFC 6066 3), or nothing when it
-/// does not parse or names no host. Pure parsing.
-std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size);
-
 } // namespace sandbox::net::tls
 
 #endif // SANDBOX_NET_TLS_SERVER_CONTEXT_HPP

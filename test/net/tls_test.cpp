@@ -640,22 +640,9 @@ struct inspect_rig
         if (ec)
             co_return;
         std::string first;
-        if (peek_first) // as the proxy will: read the ClientHello, decide, hand it over
-        {
-            std::array<unsigned char, 4096> buf;
-            tls::hello_peek p;
-            while (p.what == tls::hello_peek::verdict::need_more)
-            {
-                auto [rec, n] = co_await client.async_read_some(
-                    asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
-                if (rec)
-                    co_return;
-                first.append(reinterpret_cast<const char*>(buf.data()), n);
-                p = tls::peek_client_hello(
-                    std::span(reinterpret_cast<const unsigned char*>(first.data()), first.size()));
-            }
-            peeks.push_back(p);
-        }
+        if (peek_first) // as the proxy does: read the ClientHello, decide, hand it over
+            peeks.push_back(co_await tls::read_client_hello(
+                client, first, std::chrono::steady_clock::now() + std::chrono::seconds(10)));
         // Built in their own statements: GCC 12 mishandles braced temporaries in co_await.
         tls::leg from_client{std::move(client), std::move(first)};
         tls::leg to_origin{std::move(origin)};
