@@ -69,6 +69,17 @@ boost::json::object to_json(const net_record& r)
         o["duration_us"] =
             std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count();
     }
+    if (r.tls)
+    {
+        boost::json::object t;
+        t["sni"] = sanitize_utf8(r.tls->sni);
+        t["client_handshake_us"] = r.tls->client_handshake.count();
+        t["origin_handshake_us"] = r.tls->origin_handshake.count();
+        t["leaf_from_cache"] = r.tls->leaf_from_cache;
+        if (!r.tls->detail.empty())
+            t["detail"] = sanitize_utf8(r.tls->detail);
+        o["tls"] = std::move(t);
+    }
     return o;
 }
 

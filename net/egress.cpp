@@ -245,13 +245,14 @@ opened egress::refuse(net_protocol protocol, std::string requested, open_status 
 }
 
 void egress::closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
-                    std::string reason)
+                    std::string reason, std::optional<net_tls_record> tls)
 {
     net_record r = decision;
     r.event = net_event::closed;
     r.bytes_up = bytes_up;
     r.bytes_down = bytes_down;
     r.reason = std::move(reason);
+    r.tls = std::move(tls);
     r.duration = std::chrono::nanoseconds{0};
     if (auto it = opened_at_.find(decision.connection); it != opened_at_.end())
     {

@@ -143,7 +143,7 @@ public:
                   std::string message, std::string rule = {});
     /// \brief Emits the `closed` record of a connection `open` connected.
     void closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
-                std::string reason);
+                std::string reason, std::optional<net_tls_record> tls = {});
 
     const net_limits& limits() const noexcept { return cfg_.limits; }
     const egress_config& config() const noexcept { return cfg_; }

@@ -216,7 +216,7 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
     {
         t.reason = "stopped";
     }
-    gate.closed(op.record, t.up, t.down, t.reason);
+    gate.closed(op.record, t.up, t.down, t.reason, std::move(t.tls));
 }
 
 asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const head_parser& p,

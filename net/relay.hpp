@@ -5,11 +5,14 @@
 #ifndef SANDBOX_LIB_NET_RELAY_HPP
 #define SANDBOX_LIB_NET_RELAY_HPP
 
+#include <sandbox/net_proxy.hpp>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace sandbox::net {
@@ -21,6 +24,8 @@ struct relay_totals
     std::uint64_t up = 0;   ///< client to server, `to_server` included
     std::uint64_t down = 0; ///< server to client, `to_client` included
     std::string reason{};
+    /// Set by TLS inspection for the tunnels it selected.
+    std::optional<net_tls_record> tls{};
 };
 
 /// \brief Relays until both directions ended, the idle timeout, an error, or cancellation

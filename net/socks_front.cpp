@@ -277,7 +277,7 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
     else
         totals = co_await relay(client, o.socket, std::move(pipelined), std::move(o.early_bytes),
                                 gate->limits().tunnel_idle_timeout);
-    gate->closed(o.record, totals.up, totals.down, totals.reason);
+    gate->closed(o.record, totals.up, totals.down, totals.reason, std::move(totals.tls));
 }
 
 } // namespace

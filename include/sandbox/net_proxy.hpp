@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,21 @@ SANDBOX_DECL const char* to_string(net_protocol p) noexcept;
 SANDBOX_DECL const char* to_string(net_verdict v) noexcept;
 SANDBOX_DECL const char* to_string(net_event e) noexcept;
 
+/// \brief What TLS inspection saw of one tunnel (`net.mitm` selected its CONNECT host).
+struct net_tls_record
+{
+    /// The client's server name (control bytes escaped; empty: none, or no handshake).
+    std::string sni{};
+    /// Each leg's handshake (0: it did not happen).
+    std::chrono::microseconds client_handshake{0};
+    std::chrono::microseconds origin_handshake{0};
+    /// The client got a leaf from the cache (no mint).
+    bool leaf_from_cache = false;
+    /// Why a handshake failed, in OpenSSL's words ("certificate verify failed: unable to get
+    /// local issuer certificate"); empty otherwise.
+    std::string detail{};
+};
+
 /// \brief One connection through the egress proxy. No query string, path or credential is
 /// ever recorded.
 struct net_record
@@ -150,6 +166,9 @@ struct net_record
     std::uint64_t bytes_down = 0;
     /// `closed` only: from the decision to the close.
     std::chrono::nanoseconds duration{0};
+    /// `closed` of an inspected tunnel only (its `reason` is then one of TLS inspection's:
+    /// "closed", "origin_untrusted", "client_handshake", "not_tls", ... docs/network.md).
+    std::optional<net_tls_record> tls{};
 };
 
 /// The record as a JSON object (Boost.JSON); fields that do not apply are left out.

@@ -187,6 +187,7 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     relay_totals t;
     if (hello.what == verdict::not_tls && opts.relay_non_tls)
         co_return co_await relay(client, origin, std::move(rest), std::move(early), idle_timeout);
+    t.tls.emplace();
     if (hello.what != verdict::tls)
     {
         t.reason = hello.what == verdict::not_tls     ? "not_tls"
@@ -207,6 +208,11 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     t.up = done.up;
     t.down = done.down;
     t.reason = done.reason;
+    t.tls->sni = done.sni;
+    t.tls->client_handshake = done.client_handshake;
+    t.tls->origin_handshake = done.origin_handshake;
+    t.tls->leaf_from_cache = done.leaf_from_cache;
+    t.tls->detail = done.detail;
     co_return t;
 }
 
@@ -224,6 +230,7 @@ asio::awaitable<relay_totals> inspector::tunnel(asio::ip::tcp::socket& client,
     catch (const boost::system::system_error&)
     {
         t.reason = "stopped";
+        t.tls.emplace();
     }
     boost::system::error_code ignored;
     client.close(ignored);

@@ -116,6 +116,27 @@ BOOST_FIXTURE_TEST_CASE(curl_python_git_and_pip_trust_an_inspected_origin_with_n
     BOOST_REQUIRE(closed);
     BOOST_TEST(closed->reason == "closed"); // an inspected tunnel's orderly end
     BOOST_TEST(closed->bytes_down > 20u);   // plaintext: the response and its body
+    BOOST_REQUIRE(closed->tls);
+    BOOST_TEST(closed->tls->sni == "files.test");
+    BOOST_TEST(!closed->tls->leaf_from_cache); // the call's first tunnel minted the leaf
+    BOOST_TEST(closed->tls->client_handshake.count() > 0);
+    BOOST_TEST(closed->tls->origin_handshake.count() > 0);
+    BOOST_TEST(closed->tls->detail.empty());
+    std::size_t from_cache = 0;
+    for (const auto& rec : records)
+        from_cache += rec.tls && rec.tls->leaf_from_cache;
+    BOOST_TEST(from_cache >= 4u); // urllib, git, pip, curl -v: the same leaf
+    const auto j = sandbox::to_json(*closed);
+    BOOST_TEST(j.at("tls").at("sni").as_string() == "files.test");
+    BOOST_TEST(j.at("tls").at("origin_handshake_us").as_int64() > 0);
+    BOOST_TEST(!j.at("tls").as_object().contains("detail"));
+    // A tunnel not inspected has no tls part.
+    records.clear();
+    auto plain = sh("curl -sS -o /dev/null " + url + "/hello.txt 2>/dev/null; true");
+    BOOST_TEST(!plain.ec, plain.result.diag);
+    const auto* relayed = closed_record();
+    BOOST_REQUIRE(relayed);
+    BOOST_TEST(!relayed->tls);
 }
 
 // Only the selected hosts are inspected: without net.mitm, with another host selected, or
@@ -152,6 +173,9 @@ BOOST_FIXTURE_TEST_CASE(an_origin_the_proxy_cannot_verify_is_never_reached, tls_
     BOOST_REQUIRE(closed);
     BOOST_TEST(closed->reason == "origin_untrusted");
     BOOST_TEST(closed->bytes_down == 0u);
+    BOOST_REQUIRE(closed->tls);
+    BOOST_TEST(closed->tls->client_handshake.count() == 0); // no leaf, no client handshake
+    BOOST_TEST(closed->tls->detail.find("certificate") != std::string::npos, closed->tls->detail);
 }
 
 // T20: what a command can find of the CA: the bundle (certificates only, read-only, at the
