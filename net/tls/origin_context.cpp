@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -94,11 +95,72 @@ bool add_system_roots(X509_STORE* store, bool wanted)
 
 } // namespace
 
-origin_context::origin_context(SSL_CTX* ctx) noexcept : ctx_(ctx) {}
+// The client sessions origins gave, by server name: a resumed origin leg skips the
+// certificate chain and its verification (tls.md M4). Bounded; shared by the threads that use
+// the context.
+struct origin_context::session_cache
+{
+    static constexpr std::size_t capacity = 256;
+    mutable std::mutex lock;
+    std::map<std::string, SSL_SESSION*, std::less<>> by_name;
+
+    ~session_cache()
+    {
+        for (auto& [name, s] : by_name)
+            SSL_SESSION_free(s);
+    }
+    // OpenSSL's new-session callback: keeps `s` (returns 1: the reference is ours).
+    static int keep(SSL* ssl, SSL_SESSION* s)
+    {
+        // The name we sent (a client's own SNI): servers need not acknowledge it.
+        const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+        auto* self = static_cast<origin_context*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+        if (!name || !self || !SSL_SESSION_is_resumable(s))
+            return 0;
+        std::lock_guard hold(self->sessions_->lock);
+        auto& m = self->sessions_->by_name;
+        if (m.size() >= capacity && !m.count(name))
+        {
+            for (auto& [n, old] : m)
+                SSL_SESSION_free(old);
+            m.clear();
+        }
+        SSL_SESSION*& slot = m[name];
+        if (slot)
+            SSL_SESSION_free(slot);
+        slot = s;
+        return 1;
+    }
+    // Puts the session kept for `name` on `ssl`, if any.
+    void offer(SSL* ssl, const std::string& name) const
+    {
+        std::lock_guard hold(lock);
+        if (auto it = by_name.find(name); it != by_name.end())
+            SSL_set_session(ssl, it->second);
+    }
+};
+
+origin_context::origin_context(SSL_CTX* ctx) noexcept
+    : ctx_(ctx), sessions_(std::make_unique<session_cache>())
+{
+    if (ctx_)
+    {
+        SSL_CTX_set_app_data(ctx_, this);
+        SSL_CTX_set_session_cache_mode(ctx_,
+                                       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx_, &session_cache::keep);
+    }
+}
 
 origin_context::~origin_context()
 {
     SSL_CTX_free(ctx_);
+}
+
+std::size_t origin_context::sessions() const
+{
+    std::lock_guard hold(sessions_->lock);
+    return sessions_->by_name.size();
 }
 
 outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_trust& trust)
@@ -162,6 +224,8 @@ outcome<SSL*> origin_context::new_connection(const canonical_host& host)
     else if (ok)
         ok = SSL_set_tlsext_host_name(ssl, text.c_str()) == 1 &&
              SSL_set1_host(ssl, text.c_str()) == 1;
+    if (ok && !host.is_ip())
+        sessions_->offer(ssl, text);
     if (!ok)
     {
         SSL_free(ssl);

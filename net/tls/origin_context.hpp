@@ -37,14 +37,21 @@ public:
 
     /// \brief A new SSL in client mode for the origin `host` (the CONNECT host): SNI for a
     /// name (none for an address), the certificate checked against that name or address,
-    /// ALPN `http/1.1`. The caller owns the SSL.
+    /// ALPN `http/1.1`, and the last session that name's origin gave (a resumption skips the
+    /// certificate and its verification, which that session passed). The caller owns the SSL.
     outcome<SSL*> new_connection(const canonical_host& host);
 
     SSL_CTX* native_handle() const noexcept;
 
+    /// Origin sessions kept for resumption (one per server name; tests).
+    std::size_t sessions() const;
+
+    struct session_cache;
+
 private:
     explicit origin_context(SSL_CTX* ctx) noexcept;
     SSL_CTX* ctx_;
+    std::unique_ptr<session_cache> sessions_;
 };
 
 /// \brief The origin context of `trust`, shared: one per distinct trust (and system bundle

@@ -507,6 +507,7 @@ struct inspect_rig
     std::vector<asio::ip::tcp::socket> held; // a silent origin's connections
     bool silent = false;
     std::size_t body_bytes = 0; // the origin's answer: this many bytes of a pattern, if set
+    bool report_reuse = false;  // the origin's answer: whether it resumed our session
     bool peek_first = false;
     std::vector<tls::hello_peek> peeks;
     std::filesystem::path dir;
@@ -610,9 +611,12 @@ struct inspect_rig
     {
         asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), origin_tls);
         const std::size_t big = body_bytes;
-        co_await answer_one(s, [big](SSL* ssl) {
+        const bool reuse = report_reuse;
+        co_await answer_one(s, [big, reuse](SSL* ssl) {
             if (big > 0)
                 return pattern(big);
+            if (reuse)
+                return std::string(SSL_session_reused(ssl) ? "resumed" : "full");
             const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
             const unsigned char* alpn = nullptr;
             unsigned int alpn_len = 0;
@@ -691,6 +695,23 @@ BOOST_AUTO_TEST_CASE(a_large_body_crosses_both_legs_whole)
     BOOST_TEST_REQUIRE(t.size() == 1u);
     BOOST_TEST(t[0].reason == "closed");
     BOOST_TEST(t[0].down > rig.body_bytes);
+}
+
+// The origin leg resumes the session the origin gave last time (tls.md M4): the second
+// tunnel's origin sees a resumed handshake; the client leg is a full one each time.
+BOOST_AUTO_TEST_CASE(the_origin_leg_resumes_its_last_session)
+{
+    inspect_rig rig("api.test", true);
+    rig.report_reuse = true;
+    rig.start();
+    auto first = run(rig.curl("proxy-ca.pem"));
+    auto second = run(rig.curl("proxy-ca.pem"));
+    BOOST_TEST(first.out == "full");
+    BOOST_TEST(second.out == "resumed");
+    BOOST_TEST(rig.origins->sessions() == 1u);
+    const auto t = rig.ended(2);
+    BOOST_TEST_REQUIRE(t.size() == 2u);
+    BOOST_TEST(t[1].reason == "closed");
 }
 
 // The proxy reads the ClientHello to decide; TLS then gets those bytes first.
