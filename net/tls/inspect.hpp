@@ -37,8 +37,9 @@ struct inspect_totals
     /// did not verify; `detail` says why), "origin_handshake" (another failure of the origin's
     /// TLS), "handshake_timeout", "sni_mismatch", "bad_sni", "no_leaf", "client_handshake"
     /// (the client refused the leaf or failed otherwise), "internal". After: "closed" (one
-    /// side closed; the other was closed with close_notify), "idle_timeout", "reset",
-    /// "stopped" (cancelled).
+    /// side sent close_notify; the other got ours), "truncated" (one side ended its TCP
+    /// stream without close_notify; the other's end is as abrupt, never vouched for),
+    /// "idle_timeout", "reset", "stopped" (cancelled).
     std::string reason{};
     std::string detail{};
     std::string sni{};         ///< the client's server name (empty: none)

@@ -1,5 +1,6 @@
 // net/tls/inspector.cpp: the selection of inspected hosts and the read of a ClientHello.
 #include "inspector.hpp"
+#include "trust.hpp"
 
 #include "host/pattern.hpp"
 
@@ -133,6 +134,12 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m)
                             "TLS inspection shows no bodies to hooks yet "
                             "(net.mitm.inspect_bodies): inspected tunnels are relayed",
                             "net.mitm.inspect_bodies");
+    if (m.origin_ca.empty() && system_roots()->empty())
+        return make_failure(
+            errc::not_available,
+            "TLS inspection needs roots to verify origins: " + std::string(system_bundle_path) +
+                " holds none (install ca-certificates, or give net.mitm.origin_ca)",
+            "net.mitm");
     inspection_options o;
     o.hosts = m.hosts;
     o.exclude_hosts = m.exclude_hosts;

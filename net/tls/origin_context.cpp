@@ -181,6 +181,7 @@ outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_tru
                                 "net.mitm.origin_ca");
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION); // the legs run one read, one write
     return out;
 }
 

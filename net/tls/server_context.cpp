@@ -97,6 +97,7 @@ outcome<std::unique_ptr<server_context>> server_context::create(certificate_auth
         return make_failure(errc::internal, "TLS inspection: cannot make the server context");
     }
     SSL_CTX_set_mode(p->ctx, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(p->ctx, SSL_OP_NO_RENEGOTIATION); // the legs run one read, one write
     SSL_CTX_set_client_hello_cb(p->ctx, &impl::on_client_hello, p.get());
     SSL_CTX_set_alpn_select_cb(p->ctx, &select_http11, nullptr);
     return std::unique_ptr<server_context>(new server_context(std::move(p)));

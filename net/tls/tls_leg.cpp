@@ -123,8 +123,11 @@ error_code tls_leg::error_of(int ssl_error)
     if (ssl_error == SSL_ERROR_SYSCALL && err == 0)
         return last_errno_ ? error_code(last_errno_, boost::system::system_category())
                            : error_code(asio::ssl::error::stream_truncated);
-    if (ERR_GET_REASON(err) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+    if (ERR_GET_LIB(err) == ERR_LIB_SSL &&
+        ERR_GET_REASON(err) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
         return asio::ssl::error::stream_truncated;
+    if (err == 0) // a callback's "retry" (none of ours asks for one): never a success
+        return asio::error::fault;
     return error_code(static_cast<int>(err), asio::error::get_ssl_category());
 }
 

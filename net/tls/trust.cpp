@@ -44,22 +44,22 @@ std::shared_ptr<const std::string> system_roots(const std::string& path)
     struct cached
     {
         std::string path;
-        struct stat seen
-        {
-        };
+        bool existed = false;
+        struct stat seen = {};
         std::shared_ptr<const std::string> roots;
     };
     static std::mutex lock;
     static cached last;
-    struct stat now
-    {
-    };
+    struct stat now = {};
     const bool exists = ::stat(path.c_str(), &now) == 0;
     std::lock_guard hold(lock);
-    if (last.roots && last.path == path && exists && now.st_ino == last.seen.st_ino &&
-        now.st_dev == last.seen.st_dev && now.st_size == last.seen.st_size &&
-        now.st_mtim.tv_sec == last.seen.st_mtim.tv_sec &&
-        now.st_mtim.tv_nsec == last.seen.st_mtim.tv_nsec)
+    const bool same =
+        exists == last.existed &&
+        (!exists ||
+         (now.st_ino == last.seen.st_ino && now.st_dev == last.seen.st_dev &&
+          now.st_size == last.seen.st_size && now.st_mtim.tv_sec == last.seen.st_mtim.tv_sec &&
+          now.st_mtim.tv_nsec == last.seen.st_mtim.tv_nsec));
+    if (last.roots && last.path == path && same) // a missing file is remembered too
         return last.roots;
     auto roots = std::make_shared<std::string>();
     if (std::ifstream in(path); exists && in)
@@ -68,7 +68,7 @@ std::shared_ptr<const std::string> system_roots(const std::string& path)
         text << in.rdbuf();
         copy_certificates(text.str(), *roots);
     }
-    last = {path, now, roots};
+    last = {path, exists, now, roots};
     return roots;
 }
 

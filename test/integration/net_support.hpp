@@ -86,7 +86,14 @@ if mode == 'echo':
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
 bind = sys.argv[3] if mode == 'http' and len(sys.argv) > 3 else '127.0.0.1'
-srv = http.server.ThreadingHTTPServer((bind, 0), handler)
+class Server(http.server.ThreadingHTTPServer):
+    def shutdown_request(self, request):  # TLS: close_notify first, as a careful server does
+        try:
+            request.settimeout(2); request.unwrap()
+        except Exception:
+            pass
+        super().shutdown_request(request)
+srv = Server((bind, 0), handler)
 if mode == 'https':
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

@@ -508,6 +508,8 @@ struct inspect_rig
     bool silent = false;
     std::size_t body_bytes = 0; // the origin's answer: this many bytes of a pattern, if set
     bool report_reuse = false;  // the origin's answer: whether it resumed our session
+    bool truncate =
+        false; // the origin's answer: close-delimited, cut by a TCP end (no close_notify)
     bool peek_first = false;
     std::vector<tls::hello_peek> peeks;
     std::filesystem::path dir;
@@ -610,6 +612,11 @@ struct inspect_rig
     asio::awaitable<void> answer_origin(asio::ip::tcp::socket sock)
     {
         asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), origin_tls);
+        if (truncate)
+        {
+            co_await cut_short(s);
+            co_return;
+        }
         const std::size_t big = body_bytes;
         const bool reuse = report_reuse;
         co_await answer_one(s, [big, reuse](SSL* ssl) {
@@ -624,6 +631,22 @@ struct inspect_rig
             return "sni=" + std::string(sni ? sni : "") +
                    " alpn=" + std::string(reinterpret_cast<const char*>(alpn), alpn_len);
         });
+    }
+    // A body whose end is the connection's, then a TCP end with no close_notify: what an
+    // attacker on the path to the origin can make of any close-delimited response.
+    static asio::awaitable<void> cut_short(asio::ssl::stream<asio::ip::tcp::socket>& s)
+    {
+        auto [ec] = co_await s.async_handshake(asio::ssl::stream_base::server,
+                                               asio::as_tuple(asio::use_awaitable));
+        std::string head;
+        if (!ec)
+            std::tie(ec, std::ignore) = co_await asio::async_read_until(
+                s, asio::dynamic_buffer(head), "\r\n\r\n", asio::as_tuple(asio::use_awaitable));
+        static const std::string reply = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial";
+        if (!ec)
+            co_await asio::async_write(s, asio::buffer(reply), asio::as_tuple(asio::use_awaitable));
+        boost::system::error_code ignored;
+        s.next_layer().close(ignored);
     }
     asio::awaitable<void> serve_proxy()
     {
@@ -712,6 +735,38 @@ BOOST_AUTO_TEST_CASE(the_origin_leg_resumes_its_last_session)
     const auto t = rig.ended(2);
     BOOST_TEST_REQUIRE(t.size() == 2u);
     BOOST_TEST(t[1].reason == "closed");
+}
+
+// An origin's stream cut without close_notify reaches the client as cut: no close_notify of
+// ours vouches for it, so a strict client (Python with ragged ends reported) sees the
+// truncation instead of a whole close-delimited body. (curl 7.88 accepts either.)
+BOOST_AUTO_TEST_CASE(a_truncated_origin_is_never_vouched_for)
+{
+    inspect_rig rig("api.test", true);
+    rig.truncate = true;
+    rig.start();
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    const std::string strict_client =
+        "python3 -c \"import socket, ssl\n"
+        "ctx = ssl.create_default_context(cafile='" +
+        (rig.dir / "proxy-ca.pem").string() +
+        "')\n"
+        "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
+        port +
+        ")), "
+        "server_hostname='api.test', suppress_ragged_eofs=False)\n"
+        "s.sendall(b'GET / HTTP/1.1\\r\\nHost: api.test\\r\\n\\r\\n')\n"
+        "data = b''\n"
+        "try:\n"
+        "    while d := s.recv(4096): data += d\n"
+        "    print('whole', len(data))\n"
+        "except ssl.SSLEOFError:\n"
+        "    print('cut', data.endswith(b'partial'))\n\"";
+    auto r = run(strict_client);
+    BOOST_TEST(r.out == "cut True\n");
+    const auto t = rig.ended(1);
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST(t[0].reason == "truncated");
 }
 
 // The proxy reads the ClientHello to decide; TLS then gets those bytes first.
