@@ -158,10 +158,10 @@ bool failed(const outcome<SSL*>& ssl, inspect_totals& t)
 
 asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
                                         server_context& server, origin_context& origins,
-                                        inspect_limits limits)
+                                        inspect_limits limits, origin_sessions* sessions)
 {
     inspect_totals t;
-    auto origin_ssl = origins.new_connection(host);
+    auto origin_ssl = origins.new_connection(host, sessions);
     if (failed(origin_ssl, t))
         co_return t;
     tls_leg o(std::move(origin.socket), *origin_ssl, std::move(origin.first));

@@ -61,9 +61,11 @@ struct leg
 /// to `host` by the egress, which checked policy; `first`: bytes it sent early), then relays
 /// the plaintext until one side closes, the idle timeout, an error or cancellation (terminal:
 /// both sockets closed). Both sockets are closed at the end. Runs on the sockets' executor.
+/// `sessions`: the origin sessions of the call, offered and kept (null: none).
 boost::asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
                                                server_context& server, origin_context& origins,
-                                               inspect_limits limits);
+                                               inspect_limits limits,
+                                               origin_sessions* sessions = nullptr);
 
 } // namespace sandbox::net::tls
 

@@ -88,6 +88,7 @@ struct inspector::impl
     std::unique_ptr<certificate_authority> ca;
     std::unique_ptr<server_context> server;
     std::shared_ptr<origin_context> origins; // shared with the process's other inspectors
+    origin_sessions sessions;                // this call's alone
 
     asio::awaitable<relay_totals> tunnel(asio::ip::tcp::socket& client,
                                          asio::ip::tcp::socket& origin, std::string early,
@@ -210,8 +211,9 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     leg to_origin{std::move(origin), std::move(early)};
     inspect_limits limits = opts.limits;
     limits.idle_timeout = idle_timeout;
-    const inspect_totals done = co_await inspect(std::move(from_client), std::move(to_origin),
-                                                 std::move(host), *server, *origins, limits);
+    const inspect_totals done =
+        co_await inspect(std::move(from_client), std::move(to_origin), std::move(host), *server,
+                         *origins, limits, &sessions);
     t.up = done.up;
     t.down = done.down;
     t.reason = done.reason;

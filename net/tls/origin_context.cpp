@@ -95,72 +95,65 @@ bool add_system_roots(X509_STORE* store, bool wanted)
 
 } // namespace
 
-// The client sessions origins gave, by server name: a resumed origin leg skips the
-// certificate chain and its verification (tls.md M4). Bounded; shared by the threads that use
-// the context.
-struct origin_context::session_cache
+// What OpenSSL's callbacks reach of an origin_sessions: the SSL's ex_data names it.
+struct origin_sessions::access
 {
     static constexpr std::size_t capacity = 256;
-    mutable std::mutex lock;
-    std::map<std::string, SSL_SESSION*, std::less<>> by_name;
 
-    ~session_cache()
+    static int index()
     {
-        for (auto& [name, s] : by_name)
-            SSL_SESSION_free(s);
+        static const int i = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+        return i;
     }
-    // OpenSSL's new-session callback: keeps `s` (returns 1: the reference is ours).
+    // OpenSSL's new-session callback: keeps `s` under the name we sent (servers need not
+    // acknowledge it in the session); 1: the reference is ours.
     static int keep(SSL* ssl, SSL_SESSION* s)
     {
-        // The name we sent (a client's own SNI): servers need not acknowledge it.
+        auto* self = static_cast<origin_sessions*>(SSL_get_ex_data(ssl, index()));
         const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-        auto* self = static_cast<origin_context*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
-        if (!name || !self || !SSL_SESSION_is_resumable(s))
+        if (!self || !name || !SSL_SESSION_is_resumable(s))
             return 0;
-        std::lock_guard hold(self->sessions_->lock);
-        auto& m = self->sessions_->by_name;
+        auto& m = self->by_name_;
         if (m.size() >= capacity && !m.count(name))
-        {
-            for (auto& [n, old] : m)
-                SSL_SESSION_free(old);
-            m.clear();
-        }
+            clear(m);
         SSL_SESSION*& slot = m[name];
         if (slot)
             SSL_SESSION_free(slot);
         slot = s;
         return 1;
     }
-    // Puts the session kept for `name` on `ssl`, if any.
-    void offer(SSL* ssl, const std::string& name) const
+    static void clear(std::map<std::string, SSL_SESSION*, std::less<>>& m)
     {
-        std::lock_guard hold(lock);
-        if (auto it = by_name.find(name); it != by_name.end())
+        for (auto& [n, old] : m)
+            SSL_SESSION_free(old);
+        m.clear();
+    }
+    static void offer(origin_sessions& self, SSL* ssl, const std::string& name)
+    {
+        SSL_set_ex_data(ssl, index(), &self);
+        if (auto it = self.by_name_.find(name); it != self.by_name_.end())
             SSL_set_session(ssl, it->second);
     }
 };
 
-origin_context::origin_context(SSL_CTX* ctx) noexcept
-    : ctx_(ctx), sessions_(std::make_unique<session_cache>())
+origin_sessions::~origin_sessions()
+{
+    access::clear(by_name_);
+}
+
+origin_context::origin_context(SSL_CTX* ctx) noexcept : ctx_(ctx)
 {
     if (ctx_)
     {
-        SSL_CTX_set_app_data(ctx_, this);
         SSL_CTX_set_session_cache_mode(ctx_,
                                        SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-        SSL_CTX_sess_set_new_cb(ctx_, &session_cache::keep);
+        SSL_CTX_sess_set_new_cb(ctx_, &origin_sessions::access::keep);
     }
 }
 
 origin_context::~origin_context()
 {
     SSL_CTX_free(ctx_);
-}
-
-std::size_t origin_context::sessions() const
-{
-    std::lock_guard hold(sessions_->lock);
-    return sessions_->by_name.size();
 }
 
 outcome<std::unique_ptr<origin_context>> origin_context::create(const origin_trust& trust)
@@ -215,7 +208,7 @@ outcome<std::shared_ptr<origin_context>> shared_origin_context(const origin_trus
     return made.front().context;
 }
 
-outcome<SSL*> origin_context::new_connection(const canonical_host& host)
+outcome<SSL*> origin_context::new_connection(const canonical_host& host, origin_sessions* sessions)
 {
     SSL* ssl = SSL_new(ctx_);
     bool ok = ssl != nullptr && SSL_set_alpn_protos(ssl, http11_wire, sizeof http11_wire) == 0;
@@ -225,8 +218,8 @@ outcome<SSL*> origin_context::new_connection(const canonical_host& host)
     else if (ok)
         ok = SSL_set_tlsext_host_name(ssl, text.c_str()) == 1 &&
              SSL_set1_host(ssl, text.c_str()) == 1;
-    if (ok && !host.is_ip())
-        sessions_->offer(ssl, text);
+    if (ok && sessions && !host.is_ip())
+        origin_sessions::access::offer(*sessions, ssl, text);
     if (!ok)
     {
         SSL_free(ssl);

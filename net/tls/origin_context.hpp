@@ -10,6 +10,7 @@
 
 #include <openssl/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,26 @@ struct origin_trust
     std::vector<std::string> extra_roots_pem{};
 };
 
+/// \brief The sessions origins gave to one inspector (one call), by the server name sent, for
+/// its next connections to resume (a resumed origin leg skips the certificate and its
+/// verification, which the session passed). Never shared between calls: an origin could
+/// otherwise link one call's connections to another's. At most 256 names. Not thread-safe:
+/// the inspector's executor only.
+class origin_sessions
+{
+public:
+    origin_sessions() = default;
+    origin_sessions(const origin_sessions&) = delete;
+    origin_sessions& operator=(const origin_sessions&) = delete;
+    ~origin_sessions();
+    std::size_t size() const noexcept { return by_name_.size(); }
+
+    struct access;
+
+private:
+    std::map<std::string, struct ssl_session_st*, std::less<>> by_name_; // SSL_SESSION
+};
+
 /// \brief One client-side SSL_CTX for every origin of a proxy: TLS 1.2 and 1.3, peer
 /// verification on. Never an "insecure" mode: an origin that does not verify is refused.
 class origin_context
@@ -37,21 +58,16 @@ public:
 
     /// \brief A new SSL in client mode for the origin `host` (the CONNECT host): SNI for a
     /// name (none for an address), the certificate checked against that name or address,
-    /// ALPN `http/1.1`, and the last session that name's origin gave (a resumption skips the
-    /// certificate and its verification, which that session passed). The caller owns the SSL.
-    outcome<SSL*> new_connection(const canonical_host& host);
+    /// ALPN `http/1.1`; with `sessions`, the last session that name's origin gave is offered,
+    /// and the one this connection gets is kept there. The caller owns the SSL (and keeps
+    /// `sessions` alive while it lives).
+    outcome<SSL*> new_connection(const canonical_host& host, origin_sessions* sessions = nullptr);
 
     SSL_CTX* native_handle() const noexcept;
-
-    /// Origin sessions kept for resumption (one per server name; tests).
-    std::size_t sessions() const;
-
-    struct session_cache;
 
 private:
     explicit origin_context(SSL_CTX* ctx) noexcept;
     SSL_CTX* ctx_;
-    std::unique_ptr<session_cache> sessions_;
 };
 
 /// \brief The origin context of `trust`, shared: one per distinct trust (and system bundle
