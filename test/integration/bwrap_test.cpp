@@ -619,10 +619,11 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
     o.net.mode = sandbox::net_mode::allow_list;
     o.net.allow_hosts = {"example.com"};
     o.net.mitm = sandbox::mitm_policy{};
-    o.net.mitm->enabled = true; // the egress proxy does not inspect TLS
+    o.net.mitm->enabled = true;
+    o.net.mitm->inspect_bodies = true; // the egress proxy shows no bodies to hooks yet
     auto mitm = sh("true", o);
     BOOST_TEST((mitm.ec == errc::not_available));
-    BOOST_TEST(mitm.result.diag.limit == "net.mitm");
+    BOOST_TEST(mitm.result.diag.limit == "net.mitm.inspect_bodies");
     sandbox::exec_request missing;
     missing.command = "no-such-command-here";
     missing.options.env.inject["PATH"] = "/usr/bin:/bin";
