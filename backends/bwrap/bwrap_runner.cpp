@@ -109,22 +109,15 @@ outcome<call_network> prepare_network(const asio::any_io_executor& ex, exec_requ
         std::move(ends->init_end), std::move(inspection)};
 }
 
-// What an inspecting call's command trusts: the system's roots and the call's CA, in a
-// sealed memory file that bwrap copies to net::tls::bundle_path_inside (read-only); and the
-// variables that point common tools at it, unless the call sets one itself.
-outcome<unique_fd> trust_file(net::tls::inspector& inspection)
+// What an inspecting call's command trusts (net::tls::sandbox_trust_for): the system's roots
+// and the call's CA in a sealed memory file that bwrap copies to
+// net::tls::bundle_path_inside (read-only); and the variables that point common tools at it,
+// unless the call sets one itself.
+void set_trust_environment(std::vector<std::string>& envp,
+                           const std::vector<std::pair<std::string, std::string>>& trust,
+                           const env_policy& env)
 {
-    auto bundle =
-        net::tls::trust_bundle(*net::tls::system_roots(), inspection.authority().certificate_pem());
-    if (!bundle)
-        return bundle.error();
-    return net::tls::bundle_file(*bundle);
-}
-
-void set_trust_environment(std::vector<std::string>& envp, const env_policy& env)
-{
-    for (const auto& [name, value] :
-         net::tls::trust_environment(std::string(net::tls::bundle_path_inside)))
+    for (const auto& [name, value] : trust)
         if (!env.inject.count(name))
             set_variable(envp, name, value);
 }
@@ -200,13 +193,13 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     if (network.host)
         init->argv.insert(init->argv.end() - 1, // before "--"
                           {"--net-bridge", std::to_string(3 + init->fds.size())});
-    unique_fd bundle;
+    net::tls::sandbox_trust trust;
     if (network.inspection) // its descriptor follows the bridge's
     {
-        auto file = trust_file(*network.inspection);
-        if (!file)
-            return file.error();
-        bundle = std::move(*file);
+        auto made = net::tls::sandbox_trust_for(*network.inspection);
+        if (!made)
+            return made.error();
+        trust = std::move(*made);
         v.data_files.emplace_back(static_cast<int>(4 + init->fds.size()),
                                   std::string(net::tls::bundle_path_inside));
     }
@@ -222,10 +215,10 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     plan.extra_fds = std::move(init->fds);
     if (network.host) // the init's end of the hand-off socket: fd 5, after the status pipe
         plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(network.init_end)));
-    if (bundle.get() >= 0)
+    if (trust.bundle.get() >= 0)
     {
-        plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(bundle)));
-        set_trust_environment(plan.envp, o.env);
+        plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(trust.bundle)));
+        set_trust_environment(plan.envp, trust.environment, o.env);
     }
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;

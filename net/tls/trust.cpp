@@ -1,6 +1,8 @@
 // net/tls/trust.cpp: the sandbox's trust bundle and the variables that name it.
 #include "trust.hpp"
 
+#include "inspector.hpp"
+
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -118,6 +120,17 @@ std::vector<std::pair<std::string, std::string>> trust_environment(const std::st
           "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "NIX_SSL_CERT_FILE"})
         env.emplace_back(name, bundle_path);
     return env;
+}
+
+outcome<sandbox_trust> sandbox_trust_for(inspector& inspection)
+{
+    auto bundle = trust_bundle(*system_roots(), inspection.authority().certificate_pem());
+    if (!bundle)
+        return bundle.error();
+    auto file = bundle_file(*bundle);
+    if (!file)
+        return file.error();
+    return sandbox_trust{std::move(*file), trust_environment(std::string(bundle_path_inside))};
 }
 
 } // namespace sandbox::net::tls

@@ -4,6 +4,7 @@
 #ifndef SANDBOX_NET_TLS_TRUST_HPP
 #define SANDBOX_NET_TLS_TRUST_HPP
 
+#include <sandbox/config.hpp>
 #include <sandbox/failure.hpp>
 #include <sandbox/unique_fd.hpp>
 
@@ -36,6 +37,20 @@ inline constexpr std::string_view bundle_path_inside = "/run/sandbox/ca-certific
 /// to copy into the sandbox (bwrap's `--ro-bind-data`): nothing on disk, nothing to remove,
 /// and no one can change it once made. OS errors as they come.
 outcome<unique_fd> bundle_file(std::string_view bundle);
+
+class inspector;
+
+/// What a backend hands a sandbox whose calls `inspection` inspects: the bundle's sealed file
+/// (to copy to `bundle_path_inside`) and the variables that name that path.
+struct sandbox_trust
+{
+    unique_fd bundle;
+    std::vector<std::pair<std::string, std::string>> environment;
+};
+
+/// \brief The system's roots and `inspection`'s CA in a sealed file, with the variables.
+/// Exported for the bwrap backend (the one entry it uses of net/tls).
+SANDBOX_DECL outcome<sandbox_trust> sandbox_trust_for(inspector& inspection);
 
 /// \brief The variables that point common tools at `bundle_path` (the bundle's path inside
 /// the sandbox): OpenSSL and Python (`SSL_CERT_FILE`), requests, curl, Node (extra CAs),
