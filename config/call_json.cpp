@@ -64,6 +64,18 @@ boost::json::object net_policy_to_json(const net_policy& n)
                                  {"hosts", strings(n.mitm->hosts)},
                                  {"exclude_hosts", strings(n.mitm->exclude_hosts)},
                                  {"relay_non_tls", n.mitm->relay_non_tls}};
+    if (n.mitm)
+    {
+        json::array allow, deny, headers;
+        for (const auto& r : n.mitm->requests)
+            (r.action == net_action::allow ? allow : deny).emplace_back(r.pattern);
+        for (const auto& h : n.mitm->inject_headers) // never the value
+            headers.push_back(
+                json::object{{"host", h.host}, {"name", h.name}, {"replace", h.replace}});
+        o["mitm"].as_object()["allow_requests"] = std::move(allow);
+        o["mitm"].as_object()["deny_requests"] = std::move(deny);
+        o["mitm"].as_object()["inject_headers"] = std::move(headers);
+    }
     return o;
 }
 

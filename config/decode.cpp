@@ -8,6 +8,7 @@
 #include <sandbox/policy/predicates.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace sandbox::config::detail {
 namespace {
@@ -73,14 +74,113 @@ void decode_origin_roots(reader& r, const node& n, const std::string& path,
     }
 }
 
+// An injected header's value: `value` (the text itself: a call may give it), or, in a
+// document only, `value_env` (a variable of the daemon's environment) or `value_file` (an
+// absolute path, its content without one trailing newline). Never quoted in a problem.
+std::optional<std::string> decode_header_value(reader& r, const node& it, const std::string& p)
+{
+    const node* literal = it.member("value");
+    const node* env = it.member("value_env");
+    const node* file = it.member("value_file");
+    if (absent(literal) + absent(env) + absent(file) != 2)
+    {
+        r.fail(p, &it, "needs exactly one of value, value_env, value_file");
+        return std::nullopt;
+    }
+    if (!absent(literal))
+        return r.string(*literal, member_path(p, "value"));
+    const node* from = absent(env) ? file : env;
+    const std::string fp = member_path(p, absent(env) ? "value_file" : "value_env");
+    if (!r.reads_host_files)
+    {
+        r.fail(fp, from, "reads the daemon's host: set it in the config document");
+        return std::nullopt;
+    }
+    auto name = r.string(*from, fp);
+    if (!name)
+        return std::nullopt;
+    if (from == env)
+    {
+        const char* v = std::getenv(name->c_str());
+        if (!v)
+            r.fail(fp, from, "the environment has no " + *name);
+        return v ? std::optional<std::string>(v) : std::nullopt;
+    }
+    if (name->empty() || name->front() != '/')
+    {
+        r.fail(fp, from, "must be an absolute path");
+        return std::nullopt;
+    }
+    auto text = read_text_file(*name, "header value file " + *name, 64 * 1024);
+    if (!text)
+    {
+        r.fail(fp, from, text.error().diag.message);
+        return std::nullopt;
+    }
+    if (text->ends_with('\n'))
+        text->pop_back();
+    if (text->ends_with('\r'))
+        text->pop_back();
+    return std::move(*text);
+}
+
+// Calls `each(item, its path)` for every mapping of the list `n` (of `what`s); a value that
+// is not a list, or an item that is not a mapping, is a problem.
+template <class Each>
+void each_mapping(reader& r, const node& n, const std::string& path, const char* what, Each each)
+{
+    if (n.what != node::kind::array)
+    {
+        r.fail(path, &n, std::string("must be a list of ") + what + ", not " + kind_name(n.what));
+        return;
+    }
+    for (std::size_t i = 0; i < n.items.size(); ++i)
+    {
+        const std::string p = item_path(path, i);
+        if (r.is_object(n.items[i], p))
+            each(n.items[i], p);
+    }
+}
+
+void decode_injections(reader& r, const node& n, const std::string& path,
+                       std::vector<header_injection>& out)
+{
+    each_mapping(r, n, path, "headers", [&](const node& it, const std::string& p) {
+        r.known_keys(it, p, {"host", "name", "value", "value_env", "value_file", "replace"});
+        header_injection h;
+        for (auto [key, field] : {std::pair{"host", &h.host}, std::pair{"name", &h.name}})
+        {
+            const node* v = it.member(key);
+            if (absent(v))
+                r.fail(member_path(p, key), &it, "is required");
+            else if (auto t = r.string(*v, member_path(p, key)))
+                *field = std::move(*t);
+        }
+        if (const node* v = it.member("replace"); !absent(v))
+            h.replace = r.boolean(*v, member_path(p, "replace")).value_or(false);
+        if (auto value = decode_header_value(r, it, p))
+            h.value = std::move(*value);
+        out.push_back(std::move(h));
+    });
+}
+
 std::optional<mitm_policy> decode_mitm(reader& r, const node& n, const std::string& path)
 {
     if (!r.is_object(n, path))
         return std::nullopt;
     r.known_keys(n, path,
                  {"enabled", "inspect_bodies", "max_body_bytes", "hosts", "exclude_hosts",
-                  "relay_non_tls", "origin_ca"});
+                  "relay_non_tls", "origin_ca", "allow_requests", "deny_requests",
+                  "inject_headers"});
     mitm_policy m;
+    for (auto [key, action] : {std::pair{"allow_requests", net_action::allow},
+                               std::pair{"deny_requests", net_action::deny}})
+        if (const node* v = n.member(key); !absent(v))
+            for (auto& t :
+                 r.strings(*v, member_path(path, key)).value_or(std::vector<std::string>{}))
+                m.requests.push_back({action, std::move(t)});
+    if (const node* v = n.member("inject_headers"); !absent(v))
+        decode_injections(r, *v, member_path(path, "inject_headers"), m.inject_headers);
     if (const node* v = n.member("relay_non_tls"); !absent(v))
         m.relay_non_tls = r.boolean(*v, member_path(path, "relay_non_tls")).value_or(false);
     if (const node* v = n.member("origin_ca"); !absent(v))
@@ -101,17 +201,7 @@ std::optional<mitm_policy> decode_mitm(reader& r, const node& n, const std::stri
 
 void decode_rules(reader& r, const node& n, const std::string& path, std::vector<net_rule>& out)
 {
-    if (n.what != node::kind::array)
-    {
-        r.fail(path, &n, std::string("must be a list of rules, not ") + kind_name(n.what));
-        return;
-    }
-    for (std::size_t i = 0; i < n.items.size(); ++i)
-    {
-        const node& it = n.items[i];
-        const std::string p = item_path(path, i);
-        if (!r.is_object(it, p))
-            continue;
+    each_mapping(r, n, path, "rules", [&](const node& it, const std::string& p) {
         r.known_keys(it, p, {"action", "host", "port"});
         net_rule rule;
         const node* a = it.member("action");
@@ -142,7 +232,7 @@ void decode_rules(reader& r, const node& n, const std::string& path, std::vector
                     rule.port = static_cast<int>(*v);
             }
         out.push_back(std::move(rule));
-    }
+    });
 }
 
 // The rules between the fields of `net` (the mode decides which may be set).

@@ -2,6 +2,7 @@
 #include <sandbox/net_policy.hpp>
 
 #include "host/pattern.hpp"
+#include "host/request_pattern.hpp"
 #include "net_rule_list.hpp"
 #include "proxy_url.hpp"
 
@@ -101,6 +102,22 @@ outcome<> check_unix_sockets(const std::vector<std::string>& sockets)
     return {};
 }
 
+// An injected header: its host, name and value (never quoted in a message).
+outcome<> check_injection(const header_injection& h)
+{
+    if (auto p = detail::parse_host_pattern(h.host); !p)
+        return p.error();
+    if (auto r = detail::check_injected_header_name(h.name); !r)
+        return r;
+    if (auto r = detail::check_injected_header_value(h.value); !r)
+    {
+        failure f = r.error();
+        f.diag.message = "header " + h.name + ": " + f.diag.message;
+        return f;
+    }
+    return {};
+}
+
 outcome<> check_mitm(const mitm_policy& mitm)
 {
     if (mitm.max_body_bytes < 0)
@@ -109,7 +126,15 @@ outcome<> check_mitm(const mitm_policy& mitm)
                        "net.mitm.max_body_bytes");
     if (auto r = check_host_list(mitm.hosts, "net.mitm.hosts"); !r)
         return r;
-    return check_host_list(mitm.exclude_hosts, "net.mitm.exclude_hosts");
+    if (auto r = check_host_list(mitm.exclude_hosts, "net.mitm.exclude_hosts"); !r)
+        return r;
+    for (std::size_t i = 0; i < mitm.requests.size(); ++i)
+        if (auto p = detail::parse_request_pattern(mitm.requests[i].pattern); !p)
+            return invalid(p.error().diag.message, indexed("net.mitm.requests", i));
+    for (std::size_t i = 0; i < mitm.inject_headers.size(); ++i)
+        if (auto r = check_injection(mitm.inject_headers[i]); !r)
+            return invalid(r.error().diag.message, indexed("net.mitm.inject_headers", i));
+    return {};
 }
 
 failure no_effect(const char* field, net_mode mode)

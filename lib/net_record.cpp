@@ -34,6 +34,7 @@ const char* to_string(net_event e) noexcept
     {
     case net_event::decision: return "decision";
     case net_event::closed: return "closed";
+    case net_event::request: return "request";
     }
     return "unknown";
 }
@@ -79,6 +80,24 @@ boost::json::object to_json(const net_record& r)
         if (!r.tls->detail.empty())
             t["detail"] = sanitize_utf8(r.tls->detail);
         o["tls"] = std::move(t);
+    }
+    if (r.http)
+    {
+        boost::json::object h;
+        h["method"] = sanitize_utf8(r.http->method);
+        if (!r.http->rule.empty())
+            h["rule"] = r.http->rule;
+        h["status"] = r.http->status;
+        if (!r.http->injected.empty())
+        {
+            boost::json::array names;
+            for (const auto& n : r.http->injected)
+                names.emplace_back(n);
+            h["injected"] = std::move(names);
+        }
+        h["request_body_bytes"] = r.http->request_body_bytes;
+        h["response_body_bytes"] = r.http->response_body_bytes;
+        o["http"] = std::move(h);
     }
     return o;
 }

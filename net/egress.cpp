@@ -152,13 +152,10 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
 // ---------------------------------------------------------------------------------------
 // Records
 
-namespace {
+namespace {} // namespace
 
-/// The host as the client sent it: control bytes, DEL, non-ASCII and `\` as \xNN, at most
-/// 300 bytes (an escape is never cut).
-std::string escape_requested(std::string_view s)
+std::string escape_for_record(std::string_view s, std::size_t cap)
 {
-    constexpr std::size_t cap = 300;
     std::string out;
     for (unsigned char c : s)
     {
@@ -172,6 +169,8 @@ std::string escape_requested(std::string_view s)
     }
     return out;
 }
+
+namespace {
 
 std::string endpoint_text(const tcp::endpoint& ep)
 {
@@ -202,7 +201,7 @@ net_record egress::begin(net_protocol protocol, std::string_view requested, std:
     r.event = net_event::decision;
     r.connection = next_connection_++;
     r.protocol = protocol;
-    r.requested_host = escape_requested(requested);
+    r.requested_host = escape_for_record(requested);
     r.host = std::move(host);
     r.port = port;
     return r;
@@ -242,6 +241,17 @@ opened egress::refuse(net_protocol protocol, std::string requested, open_status 
     auto r = begin(protocol, requested, {}, 0);
     r.rule = std::move(rule);
     return finish(std::move(r), why, std::move(message), to_string(why), tcp::socket(ex_));
+}
+
+void egress::request(const net_record& decision, bool allowed, std::string reason,
+                     net_http_record http)
+{
+    net_record r = decision;
+    r.event = net_event::request;
+    r.verdict = allowed ? net_verdict::allowed : net_verdict::denied;
+    r.reason = std::move(reason);
+    r.http = std::move(http);
+    emit(r);
 }
 
 void egress::closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,

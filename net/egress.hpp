@@ -141,6 +141,10 @@ public:
     /// the record (for a cap: which one, "max_tunnels 512").
     opened refuse(net_protocol protocol, std::string requested, open_status why,
                   std::string message, std::string rule = {});
+    /// \brief Emits a `request` record: one HTTP request inside the inspected tunnel that
+    /// `decision` opened.
+    void request(const net_record& decision, bool allowed, std::string reason,
+                 net_http_record http);
     /// \brief Emits the `closed` record of a connection `open` connected.
     void closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
                 std::string reason, std::optional<net_tls_record> tls = {});

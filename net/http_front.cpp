@@ -194,7 +194,7 @@ std::string failure_text(const failure& f)
 /// Answers 200 on a connected destination, relays (or inspects, when the egress's inspection
 /// selects `host`), and records the close.
 asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
-                                 const canonical_host& host, std::string rest)
+                                 const authority& target, std::string rest)
 {
     tls::inspector* inspection = gate.config().inspection.get();
     static constexpr std::string_view ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -205,9 +205,13 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
                                                   asio::as_tuple(asio::use_awaitable));
         if (ec)
             t.reason = "reset";
-        else if (inspection && inspection->selects(host))
-            t = co_await inspection->tunnel(client, op.socket, std::move(op.early_bytes), host,
-                                            std::move(rest), gate.limits().tunnel_idle_timeout);
+        else if (inspection && inspection->selects(target.host))
+            t = co_await inspection->tunnel(
+                client, op.socket, std::move(op.early_bytes), target, std::move(rest),
+                gate.limits().tunnel_idle_timeout,
+                [&](bool allowed, std::string reason, net_http_record h) {
+                    gate.request(op.record, allowed, std::move(reason), std::move(h));
+                });
         else
             t = co_await relay(client, op.socket, std::move(rest), std::move(op.early_bytes),
                                gate.limits().tunnel_idle_timeout);
@@ -237,7 +241,7 @@ asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const hea
         co_await answer(client, http_status(op.status), op.message);
         co_return;
     }
-    co_await run_tunnel(gate, client, op, a->host, std::move(rest));
+    co_await run_tunnel(gate, client, op, *a, std::move(rest));
 }
 
 // ---- absolute-form forwarding -----------------------------------------------------------

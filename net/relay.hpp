@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace sandbox::net {
 
@@ -27,6 +28,10 @@ struct relay_totals
     /// Set by TLS inspection for the tunnels it selected.
     std::optional<net_tls_record> tls{};
 };
+
+/// \brief Text a client sent, fit for a record: control bytes, DEL, non-ASCII and `\` as
+/// \xNN, at most `cap` bytes (an escape is never cut).
+std::string escape_for_record(std::string_view s, std::size_t cap = 300);
 
 /// \brief Relays until both directions ended, the idle timeout, an error, or cancellation
 /// (terminal: both sockets are closed). `to_server` (bytes the client pipelined after its

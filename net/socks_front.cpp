@@ -271,9 +271,12 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
     relay_totals totals;
     if (tls::inspector* inspection = gate->config().inspection.get();
         inspection && inspection->selects(req.target->host))
-        totals = co_await inspection->tunnel(client, o.socket, std::move(o.early_bytes),
-                                             req.target->host, std::move(pipelined),
-                                             gate->limits().tunnel_idle_timeout);
+        totals = co_await inspection->tunnel(
+            client, o.socket, std::move(o.early_bytes), *req.target, std::move(pipelined),
+            gate->limits().tunnel_idle_timeout,
+            [&](bool allowed, std::string reason, net_http_record h) {
+                gate->request(o.record, allowed, std::move(reason), std::move(h));
+            });
     else
         totals = co_await relay(client, o.socket, std::move(pipelined), std::move(o.early_bytes),
                                 gate->limits().tunnel_idle_timeout);

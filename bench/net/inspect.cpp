@@ -12,12 +12,17 @@
 //   inspected_setup_proxy_cpu    us of proxy thread cpu per setup (both handshakes; the leaf
 //                                from the cache); baseline: the plain proxy's. Target M3:
 //                                at most 1.3 ms added
-//   inspected_throughput         MB/s client to origin (TLS both ends, 64 KiB writes);
+//   inspected_throughput         MB/s client to origin, one HTTP upload (TLS both ends, 64 KiB
+//                                writes; the inspecting proxy parses the HTTP);
 //                                baseline: the plain tunnel. Target M6: ratio at least 0.5
 //   idle_inspected_tunnel_memory KiB of RSS per idle inspected tunnel (client, proxy and
 //                                origin in this process); baseline: per idle plain TLS tunnel
 //   idle_inspected_tunnel_added_memory  the difference: what the proxy holds per inspected
 //                                tunnel (two SSL objects and the pumps). Target M8: 64 KiB
+//   inspected_request_p50        us per small GET on a kept connection (the answer read
+//                                whole); baseline: the same through the plain tunnel
+//   inspected_request_with_rules_p50 / _p99  the same with request rules (an allow, a deny)
+//                                and an injected header
 //   inspected_call_setup_p50     us to prepare a call's network with net.mitm (the egress
 //                                config with its CA and contexts, the trust bundle's sealed
 //                                file); baseline: the same config without inspection
@@ -35,6 +40,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -90,6 +96,8 @@ public:
     }
     std::uint16_t port() const { return acceptor_->port(); }
     void hold(bool on) { hold_ = on; }
+    /// Answer HTTP requests (else: read and count until the end).
+    void answer(bool on) { answer_ = on; }
     /// Session tickets for the connections to come (none: every handshake is a full one).
     void tickets(bool on) { SSL_CTX_set_num_tickets(ctx_, on ? 2 : 0); }
     std::size_t held() const
@@ -134,6 +142,8 @@ private:
             held_.push_back(s);
             return;
         }
+        if (answer_)
+            return answer_requests(s, fd);
         std::vector<char> buf(1 << 16);
         for (int k; (k = SSL_read(s, buf.data(), static_cast<int>(buf.size()))) > 0;)
             received += static_cast<std::uint64_t>(k);
@@ -141,8 +151,29 @@ private:
         ::close(fd);
     }
 
+    // Each request head (no body) answered with a two-byte body, until the client ends.
+    static void answer_requests(SSL* s, int fd)
+    {
+        static const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        std::string got;
+        std::vector<char> buf(1 << 14);
+        for (int k; (k = SSL_read(s, buf.data(), static_cast<int>(buf.size()))) > 0;)
+        {
+            got.append(buf.data(), static_cast<std::size_t>(k));
+            for (std::size_t end; (end = got.find("\r\n\r\n")) != std::string::npos;)
+            {
+                got.erase(0, end + 4);
+                if (SSL_write(s, ok.data(), static_cast<int>(ok.size())) <= 0)
+                    break;
+            }
+        }
+        SSL_free(s);
+        ::close(fd);
+    }
+
     SSL_CTX* ctx_;
     std::atomic<bool> hold_{false};
+    std::atomic<bool> answer_{false};
     mutable std::mutex m_;
     std::vector<SSL*> held_;
     std::atomic<int> serving_{0};
@@ -199,22 +230,43 @@ struct rigs
     proxy_rig plain{loopback_config({origin_name})};
     std::unique_ptr<proxy_rig> inspecting;
     std::shared_ptr<tls::inspector> inspection;
+    // A third proxy with request rules (an allow and a deny) and an injected header.
+    std::unique_ptr<proxy_rig> ruled;
+    std::shared_ptr<tls::inspector> ruled_inspection;
 
     rigs()
+    {
+        inspection = make_inspector({}, {});
+        auto cfg = loopback_config({origin_name});
+        cfg.inspection = inspection;
+        inspecting = std::make_unique<proxy_rig>(std::move(cfg));
+        ruled_inspection = make_inspector(
+            {{sandbox::net_action::allow, std::string("GET,HEAD ") + origin_name + "/api/**"},
+             {sandbox::net_action::deny, std::string("* ") + origin_name + "/api/admin/**"}},
+            {{origin_name, "Authorization", "Bearer bench-token", false}});
+        auto ruled_cfg = loopback_config({origin_name});
+        ruled_cfg.inspection = ruled_inspection;
+        ruled = std::make_unique<proxy_rig>(std::move(ruled_cfg));
+    }
+    std::shared_ptr<tls::inspector> make_inspector(std::vector<sandbox::http_request_rule> rules,
+                                                   std::vector<sandbox::header_injection> headers)
     {
         tls::inspection_options o;
         o.hosts = {origin_name};
         o.origins.system_roots = false;
         o.origins.extra_roots_pem = {origin_ca->certificate_pem()};
+        o.requests = std::move(rules);
+        o.inject_headers = std::move(headers);
         auto made = tls::inspector::create(std::move(o));
         if (!made)
             die("cannot make the inspector");
-        inspection = std::move(*made);
-        auto cfg = loopback_config({origin_name});
-        cfg.inspection = inspection;
-        inspecting = std::make_unique<proxy_rig>(std::move(cfg));
+        return std::move(*made);
     }
     tls_client client() const { return tls_client(*origin_ca, inspection->authority()); }
+    tls_client ruled_client() const
+    {
+        return tls_client(*origin_ca, ruled_inspection->authority());
+    }
 };
 
 // `resumed`: the origin gives tickets, so the inspecting proxy's origin leg resumes (the
@@ -254,12 +306,18 @@ double stream(rigs& r, const tls_client& c, proxy_rig& px, std::uint64_t total)
 {
     SSL* s = c.open(px.port(), r.origin.port());
     const std::uint64_t start = r.origin.received.load();
+    // One upload (the inspecting proxy parses HTTP): its head, then the body.
+    const std::string head = "POST /upload HTTP/1.1\r\nHost: " + std::string(origin_name) + ":" +
+                             std::to_string(r.origin.port()) +
+                             "\r\nContent-Length: " + std::to_string(total) + "\r\n\r\n";
     std::vector<char> buf(1 << 16, 'x');
     const auto t0 = steady::now();
+    if (SSL_write(s, head.data(), static_cast<int>(head.size())) <= 0)
+        die("a write to the tunnel failed");
     for (std::uint64_t sent = 0; sent < total; sent += buf.size())
         if (SSL_write(s, buf.data(), static_cast<int>(buf.size())) <= 0)
             die("a write to the tunnel failed");
-    while (r.origin.received.load() - start < total)
+    while (r.origin.received.load() - start < total + head.size())
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     const double dt = std::chrono::duration<double>(steady::now() - t0).count();
     tls_client::close(s);
@@ -348,6 +406,64 @@ void run_call_setup(const options& o)
                       bench::percentile(base, 50));
 }
 
+// Microseconds per request on a kept connection through `px`: a small GET, a two-byte
+// answer read whole.
+std::vector<double> request_times(const tls_client& c, proxy_rig& px, std::uint16_t origin_port,
+                                  int n)
+{
+    SSL* s = c.open(px.port(), origin_port);
+    const std::string get =
+        "GET /api/items/7?page=2 HTTP/1.1\r\nHost: " + std::string(origin_name) + ":" +
+        std::to_string(origin_port) + "\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n";
+    std::vector<double> times;
+    std::array<char, 4096> buf;
+    for (int i = 0; i < n; ++i)
+    {
+        const auto t0 = steady::now();
+        if (SSL_write(s, get.data(), static_cast<int>(get.size())) <= 0)
+            die("a request through the tunnel failed");
+        std::string got;
+        while (!got.ends_with("\r\n\r\nok"))
+        {
+            const int k = SSL_read(s, buf.data(), static_cast<int>(buf.size()));
+            if (k <= 0)
+                die("an answer through the tunnel failed");
+            got.append(buf.data(), static_cast<std::size_t>(k));
+        }
+        times.push_back(micros_since(t0));
+    }
+    tls_client::close(s);
+    return times;
+}
+
+// The HTTP layer's cost per request on a kept connection: inspected (parsed, Host checked)
+// and inspected with rules and an injected header, against the plain tunnel, in turns.
+void run_requests(rigs& r, const options& o)
+{
+    r.origin.answer(true);
+    const tls_client c = r.client();
+    const tls_client ruled = r.ruled_client();
+    const int n = o.quick ? 200 : 3000;
+    std::vector<double> plain, inspected, with_rules;
+    for (int round = 0; round < 3; ++round)
+    {
+        auto add = [](std::vector<double>& to, std::vector<double> t) {
+            to.insert(to.end(), t.begin(), t.end());
+        };
+        add(plain, request_times(c, r.plain, r.origin.port(), n));
+        add(inspected, request_times(c, *r.inspecting, r.origin.port(), n));
+        add(with_rules, request_times(ruled, *r.ruled, r.origin.port(), n));
+    }
+    r.origin.answer(false);
+    const double base = bench::percentile(plain, 50);
+    bench::print_json(bench_name, "inspected_request_p50", bench::percentile(inspected, 50), "us",
+                      base);
+    bench::print_json(bench_name, "inspected_request_with_rules_p50",
+                      bench::percentile(with_rules, 50), "us", base);
+    bench::print_json(bench_name, "inspected_request_with_rules_p99",
+                      bench::percentile(with_rules, 99), "us", bench::percentile(plain, 99));
+}
+
 } // namespace
 
 void run_inspect(const options& o)
@@ -360,6 +476,7 @@ void run_inspect(const options& o)
     run_setup(r, o, false);
     run_setup(r, o, true);
     run_throughput(r, o);
+    run_requests(r, o);
     run_memory(r, o);
 }
 

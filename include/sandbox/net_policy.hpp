@@ -62,6 +62,39 @@ struct net_rule
     int port = 0;
 };
 
+/// \brief A rule for the HTTP requests inside inspected tunnels (`mitm_policy::requests`).
+///
+/// `pattern` is `METHODS HOST/PATH_GLOB`: `GET api.example.com/repos/acme/**`,
+/// `GET,HEAD files.example.com/*.tar.gz`, `* api.example.com/**`. METHODS is `*` or tokens
+/// joined by commas (compared without case); HOST a host pattern of the rules' forms (no
+/// port, no block); in PATH_GLOB `*` matches within one segment, `**` across segments, and a
+/// trailing `/**` the path without it too. The path is judged percent-decoded with dot
+/// segments removed; a deny rule also matches it with every escape decoded, slashes merged
+/// and case folded. Deny wins; once any allow rule names a host, a request to it that no
+/// allow rule matches is refused too (403).
+struct http_request_rule
+{
+    net_action action = net_action::allow;
+    std::string pattern{};
+};
+
+/// \brief A header the proxy adds to the requests it inspects for chosen hosts, from a value
+/// the caller holds (a token the command never sees). Records and messages name the header,
+/// never the value.
+struct header_injection
+{
+    /// A host pattern of the rules' forms.
+    std::string host{};
+    /// A token; not one of the headers that frame or route a request (Host,
+    /// Content-Length, Transfer-Encoding, Connection, Upgrade, TE, Trailer, ...).
+    std::string name{};
+    /// The value sent: no control byte but tab, at most 8 KiB.
+    std::string value{};
+    /// A request that carries the header already: its value replaced (true), or the request
+    /// refused with 403 (false).
+    bool replace = false;
+};
+
 /// \brief TLS inspection by the egress proxy (modes allow_list and proxy; the bwrap backend):
 /// the CONNECTs it selects are terminated with a certificate from a CA made for the call,
 /// which the command trusts through a bundle bound into the sandbox (docs/network.md).
@@ -81,6 +114,10 @@ struct mitm_policy
     /// Roots the proxy trusts for origins on top of the system's: PEM text of one or more
     /// certificates each (a private CA of the caller's). Never an "insecure" switch.
     std::vector<std::string> origin_ca{};
+    /// Rules for the HTTP requests of inspected tunnels, in order (deny wins).
+    std::vector<http_request_rule> requests{};
+    /// Headers added to the requests of inspected tunnels.
+    std::vector<header_injection> inject_headers{};
 };
 
 /// \brief Network policy for one execution.

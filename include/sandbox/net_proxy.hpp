@@ -114,6 +114,7 @@ enum class net_event : int
 {
     decision, ///< one per request: its verdict (for an allowed one, once it is connected)
     closed,   ///< one per allowed connection, when it ends: bytes and duration
+    request,  ///< one per HTTP request in an inspected tunnel (`net_record::http`)
 };
 
 SANDBOX_DECL const char* to_string(net_protocol p) noexcept;
@@ -133,6 +134,26 @@ struct net_tls_record
     /// Why a handshake failed, in OpenSSL's words ("certificate verify failed: unable to get
     /// local issuer certificate"); empty otherwise.
     std::string detail{};
+};
+
+/// \brief One HTTP request inside an inspected tunnel (a `request` record). Its path, query,
+/// cookies, credentials and the values of injected headers are never recorded.
+struct net_http_record
+{
+    /// The method as sent (control bytes escaped, at most 32 bytes).
+    std::string method{};
+    /// The request rule that decided ("allow GET api.example.com/repos/acme/**"); empty when
+    /// none did.
+    std::string rule{};
+    /// The status the client got: the origin's, or the proxy's own (403 refused by the rules,
+    /// 421 a Host that is not the CONNECT host, 400 a request that does not parse). 0: the
+    /// tunnel ended before a response.
+    int status = 0;
+    /// The headers the proxy added, by name.
+    std::vector<std::string> injected{};
+    /// Body bytes each way (after the heads).
+    std::uint64_t request_body_bytes = 0;
+    std::uint64_t response_body_bytes = 0;
 };
 
 /// \brief One connection through the egress proxy. No query string, path or credential is
@@ -169,6 +190,11 @@ struct net_record
     /// `closed` of an inspected tunnel only (its `reason` is then one of TLS inspection's:
     /// "closed", "origin_untrusted", "client_handshake", "not_tls", ... docs/network.md).
     std::optional<net_tls_record> tls{};
+    /// `request` records only. Their `verdict` is allowed or denied, their `reason` says why:
+    /// "rule", "no_rule" (no request rule names the host), "no_allow_rule",
+    /// "host_mismatch", "header_present" (the request carries a header the proxy sets),
+    /// "bad_request".
+    std::optional<net_http_record> http{};
 };
 
 /// The record as a JSON object (Boost.JSON); fields that do not apply are left out.

@@ -43,17 +43,6 @@ failure refuse(std::string_view text, std::string_view why)
     return make_failure(errc::validation, std::move(message));
 }
 
-constexpr int hex_value(char c) noexcept
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // Bytes that never appear in a host, whatever its form: they smuggle a second meaning
 // (zone ids and escapes, userinfo, paths) or break a header or a log line.
 const char* forbidden_byte(std::string_view text) noexcept
@@ -97,7 +86,7 @@ bool parse_v4_part(std::string_view part, std::uint32_t& value) noexcept
     std::uint64_t v = 0;
     for (const char c : part)
     {
-        const int d = hex_value(c);
+        const int d = detail::hex_value(c);
         if (d < 0 || static_cast<unsigned>(d) >= base)
             return false;
         v = v * base + static_cast<unsigned>(d);

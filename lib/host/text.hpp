@@ -26,6 +26,18 @@ constexpr bool is_digit(char c) noexcept
     return c >= '0' && c <= '9';
 }
 
+/// A hexadecimal digit's value, or -1.
+constexpr int hex_value(char c) noexcept
+{
+    if (is_digit(c))
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 constexpr bool has_non_ascii(std::string_view s) noexcept
 {
     for (const char c : s)

@@ -29,6 +29,7 @@ const char* to_string(audit_event e) noexcept
     case audit_event::finished: return "finished";
     case audit_event::connection: return "connection";
     case audit_event::connection_closed: return "connection_closed";
+    case audit_event::http_request: return "http_request";
     }
     return "unknown";
 }

@@ -75,8 +75,9 @@ net_record_handler trail::net_handler(net_record_handler next)
     return [sink = sink_, proto = net_proto_, next = std::move(next)](const net_record& n) {
         audit_record r = *proto;
         r.time = std::chrono::system_clock::now();
-        r.event = n.event == net_event::decision ? audit_event::connection
-                                                 : audit_event::connection_closed;
+        r.event = n.event == net_event::decision  ? audit_event::connection
+                  : n.event == net_event::request ? audit_event::http_request
+                                                  : audit_event::connection_closed;
         r.layer = "network";
         r.net = n;
         (void)sink->write(r);

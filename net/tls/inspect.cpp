@@ -14,6 +14,7 @@
 
 #include <openssl/ssl.h>
 
+#include <array>
 #include <memory>
 
 namespace sandbox::net::tls {
@@ -42,50 +43,6 @@ asio::awaitable<boost::system::error_code> handshake(tls_leg& leg, std::chrono::
     co_return std::get<0>(first);
 }
 
-// A pump's buffer: one TLS record's plaintext.
-constexpr std::size_t pump_chunk = 16 * 1024;
-
-// Chunks a pump moves before it lets the loop run others (its reads and writes complete
-// without suspending while both sockets keep up): 256 KiB, a fraction of a millisecond.
-constexpr int chunks_per_turn = 16;
-
-// Copies `from` to `to` until `from` ends or fails: "closed" (its close_notify), "truncated"
-// (its TCP end without one) or "reset". The buffer is held only while bytes move: an idle
-// pump waits on the socket with none.
-asio::awaitable<std::string> pump(tls_leg& from, tls_leg& to, std::uint64_t& count,
-                                  steady::time_point& last)
-{
-    std::unique_ptr<char[]> buf;
-    for (int turn = 1;; ++turn)
-    {
-        if (turn % chunks_per_turn == 0)
-            co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-        if (!buf)
-            buf = std::make_unique_for_overwrite<char[]>(pump_chunk);
-        auto [ec, n] = from.try_read(buf.get(), pump_chunk);
-        if (ec == asio::error::would_block)
-        {
-            buf.reset();
-            if (co_await from.wait())
-                co_return "reset";
-            continue;
-        }
-        if (n > 0)
-        {
-            if (co_await to.write(buf.get(), n))
-                co_return "reset";
-            count += n;
-            last = steady::now();
-        }
-        if (ec == asio::error::eof)
-            co_return "closed";
-        if (ec == asio::ssl::error::stream_truncated)
-            co_return "truncated";
-        if (ec)
-            co_return "reset";
-    }
-}
-
 // Ends once nothing moved for `idle`.
 asio::awaitable<std::string> idle_watch(const steady::time_point& last,
                                         std::chrono::milliseconds idle)
@@ -100,11 +57,28 @@ asio::awaitable<std::string> idle_watch(const steady::time_point& last,
     }
 }
 
-// close_notify to a peer that is still there, within `limit`.
+// Reads and drops what the peer still sends until its end (at most 1 MiB): a socket closed
+// with bytes unread sends a reset, which can destroy the answer it was just given (a 400 or
+// 403 to a client still sending its request).
+asio::awaitable<void> drain(asio::ip::tcp::socket& s)
+{
+    std::array<char, 4096> sink;
+    for (std::size_t total = 0; total < 1024 * 1024;)
+    {
+        auto [ec, n] = co_await s.async_read_some(asio::buffer(sink), use_tuple);
+        if (ec)
+            co_return;
+        total += n;
+    }
+}
+
+// close_notify to a peer that is still there, then its end, within `limit`.
 asio::awaitable<void> close_leg(tls_leg& leg, std::chrono::milliseconds limit)
 {
     co_await (leg.shutdown() || sleep_for(limit));
     boost::system::error_code ignored;
+    leg.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    co_await (drain(leg.socket()) || sleep_for(limit));
     leg.socket().close(ignored);
 }
 
@@ -158,7 +132,8 @@ bool failed(const outcome<SSL*>& ssl, inspect_totals& t)
 
 asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
                                         server_context& server, origin_context& origins,
-                                        inspect_limits limits, origin_sessions* sessions)
+                                        inspect_limits limits, const http_tunnel& http,
+                                        origin_sessions* sessions)
 {
     inspect_totals t;
     auto origin_ssl = origins.new_connection(host, sessions);
@@ -193,10 +168,11 @@ asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host h
         t.detail = ec.message();
         co_return t;
     }
-    auto last = steady::now();
-    auto ended = co_await (pump(c, o, t.up, last) || pump(o, c, t.down, last) ||
-                           idle_watch(last, limits.idle_timeout));
+    http_counters n;
+    auto ended = co_await (relay_http(c, o, http, n) || idle_watch(n.last, limits.idle_timeout));
     std::visit([&](std::string& why) { t.reason = std::move(why); }, ended);
+    t.up = n.up;
+    t.down = n.down;
     if (cancelled(co_await asio::this_coro::cancellation_state))
     {
         t.reason = "stopped";

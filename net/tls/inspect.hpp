@@ -1,10 +1,11 @@
 // net/tls/inspect.hpp: a tunnel with TLS terminated on both legs. The origin's handshake comes
 // first (verified: an origin that does not verify never gets a leaf made for it), then the
 // client's, with a leaf for the CONNECT host only; then the plaintext is copied both ways.
-// The HTTP rules, header injection and records per request come on top of this (issue 34).
+// The plaintext is HTTP/1.x, judged request by request (http_inside.hpp).
 #ifndef SANDBOX_NET_TLS_INSPECT_HPP
 #define SANDBOX_NET_TLS_INSPECT_HPP
 
+#include "http_inside.hpp"
 #include "origin_context.hpp"
 #include "server_context.hpp"
 
@@ -39,7 +40,8 @@ struct inspect_totals
     /// (the client refused the leaf or failed otherwise), "internal". After: "closed" (one
     /// side sent close_notify; the other got ours), "truncated" (one side ended its TCP
     /// stream without close_notify; the other's end is as abrupt, never vouched for),
-    /// "idle_timeout", "reset", "stopped" (cancelled).
+    /// "idle_timeout", "reset", "bad_request" (a request body whose framing broke),
+    /// "bad_response" (the origin's), "stopped" (cancelled).
     std::string reason{};
     std::string detail{};
     std::string sni{};         ///< the client's server name (empty: none)
@@ -59,12 +61,13 @@ struct leg
 /// \brief Terminates TLS on `client` (whose CONNECT to `host` was answered 200; `first`: what
 /// it sent already, its ClientHello read to decide on inspection) and on `origin` (connected
 /// to `host` by the egress, which checked policy; `first`: bytes it sent early), then relays
-/// the plaintext until one side closes, the idle timeout, an error or cancellation (terminal:
-/// both sockets closed). Both sockets are closed at the end. Runs on the sockets' executor.
-/// `sessions`: the origin sessions of the call, offered and kept (null: none).
+/// the HTTP requests inside (`relay_http`, told by `http`) until one side closes, the idle
+/// timeout, an error or cancellation (terminal: both sockets closed). Both sockets are
+/// closed at the end. Runs on the sockets' executor. `sessions`: the origin sessions of the
+/// call, offered and kept (null: none).
 boost::asio::awaitable<inspect_totals> inspect(leg client, leg origin, canonical_host host,
                                                server_context& server, origin_context& origins,
-                                               inspect_limits limits,
+                                               inspect_limits limits, const http_tunnel& http,
                                                origin_sessions* sessions = nullptr);
 
 } // namespace sandbox::net::tls

@@ -1,5 +1,6 @@
 // net/tls/inspector.cpp: the selection of inspected hosts and the read of a ClientHello.
 #include "inspector.hpp"
+#include "request_policy.hpp"
 #include "trust.hpp"
 
 #include "host/pattern.hpp"
@@ -19,48 +20,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-std::vector<unsigned char> bytes_of(const address& a)
-{
-    if (a.is_v4())
-    {
-        const auto b = a.to_v4().to_bytes();
-        return {b.begin(), b.end()};
-    }
-    const auto b = a.to_v6().to_bytes();
-    return {b.begin(), b.end()};
-}
-
-// Whether `p` names `h`: a domain and its subdomains, subdomains only, an address, a block.
-bool matches(const detail::host_pattern& p, const canonical_host& h)
-{
-    using detail::host_kind;
-    const auto under = [&](const std::string& name) {
-        return name.size() > p.host.size() &&
-               name.compare(name.size() - p.host.size(), p.host.size(), p.host) == 0 &&
-               name[name.size() - p.host.size() - 1] == '.';
-    };
-    switch (p.kind)
-    {
-    case host_kind::domain: return !h.ip && (h.name == p.host || under(h.name));
-    case host_kind::wildcard_domain: return !h.ip && under(h.name);
-    case host_kind::ip: return h.ip && *h.ip == p.address;
-    case host_kind::cidr: {
-        if (!h.ip || h.ip->is_v4() != p.address.is_v4())
-            return false;
-        const auto a = bytes_of(*h.ip);
-        const auto n = bytes_of(p.address);
-        for (int bit = 0; bit < p.prefix_length; ++bit)
-        {
-            const unsigned mask = 0x80u >> (bit % 8);
-            if ((a[bit / 8] & mask) != (n[bit / 8] & mask))
-                return false;
-        }
-        return true;
-    }
-    }
-    return false;
-}
-
 outcome<std::vector<detail::host_pattern>> parse_all(const std::vector<std::string>& texts,
                                                      const char* field)
 {
@@ -79,6 +38,28 @@ outcome<std::vector<detail::host_pattern>> parse_all(const std::vector<std::stri
     return out;
 }
 
+// A host that request rules or injected headers name must be inspected: an exclusion that
+// covers one would let its requests through unjudged (or without their header).
+outcome<> check_not_excluded(const request_policy& requests,
+                             const std::vector<detail::host_pattern>& excluded)
+{
+    for (const auto& [field, p] : requests.hosts())
+    {
+        canonical_host h;
+        if (p->kind == detail::host_kind::ip)
+            h.ip = p->address;
+        else
+            h.name = p->kind == detail::host_kind::wildcard_domain ? "a." + p->host : p->host;
+        for (const auto& x : excluded)
+            if (host_pattern_names(x, h))
+                return make_failure(errc::validation,
+                                    field + " names " + h.text() +
+                                        ", which net.mitm.exclude_hosts leaves uninspected",
+                                    field);
+    }
+    return {};
+}
+
 } // namespace
 
 struct inspector::impl
@@ -89,10 +70,11 @@ struct inspector::impl
     std::unique_ptr<server_context> server;
     std::shared_ptr<origin_context> origins; // shared with the process's other inspectors
     origin_sessions sessions;                // this call's alone
+    request_policy requests;
 
     asio::awaitable<relay_totals> tunnel(asio::ip::tcp::socket& client,
                                          asio::ip::tcp::socket& origin, std::string early,
-                                         canonical_host host, std::string rest,
+                                         http_tunnel http, std::string rest,
                                          std::chrono::milliseconds idle_timeout);
 };
 
@@ -108,6 +90,11 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     auto excluded = parse_all(opts.exclude_hosts, "net.mitm.exclude_hosts");
     if (!excluded)
         return excluded.error();
+    auto requests = request_policy::compile(opts.requests, opts.inject_headers);
+    if (!requests)
+        return requests.error();
+    if (auto r = check_not_excluded(*requests, *excluded); !r)
+        return r.error();
     auto ca = certificate_authority::create(opts.ca);
     if (!ca)
         return ca.error();
@@ -117,6 +104,7 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     auto origins = shared_origin_context(opts.origins);
     if (!origins)
         return origins.error();
+    p->requests = std::move(*requests);
     p->hosts = std::move(*hosts);
     p->excluded = std::move(*excluded);
     p->ca = std::move(*ca);
@@ -145,6 +133,8 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m)
     o.hosts = m.hosts;
     o.exclude_hosts = m.exclude_hosts;
     o.relay_non_tls = m.relay_non_tls;
+    o.requests = m.requests;
+    o.inject_headers = m.inject_headers;
     o.origins.extra_roots_pem = m.origin_ca;
     auto made = inspector::create(std::move(o));
     if (!made)
@@ -156,13 +146,13 @@ bool inspector::selects(const canonical_host& host) const
 {
     const auto named = [&](const std::vector<detail::host_pattern>& list) {
         for (const auto& p : list)
-            if (matches(p, host))
+            if (host_pattern_names(p, host))
                 return true;
         return false;
     };
     if (named(p_->excluded))
         return false;
-    return p_->hosts.empty() || named(p_->hosts);
+    return p_->hosts.empty() || named(p_->hosts) || p_->requests.names(host);
 }
 
 certificate_authority& inspector::authority() noexcept
@@ -185,7 +175,7 @@ const inspection_options& inspector::options() const noexcept
 // The tunnel's steps; an Asio wait refused after a cancellation (the proxy stopping) throws.
 asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& client,
                                                       asio::ip::tcp::socket& origin,
-                                                      std::string early, canonical_host host,
+                                                      std::string early, http_tunnel http,
                                                       std::string rest,
                                                       std::chrono::milliseconds idle_timeout)
 {
@@ -212,12 +202,12 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     inspect_limits limits = opts.limits;
     limits.idle_timeout = idle_timeout;
     const inspect_totals done =
-        co_await inspect(std::move(from_client), std::move(to_origin), std::move(host), *server,
-                         *origins, limits, &sessions);
+        co_await inspect(std::move(from_client), std::move(to_origin), http.host, *server, *origins,
+                         limits, http, &sessions);
     t.up = done.up;
     t.down = done.down;
     t.reason = done.reason;
-    t.tls->sni = done.sni;
+    t.tls->sni = escape_for_record(done.sni);
     t.tls->client_handshake = done.client_handshake;
     t.tls->origin_handshake = done.origin_handshake;
     t.tls->leaf_from_cache = done.leaf_from_cache;
@@ -225,15 +215,20 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     co_return t;
 }
 
-asio::awaitable<relay_totals> inspector::tunnel(asio::ip::tcp::socket& client,
-                                                asio::ip::tcp::socket& origin, std::string early,
-                                                canonical_host host, std::string rest,
-                                                std::chrono::milliseconds idle_timeout)
+asio::awaitable<relay_totals>
+inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, std::string early,
+                  net::authority target, std::string rest, std::chrono::milliseconds idle_timeout,
+                  std::function<void(bool, std::string, net_http_record)> on_request)
 {
     relay_totals t;
+    http_tunnel http;
+    http.policy = p_->requests.empty() ? nullptr : &p_->requests;
+    http.host = std::move(target.host);
+    http.port = target.port;
+    http.on_request = std::move(on_request);
     try
     {
-        t = co_await p_->tunnel(client, origin, std::move(early), std::move(host), std::move(rest),
+        t = co_await p_->tunnel(client, origin, std::move(early), std::move(http), std::move(rest),
                                 idle_timeout);
     }
     catch (const boost::system::system_error&)

@@ -18,6 +18,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct inspection_options
     /// Bytes that are not TLS to an inspected host: relayed as they are (true), or the
     /// tunnel is closed (false, the default: an inspected host is reached through TLS only).
     bool relay_non_tls = false;
+    /// The HTTP requests' rules and the headers added to them (`mitm_policy`'s).
+    std::vector<http_request_rule> requests{};
+    std::vector<header_injection> inject_headers{};
     authority_options ca{};
     origin_trust origins{};
     inspect_limits limits{};
@@ -44,9 +48,9 @@ struct inspection_options
 class inspector
 {
 public:
-    /// `errc::validation` for a bad pattern (limit `net.mitm.hosts` or
-    /// `net.mitm.exclude_hosts`) or origin root (`net.mitm.origin_ca`); `errc::internal` when
-    /// OpenSSL fails.
+    /// `errc::validation` for a bad pattern (limit `net.mitm.hosts`,
+    /// `net.mitm.exclude_hosts`, `net.mitm.requests[i]`, `net.mitm.inject_headers[i]`) or origin
+    /// root (`net.mitm.origin_ca`); `errc::internal` when OpenSSL fails.
     static outcome<std::unique_ptr<inspector>> create(inspection_options opts);
     ~inspector();
 
@@ -59,12 +63,13 @@ public:
     /// is when `relay_non_tls`, else closed ("not_tls"); a hello that does not parse, is too
     /// large, or is not whole when the client closes or the deadline passes: closed
     /// ("bad_client_hello", "client_hello_too_large", "no_client_hello"). `early`: bytes the
-    /// origin (an upstream) sent already. The sockets are closed at the end.
-    boost::asio::awaitable<relay_totals> tunnel(boost::asio::ip::tcp::socket& client,
-                                                boost::asio::ip::tcp::socket& origin,
-                                                std::string early, canonical_host host,
-                                                std::string rest,
-                                                std::chrono::milliseconds idle_timeout);
+    /// origin (an upstream) sent already. `on_request` gets each HTTP request's record
+    /// (`http_tunnel::on_request`). The sockets are closed at the end.
+    boost::asio::awaitable<relay_totals>
+    tunnel(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& origin,
+           std::string early, net::authority target, std::string rest,
+           std::chrono::milliseconds idle_timeout,
+           std::function<void(bool, std::string, net_http_record)> on_request = {});
 
     certificate_authority& authority() noexcept;
     server_context& server() noexcept;

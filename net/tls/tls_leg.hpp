@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -63,6 +64,13 @@ private:
     int last_errno_ = 0;
     int wants_ = 0; ///< SSL_ERROR_WANT_READ or _WRITE: what the last try_read waits for
 };
+
+/// \brief Copies `from`'s plaintext to `to` until `from` ends or either fails: "closed" (its
+/// close_notify), "truncated" (its TCP end without one) or "reset". `count` gets the bytes,
+/// `last` the time of the last move. A 16 KiB buffer is held only while bytes move; the loop
+/// runs others every 256 KiB.
+boost::asio::awaitable<std::string> pump(tls_leg& from, tls_leg& to, std::uint64_t& count,
+                                         std::chrono::steady_clock::time_point& last);
 
 } // namespace sandbox::net::tls
 

@@ -84,7 +84,16 @@ if mode == 'echo':
     while True:
         c, _ = ls.accept()
         threading.Thread(target=serve, args=(c,), daemon=True).start()
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):  # /echo-headers: the request's headers, one a line
+        if not self.path.startswith('/echo-headers'):
+            return super().do_GET()
+        body = ''.join('%s: %s\n' % kv for kv in self.headers.items()).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+handler = functools.partial(Handler, directory=sys.argv[2])
 bind = sys.argv[3] if mode == 'http' and len(sys.argv) > 3 else '127.0.0.1'
 class Server(http.server.ThreadingHTTPServer):
     def shutdown_request(self, request):  # TLS: close_notify first, as a careful server does

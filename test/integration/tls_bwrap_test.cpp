@@ -12,6 +12,8 @@
 
 #include <sandbox/bwrap_runner.hpp>
 
+#include <boost/json/serialize.hpp>
+
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -281,7 +283,7 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_inspects_with_its_flags, tls_fixture)
     BOOST_TEST(unverified.status != 0); // the origin's root not given: no leaf, no body
     BOOST_TEST(unverified.out.empty());
     for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
-             {"--inspect files.test", "--inspect needs --net allow-list or proxy"},
+             {"--inspect files.test", "--inspect and the request flags need --net allow-list"},
              {"--exclude-inspect files.test", "--exclude-inspect and --origin-ca need --inspect"},
              {"--allow-host x.test --inspect x.test --origin-ca /nonexistent.pem",
               "cannot read --origin-ca \"/nonexistent.pem\": No such file or directory"}})
@@ -290,6 +292,90 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_inspects_with_its_flags, tls_fixture)
                                             " -- true 2>&1 >/dev/null");
         BOOST_TEST(refused.status == 125, flags);
         BOOST_TEST(refused.out.find(message) != std::string::npos, refused.out);
+    }
+}
+
+// The second "done when", inside bwrap: request rules and a header the command never
+// sees. curl gets its allowed file; another path and another method get 403 naming why; the
+// origin gets the token; nothing inside holds it (environment, files, /proc, the request
+// curl sent); the records name the header, never its value or a path.
+BOOST_FIXTURE_TEST_CASE(request_rules_and_a_secret_header_the_command_never_sees, tls_fixture)
+{
+    sandbox::exec_options o = inspected();
+    o.net.mitm->requests = {{sandbox::net_action::allow, "GET files.test/hello.txt"},
+                            {sandbox::net_action::allow, "GET files.test/echo-headers"}};
+    o.net.mitm->inject_headers = {{"files.test", "X-Api-Token", "s3cret-4711", false}};
+    const std::string url = base();
+    auto r =
+        sh("curl -sS " + url + "/hello.txt; curl -sS " + url +
+               "/echo-headers | grep -i x-api-token; curl -sS -o /dev/null -w '%{http_code}\\n' " +
+               url + "/repo.git/HEAD; curl -sS -X DELETE " + url + "/hello.txt; curl -sv " + url +
+               "/echo-headers 2>&1 >/dev/null | "
+               "grep -ci token; grep -rlsI s3cret-4711 /proc/[0-9]*/environ "
+               "/proc/[0-9]*/cmdline /run /tmp /etc /home 2>/dev/null; env | grep -c 4711",
+           o);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data ==
+                   "hello from the host\nX-Api-Token: s3cret-4711\n403\n"
+                   "sandbox: no request rule allows this request to this host\n0\n0\n",
+               r.result.out.data + r.result.err.data);
+    std::size_t allowed = 0, denied = 0;
+    for (const auto& rec : records)
+    {
+        if (rec.event != sandbox::net_event::request)
+            continue;
+        BOOST_REQUIRE(rec.http);
+        const std::string json = boost::json::serialize(sandbox::to_json(rec));
+        BOOST_TEST(json.find("s3cret") == std::string::npos, json);
+        BOOST_TEST(json.find("repo.git") == std::string::npos, json); // a path, never
+        if (rec.verdict == sandbox::net_verdict::allowed)
+        {
+            ++allowed;
+            BOOST_TEST((rec.http->injected == std::vector<std::string>{"X-Api-Token"}));
+        }
+        else
+        {
+            ++denied;
+            BOOST_TEST(rec.reason == "no_allow_rule");
+            BOOST_TEST(rec.http->status == 403);
+        }
+    }
+    BOOST_TEST(allowed == 3u);
+    BOOST_TEST(denied == 2u);
+}
+
+// sandbox-run: --allow-request and --inject-header (the value from sandbox-run's own
+// environment, which the command then does not inherit even when asked to).
+BOOST_FIXTURE_TEST_CASE(sandbox_run_takes_request_rules_and_headers_as_flags, tls_fixture)
+{
+    const std::string cli = "SBX_TOKEN=s3cret-4711 " + std::string(SBX_SANDBOX_RUN) + " --root " +
+                            root.str() +
+                            " --allow-host files.test --allow-host 127.0.0.1 --resolve "
+                            "files.test=127.0.0.1 --origin-ca " +
+                            cert + " --env-allow SBX_TOKEN --env-allow PATH ";
+    auto ran = sbx_test::host_shell(
+        cli +
+        "--allow-request 'GET files.test/echo-headers' --inject-header 'files.test: "
+        "X-Api-Token=@env:SBX_TOKEN' -- sh -c 'curl -sS " +
+        base() + "/echo-headers | grep -i token; curl -sS " + base() +
+        "/hello.txt; echo; env | grep -c SBX_TOKEN' 2>/dev/null");
+    BOOST_TEST(ran.status == 1); // grep -c found none: the exit of the last command
+    BOOST_TEST(ran.out == "X-Api-Token: s3cret-4711\nsandbox: no request rule allows this "
+                          "request to this host\n\n0\n");
+    for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--allow-host x.test --inject-header 'x.test: X-T=plain'",
+              "the value comes from @env:VAR or @file:PATH"},
+             {"--allow-host x.test --inject-header 'x.test: X-T=@env:SBX_NOT_SET'",
+              "the environment has no SBX_NOT_SET"},
+             {"--allow-host x.test --inject-header 'x.test: Host=@file:/etc/hostname'",
+              "frames or routes the request"},
+             {"--allow-host x.test --allow-request 'GET x.test'", "a path is required"},
+             {"--allow-request 'GET x.test/a'", "need --net allow-list or proxy"}})
+    {
+        auto refused = sbx_test::host_shell(std::string(SBX_SANDBOX_RUN) + " " + flags +
+                                            " -- true 2>&1 >/dev/null");
+        BOOST_TEST(refused.status == 125, flags);
+        BOOST_TEST(refused.out.find(message) != std::string::npos, flags << ": " << refused.out);
     }
 }
 

@@ -15,12 +15,16 @@
 #include "net/tls/inspect.hpp"
 #include "net/tls/inspector.hpp"
 #include "net/tls/leaf_cache.hpp"
+#include "net/tls/request_policy.hpp"
 #include "net/tls/server_context.hpp"
 #include "net/tls/trust.hpp"
 #include "test/host_shell.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -38,6 +42,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -512,7 +517,17 @@ struct inspect_rig
     bool truncate =
         false; // the origin's answer: close-delimited, cut by a TCP end (no close_notify)
     bool peek_first = false;
+    bool echo = false; // the origin: HTTP/1.1 keep-alive, each answer the head it got
     std::vector<tls::hello_peek> peeks;
+    std::optional<tls::request_policy> policy; // the tunnels' request rules and headers
+    struct seen_request
+    {
+        bool allowed;
+        std::string reason;
+        sandbox::net_http_record http;
+    };
+    std::vector<seen_request> requests;
+    int origin_requests = 0; // requests the echoing origin answered
     std::filesystem::path dir;
     std::thread runner;
 
@@ -596,6 +611,37 @@ struct inspect_rig
                " --resolve api.test:" + port + ":127.0.0.1 https://api.test:" + port + "/";
     }
 
+    // curl through the tunnel to `path` (after `extra` options), trusting the proxy's CA.
+    std::string curl_to(const std::string& extra, const std::string& path) const
+    {
+        const std::string port = std::to_string(proxy_acceptor.local_endpoint().port());
+        return "curl -sS --max-time 10 --noproxy '*' --cacert " + (dir / "proxy-ca.pem").string() +
+               " --resolve api.test:" + port + ":127.0.0.1 --resolve other.test:" + port +
+               ":127.0.0.1 " + extra + " 'https://api.test:" + port + path + "'";
+    }
+    // python3 sends `request` (a Python bytes literal) on one connection and prints what
+    // comes back until the end.
+    std::string python_raw(const std::string& request) const
+    {
+        const std::string port = std::to_string(proxy_acceptor.local_endpoint().port());
+        return "python3 -c \"import socket, ssl\n"
+               "ctx = ssl.create_default_context(cafile='" +
+               (dir / "proxy-ca.pem").string() +
+               "')\n"
+               "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
+               port +
+               ")), server_hostname='api.test')\n"
+               "try: s.sendall(" +
+               request +
+               ")\n"
+               "except OSError: pass\n"
+               "data = b''\n"
+               "try:\n"
+               "    while d := s.recv(65536): data += d\n"
+               "except (ssl.SSLError, OSError): pass\n"
+               "print(data.decode(errors='replace'))\n\"";
+    }
+
     asio::awaitable<void> serve_origin()
     {
         for (;;)
@@ -606,6 +652,8 @@ struct inspect_rig
                 co_return;
             if (silent)
                 held.push_back(std::move(sock));
+            else if (echo)
+                asio::co_spawn(ioc, echo_origin(std::move(sock)), asio::detached);
             else
                 asio::co_spawn(ioc, answer_origin(std::move(sock)), asio::detached);
         }
@@ -632,6 +680,87 @@ struct inspect_rig
             return "sni=" + std::string(sni ? sni : "") +
                    " alpn=" + std::string(reinterpret_cast<const char*>(alpn), alpn_len);
         });
+    }
+    // Answers requests until the client closes: 100 Continue when asked, 101 for an
+    // Upgrade (then every byte back as it came), else 200 whose body is what it got.
+    asio::awaitable<void> echo_origin(asio::ip::tcp::socket sock)
+    {
+        namespace http = boost::beast::http;
+        asio::ssl::stream<asio::ip::tcp::socket> s(std::move(sock), origin_tls);
+        auto [ec] = co_await s.async_handshake(asio::ssl::stream_base::server,
+                                               asio::as_tuple(asio::use_awaitable));
+        boost::beast::flat_buffer buf;
+        while (!ec)
+        {
+            http::request_parser<http::string_body> p;
+            p.body_limit(64 * 1024 * 1024);
+            std::tie(ec, std::ignore) =
+                co_await http::async_read_header(s, buf, p, asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                break;
+            if (p.get()[http::field::expect] == "100-continue")
+            {
+                static const std::string cont = "HTTP/1.1 100 Continue\r\n\r\n";
+                co_await asio::async_write(s, asio::buffer(cont),
+                                           asio::as_tuple(asio::use_awaitable));
+            }
+            std::tie(ec, std::ignore) =
+                co_await http::async_read(s, buf, p, asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                break;
+            ++origin_requests;
+            const auto& req = p.get();
+            if (req.count(http::field::upgrade))
+            {
+                static const std::string up = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+                                              "echo\r\nConnection: Upgrade\r\n\r\n";
+                co_await asio::async_write(s, asio::buffer(up),
+                                           asio::as_tuple(asio::use_awaitable));
+                std::string raw(static_cast<const char*>(buf.data().data()), buf.size());
+                for (std::array<char, 4096> b;;)
+                {
+                    if (!raw.empty())
+                        std::tie(ec, std::ignore) = co_await asio::async_write(
+                            s, asio::buffer(raw), asio::as_tuple(asio::use_awaitable));
+                    std::size_t n = 0;
+                    if (!ec)
+                        std::tie(ec, n) = co_await s.async_read_some(
+                            asio::buffer(b), asio::as_tuple(asio::use_awaitable));
+                    if (ec)
+                        co_return;
+                    raw.assign(b.data(), n);
+                }
+            }
+            std::string text =
+                std::string(req.method_string()) + " " + std::string(req.target()) + "\n";
+            for (const auto& f : req)
+                text.append(f.name_string()).append(": ").append(f.value()).append("\n");
+            text += "body=" + std::to_string(req.body().size()) + "\n";
+            if (req.method() == http::verb::head) // a head that says how long the body is
+            {
+                const std::string head =
+                    "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(text.size()) +
+                    "\r\n\r\n";
+                std::tie(ec, std::ignore) = co_await asio::async_write(
+                    s, asio::buffer(head), asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            http::response<http::string_body> res{http::status::ok, 11};
+            res.body() = std::move(text);
+            res.keep_alive(req.keep_alive());
+            res.prepare_payload();
+            std::tie(ec, std::ignore) =
+                co_await http::async_write(s, res, asio::as_tuple(asio::use_awaitable));
+            if (!req.keep_alive())
+                break;
+        }
+        co_await s.async_shutdown(asio::as_tuple(asio::use_awaitable));
+    }
+    std::vector<seen_request> requests_seen()
+    {
+        std::promise<std::vector<seen_request>> p;
+        asio::post(ioc, [&] { p.set_value(requests); });
+        return p.get_future().get();
     }
     // A body whose end is the connection's, then a TCP end with no close_notify: what an
     // attacker on the path to the origin can make of any close-delimited response.
@@ -674,8 +803,16 @@ struct inspect_rig
         // Built in their own statements: GCC 12 mishandles braced temporaries in co_await.
         tls::leg from_client{std::move(client), std::move(first)};
         tls::leg to_origin{std::move(origin)};
+        tls::http_tunnel http;
+        http.policy = policy ? &*policy : nullptr;
+        http.host = connect_host;
+        http.port = proxy_acceptor.local_endpoint().port(); // what curl's Host names
+        http.on_request = [this](bool allowed, std::string reason, sandbox::net_http_record h) {
+            requests.push_back({allowed, std::move(reason), std::move(h)});
+        };
         totals.push_back(co_await tls::inspect(std::move(from_client), std::move(to_origin),
-                                               connect_host, *server, *origins, limits, &sessions));
+                                               connect_host, *server, *origins, limits, http,
+                                               &sessions));
     }
 };
 
@@ -1288,6 +1425,277 @@ BOOST_AUTO_TEST_CASE(selection_uses_the_rules_host_forms)
     BOOST_TEST(!s.selects(host("11.0.0.1")));
     BOOST_TEST(s.selects(host("[::1]")));
     BOOST_TEST(!s.selects(host("127.0.0.1")));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The HTTP inside an inspected tunnel (http_inside.cpp): requests judged one by one, headers
+// added, bodies and upgrades carried, the proxy's own answers (400, 403, 421), and records.
+BOOST_AUTO_TEST_SUITE(tls_http)
+
+namespace {
+
+std::vector<sandbox::header_injection> token_for_api(bool replace)
+{
+    return {{"api.test", "Authorization", "Bearer s3cret-token", replace}};
+}
+
+} // namespace
+
+// Two requests on one connection (keep-alive), each judged and recorded; the origin sees
+// the client's head as it was sent.
+BOOST_AUTO_TEST_CASE(keep_alive_requests_are_relayed_and_recorded_one_by_one)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    auto r = run(rig.curl_to("", "/one") + " 'https://api.test:" + port + "/two?q=1'");
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out.find("GET /one\nHost: api.test:" + port) == 0u, r.out);
+    BOOST_TEST(r.out.find("GET /two?q=1\n") != std::string::npos, r.out);
+    const auto t = rig.ended(1);
+    BOOST_TEST_REQUIRE(t.size() == 1u); // one tunnel for both
+    BOOST_TEST(t[0].reason == "closed");
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    for (const auto& q : seen)
+    {
+        BOOST_TEST(q.allowed);
+        BOOST_TEST(q.reason == "no_rule");
+        BOOST_TEST(q.http.method == "GET");
+        BOOST_TEST(q.http.status == 200);
+        BOOST_TEST(q.http.response_body_bytes > 20u);
+    }
+}
+
+// Request rules: the allowed path gets through; another is refused with 403 naming why and
+// never reaches the origin; a deny rule wins over the allow and catches other spellings.
+BOOST_AUTO_TEST_CASE(request_rules_refuse_with_403_naming_the_rule)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    auto p = tls::request_policy::compile(
+        {{sandbox::net_action::allow, "GET api.test/repos/acme/**"},
+         {sandbox::net_action::deny, "* api.test/repos/acme/secret/**"}},
+        {});
+    BOOST_TEST_REQUIRE(p.has_value());
+    rig.policy = std::move(*p);
+    rig.start();
+    auto ok = run(rig.curl_to("", "/repos/acme/readme"));
+    BOOST_TEST(ok.out.find("GET /repos/acme/readme\n") == 0u, ok.out);
+    auto other = run(rig.curl_to("-i", "/repos/other/readme"));
+    BOOST_TEST(other.out.find("HTTP/1.1 403 Forbidden") == 0u, other.out);
+    BOOST_TEST(other.out.find("no request rule allows") != std::string::npos, other.out);
+    auto post = run(rig.curl_to("-i -X POST -d x=1", "/repos/acme/readme"));
+    BOOST_TEST(post.out.find("HTTP/1.1 403") == 0u, post.out);
+    auto secret = run(rig.curl_to("-i --path-as-is", "/repos/acme/x/../SECRET/key"));
+    BOOST_TEST(secret.out.find("HTTP/1.1 403") == 0u, secret.out);
+    BOOST_TEST(secret.out.find("X-Sandbox-Rule: deny * api.test/repos/acme/secret/**") !=
+                   std::string::npos,
+               secret.out);
+    BOOST_TEST(rig.ended(4).size() == 4u);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 4u);
+    BOOST_TEST(seen[0].allowed);
+    BOOST_TEST(seen[0].http.rule == "allow GET api.test/repos/acme/**");
+    BOOST_TEST(!seen[1].allowed);
+    BOOST_TEST(seen[1].reason == "no_allow_rule");
+    BOOST_TEST(seen[1].http.status == 403);
+    BOOST_TEST(seen[2].http.method == "POST");
+    BOOST_TEST(seen[3].reason == "rule");
+    BOOST_TEST(seen[3].http.rule == "deny * api.test/repos/acme/secret/**");
+    std::promise<int> answered;
+    asio::post(rig.ioc, [&] { answered.set_value(rig.origin_requests); });
+    BOOST_TEST(answered.get_future().get() == 1); // the refused never reached it
+}
+
+// T5: a Host (or an absolute target) naming another host than the CONNECT's is 421, and the
+// origin never sees it.
+BOOST_AUTO_TEST_CASE(a_host_that_is_not_the_tunnels_is_misdirected)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    auto fronted = run(rig.curl_to("-i -H 'Host: other.test'", "/"));
+    BOOST_TEST(fronted.out.find("HTTP/1.1 421 Misdirected Request") == 0u, fronted.out);
+    auto port = run(rig.curl_to("-i -H 'Host: api.test:1'", "/"));
+    BOOST_TEST(port.out.find("HTTP/1.1 421") == 0u, port.out);
+    auto absolute = run(rig.python_raw(
+        "b'GET https://other.test/ HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\n\\\\r\\\\n'"));
+    BOOST_TEST(absolute.out.find("HTTP/1.1 421") == 0u, absolute.out);
+    auto two = run(rig.python_raw(
+        "b'GET / HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\nHost: other.test\\\\r\\\\n\\\\r\\\\n'"));
+    BOOST_TEST(two.out.find("HTTP/1.1 400") == 0u, two.out);
+    auto same = run(rig.curl_to(
+        "-H 'Host: API.test:" + std::to_string(rig.proxy_acceptor.local_endpoint().port()) + "'",
+        "/"));
+    BOOST_TEST(same.out.find("GET /\n") == 0u, same.out); // one host, spelled otherwise
+    rig.ended(5);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 5u);
+    BOOST_TEST(seen[0].reason == "host_mismatch");
+    BOOST_TEST(seen[0].http.status == 421);
+    BOOST_TEST(seen[3].reason == "bad_request");
+}
+
+// Secrets that never enter the sandbox: the origin gets the header, the client never sends
+// it, the record names it without its value; a request carrying it is refused (or has it
+// replaced, per rule).
+BOOST_AUTO_TEST_CASE(an_injected_header_reaches_the_origin_and_is_never_recorded)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    auto p = tls::request_policy::compile({}, token_for_api(false));
+    BOOST_TEST_REQUIRE(p.has_value());
+    rig.policy = std::move(*p);
+    rig.start();
+    auto r = run(rig.curl_to("", "/whoami"));
+    BOOST_TEST(r.out.find("Authorization: Bearer s3cret-token\n") != std::string::npos, r.out);
+    auto own = run(rig.curl_to("-i -H 'Authorization: Bearer mine'", "/whoami"));
+    BOOST_TEST(own.out.find("HTTP/1.1 403") == 0u, own.out);
+    BOOST_TEST(own.out.find("carries Authorization") != std::string::npos, own.out);
+    BOOST_TEST(own.out.find("s3cret") == std::string::npos);
+    rig.ended(2);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST((seen[0].http.injected == std::vector<std::string>{"Authorization"}));
+    BOOST_TEST(seen[1].reason == "header_present");
+    for (const auto& q : seen)
+    {
+        sandbox::net_record rec;
+        rec.event = sandbox::net_event::request;
+        rec.http = q.http;
+        const std::string json = boost::json::serialize(sandbox::to_json(rec));
+        BOOST_TEST(json.find("s3cret") == std::string::npos, json);
+        BOOST_TEST(json.find("whoami") == std::string::npos, json); // no path either
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_replacing_rule_overwrites_the_clients_value)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    auto p = tls::request_policy::compile({}, token_for_api(true));
+    BOOST_TEST_REQUIRE(p.has_value());
+    rig.policy = std::move(*p);
+    rig.start();
+    auto r = run(rig.curl_to("-H 'authorization: Bearer mine'", "/whoami"));
+    BOOST_TEST(r.out.find("Authorization: Bearer s3cret-token\n") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("mine") == std::string::npos, r.out);
+}
+
+// Bodies cross as they were framed: a Content-Length upload, a chunked one, one after
+// 100-continue; the origin gets every byte and the records count them.
+BOOST_AUTO_TEST_CASE(bodies_cross_whole_however_they_are_framed)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    const std::string file = (rig.dir / "upload.bin").string();
+    std::ofstream(file) << pattern(300000);
+    auto sized = run(rig.curl_to("--data-binary @" + file + " -H 'Expect:'", "/up"));
+    BOOST_TEST(sized.out.find("body=300000\n") != std::string::npos, sized.out);
+    auto chunked = run(rig.curl_to(
+        "--data-binary @" + file + " -H 'Transfer-Encoding: chunked' -H 'Expect:'", "/up"));
+    BOOST_TEST(chunked.out.find("body=300000\n") != std::string::npos, chunked.out);
+    auto continued =
+        run(rig.curl_to("--data-binary @" + file + " -H 'Expect: 100-continue'", "/up"));
+    BOOST_TEST(continued.out.find("body=300000\n") != std::string::npos, continued.out);
+    auto head = run(rig.curl_to("-I", "/"));
+    BOOST_TEST(head.out.find("HTTP/1.1 200") == 0u, head.out);
+    rig.ended(4);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 4u);
+    for (int i = 0; i < 3; ++i)
+    {
+        BOOST_TEST(seen[i].http.request_body_bytes == 300000u);
+        BOOST_TEST(seen[i].http.status == 200);
+    }
+    BOOST_TEST(seen[3].http.method == "HEAD");
+    BOOST_TEST(seen[3].http.response_body_bytes == 0u);
+}
+
+// Requests that would mean one thing to the proxy and another to the origin are refused
+// before a byte reaches it (T22-T26): both framings, a bad chunk size, a lone LF, HTTP/2's
+// preface, bytes that are not HTTP.
+BOOST_AUTO_TEST_CASE(ambiguous_or_broken_requests_are_refused_with_400)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    const std::vector<std::string> bad = {
+        "b'POST / HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\nContent-Length: 3\\\\r\\\\n"
+        "Transfer-Encoding: chunked\\\\r\\\\n\\\\r\\\\n0\\\\r\\\\n\\\\r\\\\n'",
+        "b'POST / HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\nContent-Length: 3\\\\r\\\\n"
+        "Content-Length: 4\\\\r\\\\n\\\\r\\\\nabcd'",
+        "b'GET / HTTP/1.1\\\\nHost: api.test\\\\n\\\\n'",
+        "b'PRI * HTTP/2.0\\\\r\\\\n\\\\r\\\\nSM\\\\r\\\\n\\\\r\\\\n'",
+        "b'\\\\x16\\\\x03\\\\x01 not http at all\\\\r\\\\n\\\\r\\\\n'",
+        "b'GET /a%00b HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\n\\\\r\\\\n'",
+        "b'GET /../etc HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\n\\\\r\\\\n'",
+        // A head past 64 KiB: refused once the cap is passed, never held whole.
+        "b'GET / HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\nX: ' + b'a' * 200000 + "
+        "b'\\\\r\\\\n\\\\r\\\\n'",
+    };
+    for (const auto& request : bad)
+    {
+        auto r = run(rig.python_raw(request));
+        BOOST_TEST(r.out.find("HTTP/1.1 400 Bad Request") == 0u, request << " -> " << r.out);
+    }
+    rig.ended(bad.size());
+    std::promise<int> answered;
+    asio::post(rig.ioc, [&] { answered.set_value(rig.origin_requests); });
+    BOOST_TEST(answered.get_future().get() == 0);
+    for (const auto& q : rig.requests_seen())
+        BOOST_TEST(q.reason == "bad_request");
+}
+
+// Pipelined requests (two heads in one write) are answered in order, each judged.
+BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    auto r = run(rig.python_raw("b'GET /first HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\n\\\\r\\\\n"
+                                "GET /second HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\n"
+                                "Connection: close\\\\r\\\\n\\\\r\\\\n'"));
+    const auto first = r.out.find("GET /first\n");
+    const auto second = r.out.find("GET /second\n");
+    BOOST_TEST(first != std::string::npos, r.out);
+    BOOST_TEST(second != std::string::npos, r.out);
+    BOOST_TEST(first < second);
+    rig.ended(1);
+    BOOST_TEST(rig.requests_seen().size() == 2u);
+}
+
+// A 101 hands the connection over: the bytes after it go both ways as they are.
+BOOST_AUTO_TEST_CASE(an_upgraded_connection_is_relayed_as_it_is)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    auto r = run("python3 -c \"import socket, ssl\n"
+                 "ctx = ssl.create_default_context(cafile='" +
+                 (rig.dir / "proxy-ca.pem").string() +
+                 "')\n"
+                 "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
+                 port +
+                 ")), server_hostname='api.test')\n"
+                 "s.settimeout(10)\n"
+                 "s.sendall(b'GET /ws HTTP/1.1\\r\\nHost: api.test\\r\\nUpgrade: echo\\r\\n"
+                 "Connection: Upgrade\\r\\n\\r\\nraw bytes, ')\n"
+                 "data = b''\n"
+                 "while b'\\r\\n\\r\\nraw bytes, ' not in data: data += s.recv(4096)\n"
+                 "s.sendall(b'no framing')\n"
+                 "while not data.endswith(b'no framing'): data += s.recv(4096)\n"
+                 "print(data.decode())\n\"");
+    BOOST_TEST(r.out.find("HTTP/1.1 101 Switching Protocols") == 0u, r.out);
+    BOOST_TEST(r.out.find("raw bytes, no framing") != std::string::npos, r.out);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 1u);
+    BOOST_TEST(seen[0].http.status == 101);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

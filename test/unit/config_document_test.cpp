@@ -577,6 +577,56 @@ BOOST_AUTO_TEST_CASE(origin_roots_are_read_from_a_document_and_refused_in_a_call
                call.error().diag.message);
 }
 
+// Issue 34: request rules and injected headers. A document may take a header's value from
+// the daemon's environment or a file; a call only as text (what its client holds).
+BOOST_AUTO_TEST_CASE(request_rules_and_injected_headers_are_read)
+{
+    const auto file = std::filesystem::temp_directory_path() /
+                      ("sbx-header-" + std::to_string(::getpid()) + ".txt");
+    std::ofstream(file) << "Bearer from-file\n";
+    ::setenv("SBX_CONFIG_TEST_TOKEN", "from-env", 1);
+    const auto doc = cfg::parse_document(defaults(
+        "{net: {mode: allow_list, allow_hosts: [api.test], mitm: {enabled: true, "
+        "allow_requests: [\"GET api.test/repos/**\"], deny_requests: [\"* api.test/admin/**\"], "
+        "inject_headers: [{host: api.test, name: Authorization, value_file: \"" +
+        file.string() +
+        "\"}, {host: api.test, name: X-Env, value_env: SBX_CONFIG_TEST_TOKEN, replace: true}]}}}"));
+    std::filesystem::remove(file);
+    ::unsetenv("SBX_CONFIG_TEST_TOKEN");
+    BOOST_TEST_REQUIRE(doc.has_value(), (doc ? "" : doc.error().diag.message));
+    const auto& mitm = doc->sandboxes.at(0).defaults.net.mitm;
+    BOOST_TEST_REQUIRE(mitm.has_value());
+    BOOST_TEST_REQUIRE(mitm->requests.size() == 2u);
+    BOOST_TEST((mitm->requests[1].action == sandbox::net_action::deny));
+    BOOST_TEST(mitm->requests[1].pattern == "* api.test/admin/**");
+    BOOST_TEST_REQUIRE(mitm->inject_headers.size() == 2u);
+    BOOST_TEST(mitm->inject_headers[0].value == "Bearer from-file");
+    BOOST_TEST(!mitm->inject_headers[0].replace);
+    BOOST_TEST(mitm->inject_headers[1].value == "from-env");
+    BOOST_TEST(mitm->inject_headers[1].replace);
+    const std::string net = R"({"command": "x", "net": {"mode": "allow_list", "allow_hosts": )"
+                            R"(["api.test"], "mitm": {"enabled": true, "inject_headers": )";
+    auto call =
+        cfg::parse_call(net + R"([{"host": "api.test", "name": "X-T", "value": "t0k"}]}}})");
+    BOOST_TEST_REQUIRE(call.has_value(), (call ? "" : call.error().diag.message));
+    BOOST_TEST(call->options.net.mitm->inject_headers.at(0).value == "t0k");
+    for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
+             {R"([{"host": "api.test", "name": "X-T", "value_env": "HOME"}]}}})",
+              "value_env: reads the daemon's host"},
+             {R"([{"host": "api.test", "name": "X-T", "value_file": "/etc/shadow"}]}}})",
+              "value_file: reads the daemon's host"},
+             {R"([{"host": "api.test", "name": "X-T"}]}}})",
+              "needs exactly one of value, value_env, value_file"},
+             {R"([{"host": "api.test", "name": "X-T", "value": "a\r\nb: c"}]}}})",
+              "a control byte"}})
+    {
+        auto refused = cfg::parse_call(net + body);
+        BOOST_TEST_REQUIRE(!refused.has_value(), body);
+        BOOST_TEST(refused.error().diag.message.find(message) != std::string::npos,
+                   refused.error().diag.message);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(run_as_and_the_daemon_bounds_are_read)
 {
     const auto doc = cfg::parse_document(

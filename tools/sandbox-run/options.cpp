@@ -134,6 +134,22 @@ constexpr option_spec option_table[] = {
     {"origin-ca", "FILE", arity::repeated,
      "PEM roots the proxy also trusts for inspected origins,\n"
      "beside the system's (repeatable)"},
+    {"allow-request", "'METHODS HOST/PATH'", arity::repeated,
+     "let these HTTPS requests through (GET,HEAD\n"
+     "api.example.com/repos/acme/**; * any method; * within\n"
+     "a segment, ** across): once one names a host, its other\n"
+     "requests get 403. Inspects HOST (repeatable)"},
+    {"deny-request", "'METHODS HOST/PATH'", arity::repeated,
+     "refuse these HTTPS requests with 403; wins over every\n"
+     "allow. Inspects HOST (repeatable)"},
+    {"inject-header", "'HOST: Name=@env:VAR'", arity::repeated,
+     "the proxy adds this header to HTTPS requests to HOST,\n"
+     "its value from @env:VAR (taken out of the command's\n"
+     "environment) or @file:PATH (hidden from the sandbox);\n"
+     "a request that has it already gets 403. Inspects HOST\n"
+     "(repeatable)"},
+    {"replace-header", "'HOST: Name=@env:VAR'", arity::repeated,
+     "as --inject-header, replacing the request's own value"},
     {"resolve", "HOST=ADDRESS", arity::repeated,
      "the egress proxy resolves HOST to ADDRESS without a\n"
      "lookup (repeatable)"},

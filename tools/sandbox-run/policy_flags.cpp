@@ -1,5 +1,6 @@
 // tools/sandbox-run/policy_flags.cpp: the network flags (--net, --allow-host, --deny-host,
-// --proxy, --resolve, --inspect, --exclude-inspect, --origin-ca) and the policy chain's
+// --proxy, --resolve, --inspect, --exclude-inspect, --origin-ca, --allow-request,
+// --deny-request, --inject-header, --replace-header) and the policy chain's
 // (--allow-command, --ask, --ask-timeout,
 // --audit), checked as they are read so that a bad one is a usage error before anything runs.
 #include "cli_internal.hpp"
@@ -11,6 +12,7 @@
 #include <boost/program_options/variables_map.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 namespace sandbox::cli {
@@ -64,13 +66,131 @@ std::vector<std::string> list_of(const po::variables_map& vm, const char* name)
     return vm.count(name) ? vm[name].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
-// --inspect, --exclude-inspect, --origin-ca: net.mitm, each origin root read from its file.
-outcome<void> parse_inspect_flags(const po::variables_map& vm, sandbox::net_policy& net)
+// The value of --inject-header's NAME=@env:VAR or @file:PATH. A variable is taken out of
+// sandbox-run's environment once read (the command cannot inherit it); a file is hidden
+// from the sandbox's view (read-deny).
+outcome<std::string> header_value_from(std::string_view source, const std::string& flag,
+                                       run_config& cfg)
 {
+    constexpr std::string_view env = "@env:", file = "@file:";
+    if (source.starts_with(env) && source.size() > env.size())
+    {
+        const std::string name(source.substr(env.size()));
+        const char* v = std::getenv(name.c_str());
+        if (!v)
+            return make_failure(errc::validation, flag + ": the environment has no " + name,
+                                "net.mitm.inject_headers");
+        std::string value = v;
+        ::unsetenv(name.c_str());
+        return value;
+    }
+    if (source.starts_with(file) && source.size() > file.size())
+    {
+        const std::string path(source.substr(file.size()));
+        auto text = sandbox::config::read_text_file(path, flag, 64 * 1024);
+        if (!text)
+        {
+            failure f = text.error();
+            f.diag.limit = "net.mitm.inject_headers";
+            return f;
+        }
+        if (text->ends_with('\n'))
+            text->pop_back();
+        if (text->ends_with('\r'))
+            text->pop_back();
+        cfg.bwrap.read_deny.push_back(path);
+        return std::move(*text);
+    }
+    return make_failure(errc::validation,
+                        flag + ": the value comes from @env:VAR or @file:PATH (a value on the "
+                               "command line is visible to every process on the host)",
+                        "net.mitm.inject_headers");
+}
+
+// --inject-header / --replace-header 'HOST_PATTERN: Name=@env:VAR' (or @file:PATH).
+outcome<sandbox::header_injection> parse_injection(const std::string& text, bool replace,
+                                                   run_config& cfg)
+{
+    const std::string flag =
+        std::string(replace ? "--replace-header " : "--inject-header ") + in_quotes(text);
+    // The host ends at the first ':' outside brackets (an IPv6 literal has its own).
+    std::size_t colon = std::string::npos;
+    for (std::size_t i = 0, depth = 0; i < text.size() && colon == std::string::npos; ++i)
+        if (text[i] == '[')
+            ++depth;
+        else if (text[i] == ']' && depth > 0)
+            --depth;
+        else if (text[i] == ':' && depth == 0)
+            colon = i;
+    const std::size_t eq = text.find('=', colon == std::string::npos ? 0 : colon);
+    if (colon == std::string::npos || eq == std::string::npos)
+        return make_failure(errc::validation, flag + " is not 'HOST_PATTERN: Name=@env:VAR'",
+                            "net.mitm.inject_headers");
+    const auto trim = [](std::string_view v) {
+        while (!v.empty() && v.front() == ' ')
+            v.remove_prefix(1);
+        while (!v.empty() && v.back() == ' ')
+            v.remove_suffix(1);
+        return std::string(v);
+    };
+    sandbox::header_injection h;
+    h.host = trim(std::string_view(text).substr(0, colon));
+    h.name = trim(std::string_view(text).substr(colon + 1, eq - colon - 1));
+    h.replace = replace;
+    auto value = header_value_from(trim(std::string_view(text).substr(eq + 1)), flag, cfg);
+    if (!value)
+        return value.error();
+    h.value = std::move(*value);
+    return h;
+}
+
+// --allow-request, --deny-request, --inject-header, --replace-header: the requests' rules and
+// headers; the hosts they name are inspected.
+outcome<void> parse_request_flags(const po::variables_map& vm, run_config& cfg,
+                                  sandbox::mitm_policy& m)
+{
+    for (auto [name, action] : {std::pair{"allow-request", sandbox::net_action::allow},
+                                std::pair{"deny-request", sandbox::net_action::deny}})
+        for (const auto& t : list_of(vm, name))
+            m.requests.push_back({action, t});
+    for (auto [name, replace] :
+         {std::pair{"inject-header", false}, std::pair{"replace-header", true}})
+        for (const auto& t : list_of(vm, name))
+        {
+            auto h = parse_injection(t, replace, cfg);
+            if (!h)
+                return h.error();
+            m.inject_headers.push_back(std::move(*h));
+        }
+    return {};
+}
+
+// The hosts the request rules and injections name, as written ("GET api.test/x": api.test).
+std::vector<std::string> request_hosts(const sandbox::mitm_policy& m)
+{
+    std::vector<std::string> out;
+    for (const auto& r : m.requests)
+    {
+        const std::size_t from = r.pattern.find_first_not_of(' ', r.pattern.find(' '));
+        if (from != std::string::npos)
+            out.push_back(r.pattern.substr(from, r.pattern.find('/', from) - from));
+    }
+    for (const auto& h : m.inject_headers)
+        out.push_back(h.host);
+    return out;
+}
+
+// --inspect, --exclude-inspect, --origin-ca and the request flags: net.mitm, each origin
+// root read from its file.
+outcome<void> parse_inspect_flags(const po::variables_map& vm, run_config& cfg)
+{
+    sandbox::net_policy& net = cfg.request.options.net;
     auto hosts = list_of(vm, "inspect");
     auto excluded = list_of(vm, "exclude-inspect");
     auto roots = list_of(vm, "origin-ca");
-    if (hosts.empty())
+    const bool per_request = vm.count("allow-request") || vm.count("deny-request") ||
+                             vm.count("inject-header") || vm.count("replace-header");
+    if (hosts.empty() && !per_request)
     {
         if (!excluded.empty() || !roots.empty())
             return make_failure(errc::validation,
@@ -79,13 +199,17 @@ outcome<void> parse_inspect_flags(const po::variables_map& vm, sandbox::net_poli
     }
     if (net.mode != sandbox::net_mode::allow_list && net.mode != sandbox::net_mode::proxy)
         return make_failure(errc::validation,
-                            "--inspect needs --net allow-list or proxy (the egress proxy "
-                            "inspects; --allow-host chooses allow-list)",
+                            "--inspect and the request flags need --net allow-list or proxy "
+                            "(the egress proxy inspects; --allow-host chooses allow-list)",
                             "net.mitm");
     sandbox::mitm_policy m;
     m.enabled = true;
     m.hosts = std::move(hosts);
     m.exclude_hosts = std::move(excluded);
+    if (auto r = parse_request_flags(vm, cfg, m); !r)
+        return r;
+    if (m.hosts.empty()) // only request flags: the hosts they name alone are inspected
+        m.hosts = request_hosts(m);
     for (const auto& file : roots)
     {
         auto text = sandbox::config::read_text_file(file, "--origin-ca " + in_quotes(file),
@@ -137,7 +261,7 @@ outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
         }
     if (auto r = imply_net_mode(net, has("net")); !r)
         return r;
-    if (auto r = parse_inspect_flags(vm, net); !r)
+    if (auto r = parse_inspect_flags(vm, cfg); !r)
         return r;
     const bool proxied =
         net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;

@@ -35,6 +35,9 @@ enum class audit_event : int
     connection,
     /// A connection the egress proxy allowed ended (`net`: bytes each way, duration).
     connection_closed,
+    /// One HTTP request inside an inspected tunnel (`net`, with `net->http`: method, the
+    /// request rule, status, injected header names; never a path, a query or a value).
+    http_request,
 };
 
 SANDBOX_DECL const char* to_string(audit_event e) noexcept;
@@ -73,7 +76,7 @@ struct audit_record
     std::chrono::nanoseconds wall_time{0};
     std::chrono::nanoseconds cpu_time{0};
     std::uint64_t peak_memory_bytes = 0;
-    /// For `connection` and `connection_closed`: the egress proxy's record.
+    /// For `connection`, `connection_closed` and `http_request`: the egress proxy's record.
     std::optional<net_record> net{};
 };
 
