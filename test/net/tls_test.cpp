@@ -827,6 +827,7 @@ BOOST_AUTO_TEST_CASE(curl_reaches_a_verified_origin_through_both_terminated_legs
     auto r = run(rig.curl("proxy-ca.pem"));
     BOOST_TEST(r.status == 0);
     BOOST_TEST(r.out == "sni=api.test alpn=http/1.1"); // what the origin saw of our client leg
+    rig.ended(1); // its tunnel's end first (the close waits for both peers' ends)
     // The client sees the proxy's leaf, not the origin's: trusting the origin's CA alone fails.
     auto direct = run(rig.curl("origin-ca.pem"));
     BOOST_TEST(direct.status == 60);
@@ -1333,6 +1334,7 @@ BOOST_AUTO_TEST_CASE(a_selected_connect_host_is_inspected)
     auto r = run(f.curl("inspect-ca.pem"));
     BOOST_TEST(r.status == 0);
     BOOST_TEST(r.out == "sni=api.test alpn=http/1.1");
+    f.closed(1); // its tunnel's end first (the close waits for both peers' ends)
     BOOST_TEST(run(f.curl("origin-ca.pem")).status == 60); // the client sees the proxy's leaf
     const auto c = f.closed(2);
     BOOST_TEST_REQUIRE(c.size() == 2u);
@@ -1667,6 +1669,47 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order)
     BOOST_TEST(first < second);
     rig.ended(1);
     BOOST_TEST(rig.requests_seen().size() == 2u);
+}
+
+// A hostile neighbour: 100 inspected connections that each send half a head and stall do
+// not delay another client's request, and when they go their tunnels end and give back
+// every descriptor.
+BOOST_AUTO_TEST_CASE(stalled_half_heads_neither_block_others_nor_leak)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.start();
+    const auto fds = [] {
+        return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                             std::filesystem::directory_iterator{});
+    };
+    const auto before = fds();
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    const std::string stall =
+        "python3 -c \"import socket, ssl, sys, time\n"
+        "ctx = ssl.create_default_context(cafile='" +
+        (rig.dir / "proxy-ca.pem").string() +
+        "')\n"
+        "held = []\n"
+        "for i in range(100):\n"
+        "    s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
+        port +
+        ")), server_hostname='api.test')\n"
+        "    s.sendall(b'GET / HTTP/1.1\\\\r\\\\nHost: api.test\\\\r\\\\nX-Slow: ')\n"
+        "    held.append(s)\n"
+        "print('stalled', flush=True)\n"
+        "time.sleep(60)\n\"";
+    const std::string out = (rig.dir / "stall.out").string();
+    auto r = run(stall + " > " + out + " & p=$!; until grep -q stalled " + out +
+                 "; do sleep 0.05; done; cat " + out + "; " + rig.curl_to("", "/fine") +
+                 "; kill $p; wait $p");
+    BOOST_TEST(r.out.find("stalled\nGET /fine\n") == 0u, r.out);
+    // Every stalled tunnel ends once its client is gone (the curl's one too).
+    const auto t = rig.ended(101);
+    BOOST_TEST(t.size() == 101u);
+    for (int i = 0; i < 300 && fds() > before; ++i)
+        std::this_thread::sleep_for(10ms);
+    BOOST_TEST(fds() <= before);
 }
 
 // A 101 hands the connection over: the bytes after it go both ways as they are.
