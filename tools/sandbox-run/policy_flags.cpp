@@ -223,7 +223,11 @@ outcome<void> parse_inspect_flags(const po::variables_map& vm, run_config& cfg)
         m.origin_ca.push_back(std::move(*text));
     }
     net.mitm = std::move(m);
-    return {};
+    // The rules and headers are checked now: a bad one is a usage error, before the backend
+    // looks at anything else.
+    sandbox::net_policy probe = net;
+    probe.unix_sockets.clear(); // (--unix-socket is read later, and checked with the rest)
+    return probe.validate();
 }
 
 } // namespace
