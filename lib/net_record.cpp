@@ -95,6 +95,10 @@ boost::json::object to_json(const net_record& r)
                 names.emplace_back(n);
             h["injected"] = std::move(names);
         }
+        if (!r.http->request_hook.empty())
+            h["request_hook"] = r.http->request_hook;
+        if (!r.http->response_hook.empty())
+            h["response_hook"] = r.http->response_hook;
         h["request_body_bytes"] = r.http->request_body_bytes;
         h["response_body_bytes"] = r.http->response_body_bytes;
         o["http"] = std::move(h);

@@ -16,6 +16,23 @@ namespace {
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
+// HTTP hooks run in inspected tunnels only: a call that sets one without inspection would
+// never see it called.
+outcome<> check_hooks(const http_hooks& h, const net_policy& net)
+{
+    if (h.empty())
+        return {};
+    if (!net.mitm || !net.mitm->enabled)
+        return make_failure(errc::validation,
+                            "HTTP hooks see the requests of inspected tunnels only: the call "
+                            "needs net.mitm",
+                            "http");
+    if (h.timeout.count() <= 0)
+        return make_failure(errc::validation, "an HTTP hook's timeout must be more than zero",
+                            "http.timeout");
+    return {};
+}
+
 } // namespace
 
 outcome<> check_request(const exec_request& req, bool sampler_usable)
@@ -47,6 +64,8 @@ outcome<> check_request(const exec_request& req, bool sampler_usable)
     if (auto r = validate_env_policy(o.env); !r)
         return r.error();
     if (auto r = o.net.validate(); !r)
+        return r.error();
+    if (auto r = check_hooks(req.http, o.net); !r)
         return r.error();
     // Without the probe (a process spawned and waited for): a gate that fails only once
     // installed fails the spawn, with the same error.
@@ -97,6 +116,7 @@ exec_request request_of(const session_spec& spec)
     req.options = spec.options;
     req.tty = spec.tty;
     req.on_net_record = spec.on_net_record;
+    req.http = spec.http;
     return req;
 }
 

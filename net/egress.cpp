@@ -103,7 +103,8 @@ bool has_allow_rules(const net_policy& p)
 } // namespace
 
 outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_policy& p,
-                                          const proxy_options& o, net_record_handler on_record)
+                                          const proxy_options& o, net_record_handler on_record,
+                                          http_hooks hooks)
 {
     if (p.mode != net_mode::allow_list && p.mode != net_mode::proxy)
         return make_failure(errc::validation,
@@ -141,7 +142,7 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
     cfg.on_record = std::move(on_record);
     if (p.mitm)
     {
-        auto inspection = tls::inspection_for(*p.mitm);
+        auto inspection = tls::inspection_for(*p.mitm, std::move(hooks));
         if (!inspection)
             return inspection.error();
         cfg.inspection = std::move(*inspection);

@@ -11,6 +11,7 @@
 #include "rule_set.hpp"
 
 #include <sandbox/failure.hpp>
+#include <sandbox/http_hooks.hpp>
 #include <sandbox/net_policy.hpp>
 #include <sandbox/net_proxy.hpp>
 
@@ -75,12 +76,13 @@ struct egress_config
 };
 
 /// \brief Builds the config of `p` (mode allow_list or proxy): compiles the rules, parses
-/// the upstream, makes the resolver from `o`, reads the host's interface addresses.
-/// `errc::validation` with the field for bad input.
+/// the upstream, makes the resolver from `o`, reads the host's interface addresses; under
+/// `p.mitm`, the call's inspection with its `hooks`. `errc::validation` with the field for
+/// bad input.
 SANDBOX_DECL outcome<egress_config> make_egress_config(boost::asio::any_io_executor ex,
-                                                       const net_policy& p,
-                                                       const proxy_options& o,
-                                                       net_record_handler on_record);
+                                                       const net_policy& p, const proxy_options& o,
+                                                       net_record_handler on_record,
+                                                       http_hooks hooks = {});
 
 /// \brief What became of a request; the fronts map it to a reply (HTTP status / SOCKS REP).
 enum class open_status

@@ -208,7 +208,7 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
         else if (inspection && inspection->selects(target.host))
             t = co_await inspection->tunnel(
                 client, op.socket, std::move(op.early_bytes), target, std::move(rest),
-                gate.limits().tunnel_idle_timeout,
+                gate.limits().tunnel_idle_timeout, op.record.connection,
                 [&](bool allowed, std::string reason, net_http_record h) {
                     gate.request(op.record, allowed, std::move(reason), std::move(h));
                 });

@@ -273,7 +273,7 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
         inspection && inspection->selects(req.target->host))
         totals = co_await inspection->tunnel(
             client, o.socket, std::move(o.early_bytes), *req.target, std::move(pipelined),
-            gate->limits().tunnel_idle_timeout,
+            gate->limits().tunnel_idle_timeout, o.record.connection,
             [&](bool allowed, std::string reason, net_http_record h) {
                 gate->request(o.record, allowed, std::move(reason), std::move(h));
             });

@@ -96,7 +96,7 @@ outcome<call_network> prepare_network(const asio::any_io_executor& ex, exec_requ
     const net_policy& p = req.options.net;
     if (p.mode != net_mode::allow_list && p.mode != net_mode::proxy)
         return call_network{};
-    auto cfg = net::make_egress_config(ex, p, opts.proxy, req.on_net_record);
+    auto cfg = net::make_egress_config(ex, p, opts.proxy, req.on_net_record, req.http);
     if (!cfg)
         return cfg.error();
     auto ends = net::sandbox_network::make_ends();

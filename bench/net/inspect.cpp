@@ -23,6 +23,10 @@
 //                                whole); baseline: the same through the plain tunnel
 //   inspected_request_with_rules_p50 / _p99  the same with request rules (an allow, a deny)
 //                                and an injected header
+//   inspected_request_with_hooks_p50 / _p99  the same with a request hook (adds a header)
+//                                and a response hook (allows), coroutines on the proxy's loop
+//   inspected_throughput_with_hooks  inspected_throughput with those hooks (tls.md M6: "hooks
+//                                present but header-only")
 //   inspected_call_setup_p50     us to prepare a call's network with net.mitm (the egress
 //                                config with its CA and contexts, the trust bundle's sealed
 //                                file); baseline: the same config without inspection
@@ -233,6 +237,9 @@ struct rigs
     // A third proxy with request rules (an allow and a deny) and an injected header.
     std::unique_ptr<proxy_rig> ruled;
     std::shared_ptr<tls::inspector> ruled_inspection;
+    // A fourth with the caller's hooks over requests and responses.
+    std::unique_ptr<proxy_rig> hooked;
+    std::shared_ptr<tls::inspector> hooked_inspection;
 
     rigs()
     {
@@ -247,9 +254,29 @@ struct rigs
         auto ruled_cfg = loopback_config({origin_name});
         ruled_cfg.inspection = ruled_inspection;
         ruled = std::make_unique<proxy_rig>(std::move(ruled_cfg));
+        hooked_inspection = make_inspector({}, {}, bench_hooks());
+        auto hooked_cfg = loopback_config({origin_name});
+        hooked_cfg.inspection = hooked_inspection;
+        hooked = std::make_unique<proxy_rig>(std::move(hooked_cfg));
+    }
+    static sandbox::http_hooks bench_hooks()
+    {
+        sandbox::http_hooks h;
+        h.on_request =
+            [](const sandbox::http_request_info&) -> boost::asio::awaitable<sandbox::http_verdict> {
+            sandbox::http_verdict v;
+            v.set_headers = {{"X-Checked", "bench"}};
+            co_return v;
+        };
+        h.on_response = [](const sandbox::http_response_info&)
+            -> boost::asio::awaitable<sandbox::http_verdict> {
+            co_return sandbox::http_verdict::allowed();
+        };
+        return h;
     }
     std::shared_ptr<tls::inspector> make_inspector(std::vector<sandbox::http_request_rule> rules,
-                                                   std::vector<sandbox::header_injection> headers)
+                                                   std::vector<sandbox::header_injection> headers,
+                                                   sandbox::http_hooks hooks = {})
     {
         tls::inspection_options o;
         o.hosts = {origin_name};
@@ -257,6 +284,7 @@ struct rigs
         o.origins.extra_roots_pem = {origin_ca->certificate_pem()};
         o.requests = std::move(rules);
         o.inject_headers = std::move(headers);
+        o.hooks = std::move(hooks);
         auto made = tls::inspector::create(std::move(o));
         if (!made)
             die("cannot make the inspector");
@@ -266,6 +294,10 @@ struct rigs
     tls_client ruled_client() const
     {
         return tls_client(*origin_ca, ruled_inspection->authority());
+    }
+    tls_client hooked_client() const
+    {
+        return tls_client(*origin_ca, hooked_inspection->authority());
     }
 };
 
@@ -327,16 +359,23 @@ double stream(rigs& r, const tls_client& c, proxy_rig& px, std::uint64_t total)
 void run_throughput(rigs& r, const options& o)
 {
     const tls_client c = r.client();
+    const tls_client hc = r.hooked_client();
     const std::uint64_t total = o.quick ? (8ull << 20) : (512ull << 20);
-    auto mbps = [&](proxy_rig& px) {
-        return static_cast<double>(total) / stream(r, c, px, total) / 1e6;
+    auto mbps = [&](const tls_client& client, proxy_rig& px) {
+        return static_cast<double>(total) / stream(r, client, px, total) / 1e6;
     };
     auto rounds = bench::measure_rounds(o.quick ? 1 : 3, [&] {
-        const double plain = mbps(r.plain);
-        return std::pair{mbps(*r.inspecting), plain};
+        const double plain = mbps(c, r.plain);
+        return std::pair{mbps(c, *r.inspecting), plain};
     });
     bench::print_json(bench_name, "inspected_throughput", rounds.ours_median(), "MB/s",
                       rounds.base_median());
+    auto hooked = bench::measure_rounds(o.quick ? 1 : 3, [&] {
+        const double plain = mbps(c, r.plain);
+        return std::pair{mbps(hc, *r.hooked), plain};
+    });
+    bench::print_json(bench_name, "inspected_throughput_with_hooks", hooked.ours_median(), "MB/s",
+                      hooked.base_median());
 }
 
 // KiB of RSS per tunnel for `n` idle TLS tunnels through `px` (each handshaken both ways).
@@ -443,8 +482,9 @@ void run_requests(rigs& r, const options& o)
     r.origin.answer(true);
     const tls_client c = r.client();
     const tls_client ruled = r.ruled_client();
+    const tls_client hooked = r.hooked_client();
     const int n = o.quick ? 200 : 3000;
-    std::vector<double> plain, inspected, with_rules;
+    std::vector<double> plain, inspected, with_rules, with_hooks;
     for (int round = 0; round < 3; ++round)
     {
         auto add = [](std::vector<double>& to, std::vector<double> t) {
@@ -453,6 +493,7 @@ void run_requests(rigs& r, const options& o)
         add(plain, request_times(c, r.plain, r.origin.port(), n));
         add(inspected, request_times(c, *r.inspecting, r.origin.port(), n));
         add(with_rules, request_times(ruled, *r.ruled, r.origin.port(), n));
+        add(with_hooks, request_times(hooked, *r.hooked, r.origin.port(), n));
     }
     r.origin.answer(false);
     const double base = bench::percentile(plain, 50);
@@ -462,6 +503,10 @@ void run_requests(rigs& r, const options& o)
                       bench::percentile(with_rules, 50), "us", base);
     bench::print_json(bench_name, "inspected_request_with_rules_p99",
                       bench::percentile(with_rules, 99), "us", bench::percentile(plain, 99));
+    bench::print_json(bench_name, "inspected_request_with_hooks_p50",
+                      bench::percentile(with_hooks, 50), "us", base);
+    bench::print_json(bench_name, "inspected_request_with_hooks_p99",
+                      bench::percentile(with_hooks, 99), "us", bench::percentile(plain, 99));
 }
 
 } // namespace

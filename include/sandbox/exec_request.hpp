@@ -4,6 +4,7 @@
 
 #include <sandbox/config.hpp>
 #include <sandbox/exec_options.hpp>
+#include <sandbox/http_hooks.hpp>
 #include <sandbox/net_proxy.hpp>
 #include <sandbox/unique_fd.hpp>
 
@@ -113,6 +114,9 @@ struct exec_request
     /// `proxy`): one per connection's decision, one per allowed connection's close. Called
     /// on the runner's executor; the policy chain sets it to write them to its audit trail.
     net_record_handler on_net_record{};
+    /// \brief The caller's hooks over the HTTP requests of this call's inspected tunnels
+    /// (`net.mitm`; `http_hooks`), run on the runner's executor.
+    http_hooks http{};
     /// Who asked for this call, when it is asked on someone's behalf; unset: the caller.
     std::optional<requester> requested_by{};
 };

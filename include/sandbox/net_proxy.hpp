@@ -151,6 +151,12 @@ struct net_http_record
     int status = 0;
     /// The headers the proxy added, by name.
     std::vector<std::string> injected{};
+    /// What the request hook and the response hook answered (`http_hooks`): empty when none
+    /// ran, else "allowed", "modified" (allowed with headers changed), "denied", "error" (it
+    /// threw, or its answer could not be applied), "timeout" (refused), "timeout_allowed",
+    /// "cancelled" (the client left meanwhile).
+    std::string request_hook{};
+    std::string response_hook{};
     /// Body bytes each way (after the heads).
     std::uint64_t request_body_bytes = 0;
     std::uint64_t response_body_bytes = 0;
@@ -193,7 +199,8 @@ struct net_record
     /// `request` records only. Their `verdict` is allowed or denied, their `reason` says why:
     /// "rule", "no_rule" (no request rule names the host), "no_allow_rule",
     /// "host_mismatch", "header_present" (the request carries a header the proxy sets),
-    /// "bad_request".
+    /// "bad_request", "hook_deny", "hook_error", "hook_timeout", "client_gone" (the client
+    /// left while the request hook ran) (`http_hooks`).
     std::optional<net_http_record> http{};
 };
 

@@ -43,6 +43,8 @@ struct session_spec
     std::optional<terminal_size> tty{};
     /// As `exec_request::on_net_record`, for the session's whole life.
     net_record_handler on_net_record{};
+    /// As `exec_request::http`, for the session's whole life.
+    http_hooks http{};
     /// As `exec_request::requested_by`.
     std::optional<requester> requested_by{};
 };

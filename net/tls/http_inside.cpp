@@ -2,6 +2,7 @@
 // wait for a request, read its head, judge it, send its head, then its body and the response
 // side by side, and loop while both ends keep the connection.
 #include "http_inside.hpp"
+#include "hook_call.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <variant>
 
 namespace sandbox::net::tls {
 
@@ -207,6 +209,7 @@ struct judged
     int status = 0;
     std::string reason{}; ///< net_http_record's reasons
     std::string why{};    ///< the refusal's text for the client
+    std::string path{};   ///< the canonical path (strict form), once known
 };
 
 judged refused(int status, std::string reason, std::string why)
@@ -241,7 +244,9 @@ outcome<detail::canonical_path> path_of(const request& req, const http_tunnel& t
     return detail::canonicalize_request_path(path.empty() ? "/" : path);
 }
 
-judged judge(const request& req, const http_tunnel& t, net_http_record& rec)
+using injections = std::vector<const injection*>;
+
+judged judge(const request& req, const http_tunnel& t, const injections& adds, net_http_record& rec)
 {
     const std::size_t hosts = req.count(http::field::host);
     if (hosts > 1 || (hosts == 0 && req.version() >= 11))
@@ -252,30 +257,36 @@ judged judge(const request& req, const http_tunnel& t, net_http_record& rec)
     auto path = path_of(req, t, j);
     if (!path)
         return j.allowed ? refused(400, "bad_request", path.error().diag.message) : j;
+    if (t.hooks) // what they are shown
+        j.path = path->strict;
     if (!t.policy)
-        return {true, 0, "no_rule", {}};
+    {
+        j.reason = "no_rule";
+        return j;
+    }
     request_verdict v = t.policy->judge(t.host, req.method_string(), *path);
     rec.rule = v.rule;
     if (!v.allowed)
         return refused(403, v.reason,
                        v.rule.empty() ? "no request rule allows this request to this host"
                                       : "refused by request rule \"" + v.rule + "\"");
-    for (const injection* i : t.policy->injections_for(t.host))
+    for (const injection* i : adds)
         if (!i->replace && req.count(i->name) > 0)
             return refused(403, "header_present",
                            "the request carries " + i->name + ", which the proxy sets itself");
-    return {true, 0, v.reason, {}};
+    j.reason = v.reason;
+    return j;
 }
 
 // The proxy's own answer, after which the tunnel closes. The rule text is the policy's
 // (validated: no control byte), so it may go in a header.
-std::string answer_text(int status, const judged& j, const std::string& rule)
+std::string answer_text(int status, const std::string& why, const std::string& rule)
 {
-    const char* phrase = status == 403   ? "Forbidden"
-                         : status == 421 ? "Misdirected Request"
-                         : status == 502 ? "Bad Gateway"
-                                         : "Bad Request";
-    const std::string body = "sandbox: " + j.why + "\n";
+    const http::status known = http::int_to_status(static_cast<unsigned>(status));
+    const std::string phrase = known == http::status::unknown
+                                   ? std::string("Refused")
+                                   : std::string(http::obsolete_reason(known));
+    const std::string body = "sandbox: " + why + "\n";
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + phrase +
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                       std::to_string(body.size()) + "\r\nConnection: close\r\n";
@@ -284,30 +295,90 @@ std::string answer_text(int status, const judged& j, const std::string& rule)
     return out.append("\r\n").append(body);
 }
 
-// The head sent to the origin: the client's, parsed, with the proxy's headers in. The
-// caller wipes it once sent (it may hold a secret).
-std::string head_of(const request& req, const http_tunnel& t, net_http_record& rec)
+// A head's header lines: the message's own but those `edits` set or remove and those named
+// in `adds`, then the hook's, then the proxy's.
+template <class Fields>
+void append_fields(std::string& head, const Fields& fields, const http_verdict* edits,
+                   const injections& adds)
 {
-    std::vector<const injection*> adds;
-    if (t.policy)
-        adds = t.policy->injections_for(t.host);
-    std::string head;
-    head.append(req.method_string()).append(" ").append(req.target());
-    head.append(req.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
-    for (const auto& f : req)
+    const auto line = [&](std::string_view name, std::string_view value) {
+        head.append(name).append(": ").append(value).append("\r\n");
+    };
+    for (const auto& f : fields)
     {
-        const bool replaced = std::any_of(adds.begin(), adds.end(), [&](const injection* i) {
+        const bool injected = std::any_of(adds.begin(), adds.end(), [&](const injection* i) {
             return boost::beast::iequals(f.name_string(), i->name);
         });
-        if (!replaced)
-            head.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+        if (!injected && kept_by(edits, f.name_string()))
+            line(f.name_string(), f.value());
     }
+    if (edits)
+        for (const auto& h : edits->set_headers)
+            if (std::none_of(adds.begin(), adds.end(), [&](const injection* i) {
+                    return boost::beast::iequals(h.name, i->name);
+                }))
+                line(h.name, h.value);
+    for (const injection* i : adds)
+        line(i->name, i->value);
+    head.append("\r\n");
+}
+
+// The head sent to the origin: the client's, parsed, with the hook's edits and the proxy's
+// headers in. Sized first, so no copy of an injected value is left behind by a growth; the
+// caller wipes it once sent.
+std::string head_of(const request& req, const http_verdict* edits, const injections& adds,
+                    net_http_record& rec)
+{
+    std::size_t size = req.method_string().size() + req.target().size() + 16;
+    for (const auto& f : req)
+        size += f.name_string().size() + f.value().size() + 4;
+    if (edits)
+        for (const auto& h : edits->set_headers)
+            size += h.name.size() + h.value.size() + 4;
     for (const injection* i : adds)
     {
-        head.append(i->name).append(": ").append(i->value).append("\r\n");
+        size += i->name.size() + i->value.size() + 4;
         rec.injected.push_back(i->name);
     }
-    return head.append("\r\n");
+    std::string head;
+    head.reserve(size);
+    head.append(req.method_string()).append(" ").append(req.target());
+    head.append(req.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
+    append_fields(head, req, edits, adds);
+    return head;
+}
+
+// A response head with a hook's edits in.
+template <class Header> std::string edited_head(const Header& res, const http_verdict& edits)
+{
+    std::string head = res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    head.append(std::to_string(res.result_int())).append(" ").append(res.reason());
+    head.append("\r\n");
+    append_fields(head, res, &edits, {});
+    return head;
+}
+
+std::vector<http_header> headers_of(const http::fields& fields)
+{
+    std::vector<http_header> out;
+    for (const auto& f : fields)
+        out.push_back(http_header{std::string(f.name_string()), std::string(f.value())});
+    return out;
+}
+
+http_request_info request_info(const request& req, const http_tunnel& t, std::string path,
+                               const std::string& rule)
+{
+    http_request_info i;
+    i.connection = t.connection;
+    i.host = t.host.text();
+    i.port = t.port;
+    i.method = std::string(req.method_string());
+    i.path = std::move(path);
+    i.target = std::string(req.target());
+    i.headers = headers_of(req);
+    i.rule = rule;
+    return i;
 }
 
 // ---- one exchange ---------------------------------------------------------------------------
@@ -317,6 +388,7 @@ struct response_end
     std::string end{}; ///< the tunnel's end, or empty
     bool keep_alive = false;
     bool upgraded = false;
+    std::string refused{}; ///< the response hook refused it: the record's reason
 };
 
 // Made by functions: GCC 12 mishandles braced temporaries in a co_return.
@@ -333,21 +405,18 @@ response_end answered(bool keep_alive, bool upgraded)
     r.upgraded = upgraded;
     return r;
 }
-
-// The request's body to the origin; then it watches the client until cancelled (the
-// response decides): a client that goes away ends the tunnel, bytes it pipelines wait in
-// its inbox (up to a head's cap, then it is read no more until the response is done).
-asio::awaitable<std::string> upload(inbox& c, request_parser& p, tls_leg& origin, http_counters& n,
-                                    net_http_record& rec, bool& done)
+response_end refused_by_hook(std::string reason)
 {
-    if (!p.is_done())
-    {
-        const error_code ec = co_await copy_body(c, p, origin, n.up, n.last);
-        rec.request_body_bytes = p.get().body().bytes;
-        if (ec || !p.is_done())
-            co_return parse_error(ec) ? "bad_request" : end_of(ec);
-    }
-    done = true;
+    response_end r = ended("closed");
+    r.refused = std::move(reason);
+    return r;
+}
+
+// Watches the client while the proxy waits for something else, until cancelled: a client
+// that goes away ends the tunnel (its end), bytes it sends meanwhile wait in its inbox (up
+// to a head's cap, then it is read no more until the wait is over).
+asio::awaitable<std::string> watch_client(inbox& c)
+{
     for (;;)
     {
         const error_code ec = co_await c.more();
@@ -361,9 +430,60 @@ asio::awaitable<std::string> upload(inbox& c, request_parser& p, tls_leg& origin
     co_return std::string();
 }
 
-// The origin's response (after any 1xx) to the client.
+// The request's body to the origin; then it watches the client until the response is done.
+asio::awaitable<std::string> upload(inbox& c, request_parser& p, tls_leg& origin, http_counters& n,
+                                    net_http_record& rec, bool& done)
+{
+    if (!p.is_done())
+    {
+        const error_code ec = co_await copy_body(c, p, origin, n.up, n.last);
+        rec.request_body_bytes = p.get().body().bytes;
+        if (ec || !p.is_done())
+            co_return parse_error(ec) ? "bad_request" : end_of(ec);
+    }
+    done = true;
+    co_return co_await watch_client(c);
+}
+
+// What the response hook makes of a final response head: refused (`text` is the proxy's
+// answer, `reason` the record's), or the head to send (empty: as it came).
+struct response_say
+{
+    std::string reason{};
+    std::string text{};
+    std::string head{};
+};
+
+asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks,
+                                                const http_request_info& request,
+                                                const http::response_header<>& res,
+                                                net_http_record& rec)
+{
+    http_response_info info;
+    info.request = request;
+    info.status = res.result_int();
+    info.headers = headers_of(res);
+    const hook_answer a =
+        co_await call_hook([&] { return hooks.on_response(info); }, hooks.timeout);
+    const hook_decision d = decide(a, hooks.allow_on_timeout, "response");
+    rec.response_hook = d.word;
+    response_say say;
+    if (!d.pass)
+    {
+        rec.status = d.status;
+        say.reason = d.reason;
+        say.text = answer_text(d.status, d.why, {});
+    }
+    else if (d.edits)
+        say.head = edited_head(res, *d.edits);
+    co_return say;
+}
+
+// The origin's response (after any 1xx) to the client, shown first to the response hook
+// when there is one (`request`: what the request hook was shown).
 asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_request,
-                                       http_counters& n, net_http_record& rec)
+                                       http_counters& n, net_http_record& rec,
+                                       const http_hooks* hooks, const http_request_info* request)
 {
     for (;;)
     {
@@ -375,19 +495,30 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
         {
             if (!parse_error(ec))
                 co_return ended(end_of(ec));
-            const judged j = refused(502, "", "the origin's response does not parse");
-            const std::string text = answer_text(502, j, {});
+            const std::string text = answer_text(502, "the origin's response does not parse", {});
             co_await send(client, asio::buffer(text), n.down, n.last);
             rec.status = 502;
             co_return ended("closed");
         }
         rec.status = p.get().result_int();
-        if (!co_await send(client, asio::buffer(o.data().data(), used), n.down, n.last))
+        const bool interim = rec.status / 100 == 1 && rec.status != 101;
+        response_say say;
+        if (!interim && hooks && hooks->on_response)
+            say = co_await ask_response_hook(*hooks, *request, p.get(), rec);
+        if (!say.text.empty())
+        {
+            co_await send(client, asio::buffer(say.text), n.down, n.last);
+            co_return refused_by_hook(say.reason);
+        }
+        const asio::const_buffer head = say.head.empty()
+                                            ? asio::const_buffer(o.data().data(), used)
+                                            : asio::const_buffer(say.head.data(), say.head.size());
+        if (!co_await send(client, head, n.down, n.last))
             co_return ended("reset");
         o.consume(used);
         if (rec.status == 101)
             co_return answered(false, true);
-        if (rec.status / 100 == 1)
+        if (interim)
             continue; // 100 Continue, 103 Early Hints: the final answer follows
         ec = co_await copy_body(o, p, client, n.down, n.last);
         rec.response_body_bytes = p.get().body().bytes;
@@ -434,6 +565,31 @@ void record(const http_tunnel& t, bool allowed, std::string reason, net_http_rec
         t.on_request(allowed, std::move(reason), std::move(rec));
 }
 
+// The proxy's own answer to a request it refuses, its record, and the tunnel's end. `rule`
+// goes in X-Sandbox-Rule (a request rule's refusal).
+asio::awaitable<std::string> refuse(inbox& c, const http_tunnel& t, int status,
+                                    const std::string& why, const std::string& rule,
+                                    std::string reason, http_counters& n, net_http_record& rec)
+{
+    rec.status = status;
+    const std::string text = answer_text(status, why, rule);
+    co_await send(c.leg(), asio::buffer(text), n.down, n.last);
+    record(t, false, std::move(reason), std::move(rec));
+    co_return "closed";
+}
+
+// The request hook, while the client is watched: its answer, or the client's end (it went
+// away meanwhile: the hook is cancelled and the request never sent).
+using request_said = std::variant<hook_answer, std::string>;
+
+asio::awaitable<request_said> ask_request_hook(inbox& c, const http_hooks& hooks,
+                                               const http_request_info& info)
+{
+    auto r = co_await (call_hook([&] { return hooks.on_request(info); }, hooks.timeout) ||
+                       watch_client(c));
+    co_return r;
+}
+
 // One request and its response: empty to go on, or the tunnel's end.
 asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, http_counters& n)
 {
@@ -443,28 +599,47 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
     auto [ec, used] = co_await read_head(c, rp);
     if (ec && !parse_error(ec))
         co_return end_of(ec);
+    const injections adds = t.policy && !ec ? t.policy->injections_for(t.host) : injections();
     judged j = ec ? refused(400, "bad_request", "the request does not parse: " + ec.message())
-                  : judge(rp.get(), t, rec);
+                  : judge(rp.get(), t, adds, rec);
     rec.method = std::string(rp.get().method_string().substr(0, 32));
     if (!j.allowed)
-    {
-        rec.status = j.status;
-        const std::string text = answer_text(j.status, j, rec.rule);
-        co_await send(c.leg(), asio::buffer(text), n.down, n.last);
-        record(t, false, j.reason, std::move(rec));
-        co_return "closed";
-    }
+        co_return co_await refuse(c, t, j.status, j.why, rec.rule, j.reason, n, rec);
     c.consume(used);
-    std::string head = head_of(rp.get(), t, rec);
+    std::optional<http_request_info> info;
+    if (t.hooks)
+        info = request_info(rp.get(), t, std::move(j.path), rec.rule);
+    hook_answer asked; // what `edits` points into
+    const http_verdict* edits = nullptr;
+    if (t.hooks && t.hooks->on_request)
+    {
+        request_said said = co_await ask_request_hook(c, *t.hooks, *info);
+        if (said.index() == 1)
+        {
+            rec.request_hook = "cancelled";
+            record(t, false, "client_gone", std::move(rec));
+            co_return std::get<1>(std::move(said));
+        }
+        asked = std::get<0>(std::move(said));
+        const hook_decision d = decide(asked, t.hooks->allow_on_timeout, "request");
+        rec.request_hook = d.word;
+        if (!d.pass)
+            co_return co_await refuse(c, t, d.status, d.why, {}, d.reason, n, rec);
+        edits = d.edits;
+    }
+    std::string head = head_of(rp.get(), edits, adds, rec);
     const bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last);
     OPENSSL_cleanse(head.data(), head.size());
     if (!sent)
         co_return "reset";
     bool body_done = false;
     auto r = co_await (upload(c, rp, o.leg(), n, rec, body_done) ||
-                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec));
+                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec, t.hooks,
+                                info ? &*info : nullptr));
     const bool keep = rp.get().keep_alive();
-    record(t, true, j.reason, std::move(rec));
+    const bool refused_response = r.index() == 1 && !std::get<1>(r).refused.empty();
+    record(t, !refused_response, refused_response ? std::get<1>(r).refused : j.reason,
+           std::move(rec));
     if (r.index() == 0)
         co_return std::get<0>(std::move(r));
     response_end d = std::get<1>(std::move(r));

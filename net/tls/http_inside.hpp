@@ -10,6 +10,7 @@
 #include "request_policy.hpp"
 #include "tls_leg.hpp"
 
+#include <sandbox/http_hooks.hpp>
 #include <sandbox/net_proxy.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -29,6 +30,9 @@ struct http_tunnel
     /// The CONNECT host and port: what a request's Host must name.
     canonical_host host{};
     std::uint16_t port = 0;
+    /// The caller's hooks (null: none), and the tunnel's number they are told.
+    const http_hooks* hooks = nullptr;
+    std::uint64_t connection = 0;
     /// Gets one record per request: allowed or not, why (net_record::http's reasons), and
     /// what was seen. May be empty.
     std::function<void(bool allowed, std::string reason, net_http_record)> on_request{};

@@ -114,7 +114,7 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     return std::unique_ptr<inspector>(new inspector(std::move(p)));
 }
 
-outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m)
+outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks)
 {
     if (!m.enabled)
         return std::shared_ptr<inspector>();
@@ -135,6 +135,7 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m)
     o.relay_non_tls = m.relay_non_tls;
     o.requests = m.requests;
     o.inject_headers = m.inject_headers;
+    o.hooks = std::move(hooks);
     o.origins.extra_roots_pem = m.origin_ca;
     auto made = inspector::create(std::move(o));
     if (!made)
@@ -218,6 +219,7 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
 asio::awaitable<relay_totals>
 inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, std::string early,
                   net::authority target, std::string rest, std::chrono::milliseconds idle_timeout,
+                  std::uint64_t connection,
                   std::function<void(bool, std::string, net_http_record)> on_request)
 {
     relay_totals t;
@@ -226,6 +228,8 @@ inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, 
     http.host = std::move(target.host);
     http.port = target.port;
     http.on_request = std::move(on_request);
+    http.hooks = p_->opts.hooks.empty() ? nullptr : &p_->opts.hooks;
+    http.connection = connection;
     try
     {
         t = co_await p_->tunnel(client, origin, std::move(early), std::move(http), std::move(rest),

@@ -12,6 +12,7 @@
 
 #include "net/relay.hpp"
 
+#include <sandbox/http_hooks.hpp>
 #include <sandbox/net_policy.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -39,6 +40,8 @@ struct inspection_options
     /// The HTTP requests' rules and the headers added to them (`mitm_policy`'s).
     std::vector<http_request_rule> requests{};
     std::vector<header_injection> inject_headers{};
+    /// The caller's hooks over those requests (`http_hooks`).
+    http_hooks hooks{};
     authority_options ca{};
     origin_trust origins{};
     inspect_limits limits{};
@@ -63,12 +66,13 @@ public:
     /// is when `relay_non_tls`, else closed ("not_tls"); a hello that does not parse, is too
     /// large, or is not whole when the client closes or the deadline passes: closed
     /// ("bad_client_hello", "client_hello_too_large", "no_client_hello"). `early`: bytes the
-    /// origin (an upstream) sent already. `on_request` gets each HTTP request's record
-    /// (`http_tunnel::on_request`). The sockets are closed at the end.
+    /// origin (an upstream) sent already. `connection` numbers the tunnel for the hooks,
+    /// `on_request` gets each HTTP request's record (`http_tunnel::on_request`). The sockets
+    /// are closed at the end.
     boost::asio::awaitable<relay_totals>
     tunnel(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& origin,
            std::string early, net::authority target, std::string rest,
-           std::chrono::milliseconds idle_timeout,
+           std::chrono::milliseconds idle_timeout, std::uint64_t connection = 0,
            std::function<void(bool, std::string, net_http_record)> on_request = {});
 
     certificate_authority& authority() noexcept;
@@ -83,10 +87,10 @@ private:
     std::unique_ptr<impl> p_;
 };
 
-/// \brief The inspection `m` asks for, with a CA made now for it alone: null when `m` is
-/// off; `errc::not_available` for what is not built yet (bodies for hooks,
-/// `net.mitm.inspect_bodies`); else as `inspector::create`.
-outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m);
+/// \brief The inspection `m` asks for, with a CA made now for it alone, and the call's
+/// `hooks`: null when `m` is off; `errc::not_available` for what is not built yet (bodies
+/// for hooks, `net.mitm.inspect_bodies`); else as `inspector::create`.
+outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks = {});
 
 /// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole
 /// or judged, or `deadline`: the verdict (`need_more` at the deadline or on EOF), with every

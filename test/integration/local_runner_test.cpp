@@ -460,6 +460,26 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(local_runner_errors, sbx_test::local_fixture)
 
+// HTTP hooks run in inspected tunnels only: without net.mitm they are a validation error
+// whatever the backend; with it, this backend cannot run them (no proxy, no inspection).
+BOOST_AUTO_TEST_CASE(http_hooks_are_refused_with_their_reason)
+{
+    sandbox::exec_request req = sbx_test::helper({"exit", "0"});
+    req.http.on_request =
+        [](const sandbox::http_request_info&) -> boost::asio::awaitable<sandbox::http_verdict> {
+        co_return sandbox::http_verdict::allowed();
+    };
+    auto [ec, r] = run(req);
+    BOOST_TEST(ec == errc::validation);
+    BOOST_TEST(r.diag.limit == "http");
+    req.options.net.mode = sandbox::net_mode::allow_list;
+    req.options.net.allow_hosts = {"example.com"};
+    req.options.net.mitm = sandbox::mitm_policy{};
+    req.options.net.mitm->enabled = true;
+    auto [ec2, r2] = run(std::move(req));
+    BOOST_TEST(ec2 == errc::not_available);
+}
+
 BOOST_AUTO_TEST_CASE(oversized_requests_are_validation_errors)
 {
     // More argument bytes than the kernel accepts: the request cannot work, whatever runs it.

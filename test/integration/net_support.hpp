@@ -200,7 +200,8 @@ struct net_fixture
         return o;
     }
 
-    sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = allow_files())
+    sbx_test::run_outcome sh(const std::string& script, sandbox::exec_options o = allow_files(),
+                             sandbox::http_hooks hooks = {})
     {
         sandbox::exec_request req;
         req.command = "/bin/bash"; // for /dev/tcp
@@ -209,6 +210,7 @@ struct net_fixture
         req.options.env.inject["PATH"] = "/usr/bin:/bin";
         req.options.env.inject["HOME"] = "/tmp";
         req.on_net_record = [this](const sandbox::net_record& r) { records.push_back(r); };
+        req.http = std::move(hooks);
         return sbx_test::run(ioc, runner, std::move(req), 40s);
     }
 

@@ -344,6 +344,60 @@ BOOST_FIXTURE_TEST_CASE(request_rules_and_a_secret_header_the_command_never_sees
     BOOST_TEST(denied == 2u);
 }
 
+// The caller's hooks, run on its own executor, over the requests of a command inside bwrap:
+// the request hook adds a header the origin sees and refuses a path; the response hook
+// marks what it let through. Hooks without inspection, or on the local backend, are refused.
+BOOST_FIXTURE_TEST_CASE(the_callers_hooks_judge_and_edit_the_commands_requests, tls_fixture)
+{
+    std::vector<std::string> asked;
+    sandbox::http_hooks hooks;
+    hooks.on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<sandbox::http_verdict> {
+        asked.push_back(i.method + " " + i.host + " " + i.path);
+        if (i.path == "/hello.txt")
+            co_return sandbox::http_verdict::denied(403, "not this one");
+        sandbox::http_verdict v;
+        v.set_headers = {{"X-Api-Token", "from-the-hook"}};
+        co_return v;
+    };
+    hooks.on_response =
+        [&](const sandbox::http_response_info& i) -> asio::awaitable<sandbox::http_verdict> {
+        asked.push_back("response " + std::to_string(i.status));
+        sandbox::http_verdict v;
+        v.set_headers = {{"X-Checked", "by-the-caller"}};
+        co_return v;
+    };
+    auto r = sh("curl -sS " + base() + "/hello.txt; echo; curl -sS -D - " + base() +
+                    "/echo-headers | grep -i -e x-api-token -e x-checked",
+                inspected(), hooks);
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "sandbox: refused by the request hook: not this one\n\n"
+                                    "X-Checked: by-the-caller\r\nX-Api-Token: from-the-hook\n",
+               r.result.out.data + r.result.err.data);
+    BOOST_TEST((asked == std::vector<std::string>{"GET files.test /hello.txt",
+                                                  "GET files.test /echo-headers", "response 200"}));
+    std::size_t hooked = 0;
+    for (const auto& rec : records)
+        if (rec.event == sandbox::net_event::request)
+        {
+            ++hooked;
+            BOOST_REQUIRE(rec.http);
+            const std::string json = boost::json::serialize(sandbox::to_json(rec));
+            BOOST_TEST(json.find("from-the-hook") == std::string::npos, json);
+            BOOST_TEST(json.find("request_hook") != std::string::npos, json);
+        }
+    BOOST_TEST(hooked == 2u);
+
+    auto plain = sh("echo ran", allow_files(), hooks);
+    BOOST_TEST((plain.ec == errc::validation));
+    BOOST_TEST(plain.result.diag.limit == "http");
+    sandbox::http_hooks no_time = hooks;
+    no_time.timeout = std::chrono::milliseconds(0);
+    auto zero = sh("echo ran", inspected(), no_time);
+    BOOST_TEST((zero.ec == errc::validation));
+    BOOST_TEST(zero.result.diag.limit == "http.timeout");
+}
+
 // sandbox-run: --allow-request and --inject-header (the value from sandbox-run's own
 // environment, which the command then does not inherit even when asked to).
 BOOST_FIXTURE_TEST_CASE(sandbox_run_takes_request_rules_and_headers_as_flags, tls_fixture)

@@ -1,9 +1,11 @@
 // test/net/request_policy_test.cpp: TLS inspection's request rules and injected headers as
 // text alone: the pattern parser, the canonical path forms, the glob, the verdicts (deny
-// wins, allow rules close their host), the header checks. No I/O.
+// wins, allow rules close their host), the header checks, what a hook's answer decides.
+// No I/O.
 #include <boost/test/unit_test.hpp>
 
 #include "host/request_pattern.hpp"
+#include "net/tls/hook_call.hpp"
 #include "net/tls/request_policy.hpp"
 
 #include <sandbox/net_policy.hpp>
@@ -190,6 +192,105 @@ BOOST_AUTO_TEST_CASE(injections_are_per_host_and_checked)
     v = np.validate();
     BOOST_TEST_REQUIRE(!v.has_value());
     BOOST_TEST(v.error().diag.limit == "net.mitm.requests[1]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// What a hook's answer does to the message (net/tls/hook_call.hpp): fail closed, edits the
+// proxy will not make counted as the hook's failure, the hook's status and reason kept safe.
+BOOST_AUTO_TEST_SUITE(hook_decisions)
+
+namespace {
+
+tls::hook_answer said(sandbox::http_verdict v)
+{
+    tls::hook_answer a;
+    a.verdict = std::move(v);
+    return a;
+}
+
+tls::hook_answer ended(tls::hook_answer::kind k)
+{
+    tls::hook_answer a;
+    a.what = k;
+    return a;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_missed_deadline_or_a_throw_refuses)
+{
+    using kind = tls::hook_answer::kind;
+    auto late = tls::decide(ended(kind::timed_out), false, "request");
+    BOOST_TEST(!late.pass);
+    BOOST_TEST(late.status == 504);
+    BOOST_TEST(late.reason == "hook_timeout");
+    BOOST_TEST(late.word == "timeout");
+    BOOST_TEST(late.why == "the request hook did not answer in time");
+    auto let = tls::decide(ended(kind::timed_out), true, "request");
+    BOOST_TEST(let.pass);
+    BOOST_TEST(!let.edits);
+    BOOST_TEST(let.word == "timeout_allowed");
+    auto threw = tls::decide(ended(kind::threw), true, "response");
+    BOOST_TEST(!threw.pass);
+    BOOST_TEST(threw.status == 403);
+    BOOST_TEST(threw.reason == "hook_error");
+    BOOST_TEST(threw.why == "blocked: the response hook failed");
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_keeps_an_error_status_and_a_printable_reason)
+{
+    auto legal = tls::decide(said(sandbox::http_verdict::denied(451, "law")), false, "request");
+    BOOST_TEST(!legal.pass);
+    BOOST_TEST(legal.status == 451);
+    BOOST_TEST(legal.reason == "hook_deny");
+    BOOST_TEST(legal.word == "denied");
+    BOOST_TEST(legal.why == "refused by the request hook: law");
+    for (int status : {0, 200, 302, 399, 600})
+        BOOST_TEST(
+            tls::decide(said(sandbox::http_verdict::denied(status, "")), false, "request").status ==
+                403,
+            status);
+    BOOST_TEST(tls::decide(said(sandbox::http_verdict::denied(599, "")), false, "x").status == 599);
+    auto odd = tls::decide(
+        said(sandbox::http_verdict::denied(403, "a\r\nb\x7f\tc" + std::string(300, 'z'))), false,
+        "request");
+    BOOST_TEST(odd.why ==
+               "refused by the request hook: ab" + std::string("c") + std::string(197, 'z'));
+    auto none = tls::decide(said(sandbox::http_verdict::denied(403, "\n")), false, "request");
+    BOOST_TEST(none.why == "refused by the request hook");
+}
+
+BOOST_AUTO_TEST_CASE(edits_the_proxy_will_not_make_count_as_a_failure)
+{
+    const auto decided = [](std::vector<sandbox::http_header> set,
+                            std::vector<std::string> remove) {
+        sandbox::http_verdict v;
+        v.set_headers = std::move(set);
+        v.remove_headers = std::move(remove);
+        const tls::hook_answer a = said(std::move(v));
+        const tls::hook_decision d = tls::decide(a, false, "request");
+        return d.pass ? d.word : d.reason;
+    };
+    BOOST_TEST(decided({}, {}) == "allowed");
+    BOOST_TEST(decided({{"X-A", "1"}}, {"x-b"}) == "modified");
+    BOOST_TEST(decided({{"Content-Length", "0"}}, {}) == "hook_error");
+    BOOST_TEST(decided({{"X-A", "1"}}, {"Transfer-Encoding"}) == "hook_error");
+    BOOST_TEST(decided({{"X-A", "1\r\nX-B: 2"}}, {}) == "hook_error");
+    BOOST_TEST(decided({{"X A", "1"}}, {}) == "hook_error");
+    BOOST_TEST(decided({{"X-A", ""}}, {}) == "hook_error");
+    BOOST_TEST(decided({}, {"HOST"}) == "hook_error");
+}
+
+BOOST_AUTO_TEST_CASE(kept_by_compares_names_without_case)
+{
+    sandbox::http_verdict v;
+    v.set_headers = {{"X-Set", "1"}};
+    v.remove_headers = {"x-gone"};
+    BOOST_TEST(tls::kept_by(nullptr, "X-Set"));
+    BOOST_TEST(!tls::kept_by(&v, "x-set"));
+    BOOST_TEST(!tls::kept_by(&v, "X-GONE"));
+    BOOST_TEST(tls::kept_by(&v, "X-Other"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

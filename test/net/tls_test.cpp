@@ -520,6 +520,8 @@ struct inspect_rig
     bool echo = false; // the origin: HTTP/1.1 keep-alive, each answer the head it got
     std::vector<tls::hello_peek> peeks;
     std::optional<tls::request_policy> policy; // the tunnels' request rules and headers
+    std::optional<sandbox::http_hooks> hooks;  // the caller's hooks, run on `ioc`
+    std::uint64_t tunnels_opened = 0;
     struct seen_request
     {
         bool allowed;
@@ -758,9 +760,18 @@ struct inspect_rig
     }
     std::vector<seen_request> requests_seen()
     {
-        std::promise<std::vector<seen_request>> p;
-        asio::post(ioc, [&] { p.set_value(requests); });
+        return on_loop([&] { return requests; });
+    }
+    // What `f` returns, called on the loop (where the proxy, the origin and the hooks run).
+    template <class F> auto on_loop(F f) -> decltype(f())
+    {
+        std::promise<decltype(f())> p;
+        asio::post(ioc, [&] { p.set_value(f()); });
         return p.get_future().get();
+    }
+    int origin_requests_seen()
+    {
+        return on_loop([&] { return origin_requests; });
     }
     // A body whose end is the connection's, then a TCP end with no close_notify: what an
     // attacker on the path to the origin can make of any close-delimited response.
@@ -807,6 +818,8 @@ struct inspect_rig
         http.policy = policy ? &*policy : nullptr;
         http.host = connect_host;
         http.port = proxy_acceptor.local_endpoint().port(); // what curl's Host names
+        http.hooks = hooks ? &*hooks : nullptr;
+        http.connection = ++tunnels_opened;
         http.on_request = [this](bool allowed, std::string reason, sandbox::net_http_record h) {
             requests.push_back({allowed, std::move(reason), std::move(h)});
         };
@@ -1739,6 +1752,248 @@ BOOST_AUTO_TEST_CASE(an_upgraded_connection_is_relayed_as_it_is)
     const auto seen = rig.requests_seen();
     BOOST_TEST_REQUIRE(seen.size() == 1u);
     BOOST_TEST(seen[0].http.status == 101);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The caller's hooks (`http_hooks`) over the requests of inspected tunnels: what they are
+// shown, what their answers do, and how they fail closed.
+BOOST_AUTO_TEST_SUITE(tls_hooks)
+
+namespace {
+
+using sandbox::http_header;
+using sandbox::http_verdict;
+
+bool has_header(const std::vector<http_header>& headers, const std::string& name)
+{
+    return std::any_of(headers.begin(), headers.end(),
+                       [&](const http_header& h) { return boost::beast::iequals(h.name, name); });
+}
+
+// Waits on the loop for `d` (a hook taking its time); a cancellation is noted in `log`.
+asio::awaitable<void> hook_sleep(std::chrono::milliseconds d, std::vector<std::string>& log)
+{
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    log.push_back(ec == asio::error::operation_aborted ? "cancelled" : "slept");
+}
+
+} // namespace
+
+// The request hook sees the CONNECT host, the canonical path, the target as sent and the
+// client's headers (never the injected one); its edits reach the origin, the proxy's own
+// header keeps the proxy's value; both requests on one connection are asked about.
+BOOST_AUTO_TEST_CASE(a_request_hook_sees_the_request_and_changes_its_headers)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    auto p = tls::request_policy::compile({{sandbox::net_action::allow, "GET api.test/**"}},
+                                          tls_http::token_for_api(false));
+    BOOST_TEST_REQUIRE(p.has_value());
+    rig.policy = std::move(*p);
+    std::vector<sandbox::http_request_info> shown;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+        shown.push_back(i);
+        http_verdict v;
+        v.set_headers = {{"X-Mode", "hook"}, {"X-Hook", "yes"}, {"authorization", "hook's own"}};
+        v.remove_headers = {"x-drop"};
+        co_return v;
+    };
+    rig.start();
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    auto r = run(rig.curl_to("--path-as-is -H 'X-Mode: client' -H 'X-Drop: 1'", "/a/./b%41?q=1") +
+                 " 'https://api.test:" + port + "/two'");
+    BOOST_TEST(r.status == 0);
+    BOOST_TEST(r.out.find("GET /a/./b%41?q=1\n") == 0u, r.out);
+    BOOST_TEST(r.out.find("X-Mode: hook\n") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("X-Mode: client") == std::string::npos, r.out);
+    BOOST_TEST(r.out.find("X-Hook: yes\n") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("X-Drop") == std::string::npos, r.out);
+    BOOST_TEST(r.out.find("Authorization: Bearer s3cret-token\n") != std::string::npos, r.out);
+    BOOST_TEST(r.out.find("hook's own") == std::string::npos, r.out);
+    rig.ended(1);
+    const auto infos = rig.on_loop([&] { return shown; });
+    BOOST_TEST_REQUIRE(infos.size() == 2u);
+    const auto& i = infos[0];
+    BOOST_TEST(i.host == "api.test");
+    BOOST_TEST(i.port == rig.proxy_acceptor.local_endpoint().port());
+    BOOST_TEST(i.method == "GET");
+    BOOST_TEST(i.path == "/a/bA");
+    BOOST_TEST(i.target == "/a/./b%41?q=1");
+    BOOST_TEST(i.rule == "allow GET api.test/**");
+    BOOST_TEST(has_header(i.headers, "X-Drop"));
+    BOOST_TEST(!has_header(i.headers, "Authorization"));
+    BOOST_TEST(infos[1].path == "/two");
+    BOOST_TEST(infos[1].connection == i.connection); // one tunnel, kept alive
+    BOOST_TEST(i.connection == 1u);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST(seen[0].allowed);
+    BOOST_TEST(seen[0].http.request_hook == "modified");
+    BOOST_TEST((seen[0].http.injected == std::vector<std::string>{"Authorization"}));
+}
+
+// A refusal: the client gets the hook's status and its reason (control bytes dropped, so no
+// header can be smuggled in), the origin never hears of the request; a status outside
+// 400-599 is taken as 403.
+BOOST_AUTO_TEST_CASE(a_request_hook_refusal_never_reaches_the_origin)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+        co_return http_verdict::denied(i.path == "/legal" ? 451 : 200, "not today\r\nX-Evil: 1");
+    };
+    rig.start();
+    auto legal = run(rig.curl_to("-i", "/legal"));
+    BOOST_TEST(legal.out.find("HTTP/1.1 451 Unavailable For Legal Reasons\r\n") == 0u, legal.out);
+    BOOST_TEST(legal.out.find("sandbox: refused by the request hook: not todayX-Evil: 1\n") !=
+                   std::string::npos,
+               legal.out);
+    BOOST_TEST(legal.out.find("\nX-Evil") == std::string::npos, legal.out);
+    auto other = run(rig.curl_to("-i", "/other"));
+    BOOST_TEST(other.out.find("HTTP/1.1 403 Forbidden\r\n") == 0u, other.out);
+    rig.ended(2);
+    BOOST_TEST(rig.origin_requests_seen() == 0);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST(!seen[0].allowed);
+    BOOST_TEST(seen[0].reason == "hook_deny");
+    BOOST_TEST(seen[0].http.request_hook == "denied");
+    BOOST_TEST(seen[0].http.status == 451);
+    BOOST_TEST(seen[1].http.status == 403);
+}
+
+// Fail closed: a hook that throws, one that asks for a framing header, one that sleeps past
+// its deadline (cancelled, 504 at the deadline, not at its end); none of those requests
+// reaches the origin. With allow_on_timeout the slow hook's request goes through.
+BOOST_AUTO_TEST_CASE(a_failing_or_slow_request_hook_fails_closed)
+{
+    for (const bool allow_on_timeout : {false, true})
+    {
+        inspect_rig rig("api.test", true);
+        rig.echo = true;
+        std::vector<std::string> log;
+        rig.hooks.emplace();
+        rig.hooks->timeout = 300ms;
+        rig.hooks->allow_on_timeout = allow_on_timeout;
+        rig.hooks->on_request =
+            [&](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+            if (i.path == "/throw")
+                throw std::runtime_error("the hook's own failure");
+            http_verdict v;
+            if (i.path == "/framing")
+                v.set_headers = {{"Content-Length", "0"}};
+            if (i.path == "/line-break")
+                v.set_headers = {{"X-Ok", "a\r\nX-Evil: 1"}};
+            if (i.path == "/slow")
+                co_await hook_sleep(30s, log);
+            co_return v;
+        };
+        rig.start();
+        for (const std::string path : {"/throw", "/framing", "/line-break"})
+        {
+            auto r = run(rig.curl_to("-i", path));
+            BOOST_TEST(r.out.find("HTTP/1.1 403 Forbidden\r\n") == 0u, r.out);
+            BOOST_TEST(r.out.find("blocked: the request hook") != std::string::npos, r.out);
+        }
+        const auto began = std::chrono::steady_clock::now();
+        auto slow = run(rig.curl_to("-i", "/slow"));
+        const auto took = std::chrono::steady_clock::now() - began;
+        BOOST_TEST((took < 5s));
+        if (allow_on_timeout)
+            BOOST_TEST(slow.out.find("HTTP/1.1 200 OK\r\n") == 0u, slow.out);
+        else
+            BOOST_TEST(slow.out.find("HTTP/1.1 504 Gateway Timeout\r\n") == 0u, slow.out);
+        rig.ended(4);
+        BOOST_TEST(rig.origin_requests_seen() == (allow_on_timeout ? 1 : 0));
+        BOOST_TEST((rig.on_loop([&] { return log; }) == std::vector<std::string>{"cancelled"}));
+        const auto seen = rig.requests_seen();
+        BOOST_TEST_REQUIRE(seen.size() == 4u);
+        for (int k = 0; k < 3; ++k)
+        {
+            BOOST_TEST(seen[k].reason == "hook_error");
+            BOOST_TEST(seen[k].http.request_hook == "error");
+        }
+        BOOST_TEST(seen[3].allowed == allow_on_timeout);
+        BOOST_TEST(seen[3].reason == (allow_on_timeout ? "no_rule" : "hook_timeout"));
+        BOOST_TEST(seen[3].http.request_hook == (allow_on_timeout ? "timeout_allowed" : "timeout"));
+    }
+}
+
+// T28: a client that goes away while the hook runs cancels it; the request is never sent.
+BOOST_AUTO_TEST_CASE(a_client_that_leaves_during_the_hook_cancels_it)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    std::vector<std::string> log;
+    rig.hooks.emplace();
+    rig.hooks->timeout = 20s;
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info&) -> asio::awaitable<http_verdict> {
+        co_await hook_sleep(30s, log);
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    const auto began = std::chrono::steady_clock::now();
+    auto r = run(rig.curl_to("--max-time 1", "/waits"));
+    BOOST_TEST(r.status == 28); // curl's own timeout
+    const auto t = rig.ended(1);
+    BOOST_TEST((std::chrono::steady_clock::now() - began < 10s));
+    BOOST_TEST_REQUIRE(t.size() == 1u);
+    BOOST_TEST((rig.on_loop([&] { return log; }) == std::vector<std::string>{"cancelled"}));
+    BOOST_TEST(rig.origin_requests_seen() == 0);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 1u);
+    BOOST_TEST(!seen[0].allowed);
+    BOOST_TEST(seen[0].reason == "client_gone");
+    BOOST_TEST(seen[0].http.request_hook == "cancelled");
+}
+
+// The response hook sees the origin's status and headers with the request it answers; its
+// edits reach the client; a refusal withholds the origin's response (502 from the proxy).
+BOOST_AUTO_TEST_CASE(a_response_hook_edits_or_withholds_the_response)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    std::vector<std::string> log;
+    rig.hooks.emplace();
+    rig.hooks->on_response =
+        [&](const sandbox::http_response_info& i) -> asio::awaitable<http_verdict> {
+        log.push_back(i.request.path + " " + std::to_string(i.status) + " " +
+                      (has_header(i.headers, "Content-Length") ? "length" : "none"));
+        if (i.request.path == "/hide")
+            co_return http_verdict::denied(502, "withheld");
+        http_verdict v;
+        v.set_headers = {{"X-Checked", "yes"}};
+        co_return v;
+    };
+    rig.start();
+    auto shown = run(rig.curl_to("-i", "/show"));
+    BOOST_TEST(shown.out.find("HTTP/1.1 200 OK\r\n") == 0u, shown.out);
+    BOOST_TEST(shown.out.find("\r\nX-Checked: yes\r\n") != std::string::npos, shown.out);
+    BOOST_TEST(shown.out.find("GET /show\n") != std::string::npos, shown.out);
+    auto hidden = run(rig.curl_to("-i", "/hide"));
+    BOOST_TEST(hidden.out.find("HTTP/1.1 502 Bad Gateway\r\n") == 0u, hidden.out);
+    BOOST_TEST(hidden.out.find("refused by the response hook: withheld") != std::string::npos,
+               hidden.out);
+    BOOST_TEST(hidden.out.find("GET /hide") == std::string::npos, hidden.out);
+    rig.ended(2);
+    BOOST_TEST(rig.origin_requests_seen() == 2);
+    BOOST_TEST((rig.on_loop([&] { return log; }) ==
+                std::vector<std::string>{"/show 200 length", "/hide 200 length"}));
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST(seen[0].allowed);
+    BOOST_TEST(seen[0].http.response_hook == "modified");
+    BOOST_TEST(!seen[1].allowed);
+    BOOST_TEST(seen[1].reason == "hook_deny");
+    BOOST_TEST(seen[1].http.response_hook == "denied");
+    BOOST_TEST(seen[1].http.status == 502);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
