@@ -111,16 +111,12 @@ std::optional<std::string> decode_header_value(reader& r, const node& it, const 
         r.fail(fp, from, "must be an absolute path");
         return std::nullopt;
     }
-    auto text = read_text_file(*name, "header value file " + *name, 64 * 1024);
+    auto text = read_secret_file(*name, "header value file " + *name);
     if (!text)
     {
         r.fail(fp, from, text.error().diag.message);
         return std::nullopt;
     }
-    if (text->ends_with('\n'))
-        text->pop_back();
-    if (text->ends_with('\r'))
-        text->pop_back();
     return std::move(*text);
 }
 

@@ -130,6 +130,16 @@ outcome<std::string> read_text_file(const std::filesystem::path& file, std::stri
     return text;
 }
 
+outcome<std::string> read_secret_file(const std::filesystem::path& file, std::string_view what)
+{
+    auto text = read_text_file(file, what, 64 * 1024);
+    if (text && text->ends_with('\n'))
+        text->pop_back();
+    if (text && text->ends_with('\r'))
+        text->pop_back();
+    return text;
+}
+
 outcome<std::string> read_document_file(const std::filesystem::path& file)
 {
     return read_text_file(file, "the config document", max_document_bytes);

@@ -241,12 +241,18 @@ BOOST_FIXTURE_TEST_CASE(what_cannot_be_inspected_is_refused_with_its_field, tls_
 }
 
 // A session inspects the same way for its whole life: two requests some time apart, both
-// through leaves of the session's one CA.
+// through leaves of the session's one CA, both shown to its response hook.
 BOOST_FIXTURE_TEST_CASE(a_session_inspects_for_its_whole_life, tls_fixture)
 {
     auto spec = session("curl -sS " + base() + "/hello.txt; echo first; read go; curl -sS " +
                             base() + "/hello.txt; echo second; sleep 30",
                         inspected());
+    int hooked = 0; // the session's hooks too, for its whole life
+    spec.http.on_response =
+        [&](const sandbox::http_response_info& i) -> asio::awaitable<sandbox::http_verdict> {
+        hooked += i.status == 200 && i.request.path == "/hello.txt";
+        co_return sandbox::http_verdict::allowed();
+    };
     std::string seen;
     sbx_test::run_coro(ioc, [&]() -> asio::awaitable<void> {
         auto s = co_await runner.sessions()->start(std::move(spec));
@@ -265,6 +271,7 @@ BOOST_FIXTURE_TEST_CASE(a_session_inspects_for_its_whole_life, tls_fixture)
     for (const auto& r : records)
         inspected_closes += r.event == sandbox::net_event::closed && r.reason == "closed";
     BOOST_TEST(inspected_closes == 2u);
+    BOOST_TEST(hooked == 2);
 }
 
 // sandbox-run's flags: --inspect, --origin-ca (read from a file), the default policy

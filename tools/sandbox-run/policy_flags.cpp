@@ -87,17 +87,13 @@ outcome<std::string> header_value_from(std::string_view source, const std::strin
     if (source.starts_with(file) && source.size() > file.size())
     {
         const std::string path(source.substr(file.size()));
-        auto text = sandbox::config::read_text_file(path, flag, 64 * 1024);
+        auto text = sandbox::config::read_secret_file(path, flag);
         if (!text)
         {
             failure f = text.error();
             f.diag.limit = "net.mitm.inject_headers";
             return f;
         }
-        if (text->ends_with('\n'))
-            text->pop_back();
-        if (text->ends_with('\r'))
-            text->pop_back();
         cfg.bwrap.read_deny.push_back(path);
         return std::move(*text);
     }

@@ -179,6 +179,11 @@ SANDBOX_DECL std::vector<problem> check_document(std::string_view text, document
 SANDBOX_DECL outcome<std::string> read_text_file(const std::filesystem::path& file,
                                                  std::string_view what, std::size_t max_bytes);
 
+/// \brief A secret held in a file (an injected header's value): `read_text_file` of at most
+/// 64 KiB, one trailing line break ("\n" or "\r\n") dropped, as `echo` and editors leave one.
+SANDBOX_DECL outcome<std::string> read_secret_file(const std::filesystem::path& file,
+                                                   std::string_view what);
+
 /// \brief `read_text_file` of a document, at most `max_document_bytes`.
 SANDBOX_DECL outcome<std::string> read_document_file(const std::filesystem::path& file);
 
