@@ -107,18 +107,16 @@ outcome<request_policy> request_policy::compile(const std::vector<http_request_r
     return out;
 }
 
-bool request_policy::matches(const rule& r, std::string_view method,
-                             const detail::canonical_path& p) const
+bool request_policy::matches(const rule& r, const request_forms& q) const
 {
     const auto& methods = r.pattern.methods;
-    if (!methods.empty() &&
-        std::find(methods.begin(), methods.end(), upper(method)) == methods.end())
+    if (!methods.empty() && std::find(methods.begin(), methods.end(), q.method) == methods.end())
         return false;
-    if (detail::path_matches(r.pattern.path, p.strict))
+    if (detail::path_matches(r.pattern.path, q.path.strict))
         return true;
     // A deny also catches the spellings an origin may decode or fold into its path.
-    return r.action == net_action::deny && (detail::path_matches(r.lower_path, lower(p.strict)) ||
-                                            detail::path_matches(r.lower_path, p.loose));
+    return r.action == net_action::deny && (detail::path_matches(r.lower_path, q.folded) ||
+                                            detail::path_matches(r.lower_path, q.path.loose));
 }
 
 request_verdict request_policy::judge(const canonical_host& host, std::string_view method,
@@ -126,12 +124,13 @@ request_verdict request_policy::judge(const canonical_host& host, std::string_vi
 {
     const rule* allow = nullptr;
     bool host_has_allow = false;
+    const request_forms q{upper(method), path, lower(path.strict)}; // once, for every rule
     for (const rule& r : rules_)
     {
         if (!host_pattern_names(r.pattern.host, host))
             continue;
         host_has_allow = host_has_allow || r.action == net_action::allow;
-        if (!matches(r, method, path))
+        if (!matches(r, q))
             continue;
         if (r.action == net_action::deny)
             return {false, r.text, "rule"};

@@ -79,7 +79,15 @@ private:
         detail::host_pattern host{};
         injection what{};
     };
-    bool matches(const rule& r, std::string_view method, const detail::canonical_path& p) const;
+    /// A request in the forms the rules compare: its method upper-cased, its path, and the
+    /// strict path lower-cased (what deny rules also match).
+    struct request_forms
+    {
+        std::string method;
+        const detail::canonical_path& path;
+        std::string folded;
+    };
+    bool matches(const rule& r, const request_forms& q) const;
 
     std::vector<rule> rules_;
     std::vector<header> headers_;
