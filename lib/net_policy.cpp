@@ -124,6 +124,10 @@ outcome<> check_mitm(const mitm_policy& mitm)
         return invalid("MITM max_body_bytes " + std::to_string(mitm.max_body_bytes) +
                            " is negative",
                        "net.mitm.max_body_bytes");
+    if (mitm.max_body_bytes > 64ll * 1024 * 1024)
+        return invalid("MITM max_body_bytes " + std::to_string(mitm.max_body_bytes) +
+                           " is over 64 MiB (a body shown to the hooks is held whole)",
+                       "net.mitm.max_body_bytes");
     if (auto r = check_host_list(mitm.hosts, "net.mitm.hosts"); !r)
         return r;
     if (auto r = check_host_list(mitm.exclude_hosts, "net.mitm.exclude_hosts"); !r)

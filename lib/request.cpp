@@ -20,6 +20,11 @@ bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 // never see it called.
 outcome<> check_hooks(const http_hooks& h, const net_policy& net)
 {
+    if (h.empty() && net.mitm && net.mitm->enabled && net.mitm->inspect_bodies)
+        return make_failure(errc::validation,
+                            "net.mitm.inspect_bodies shows bodies to the caller's HTTP hooks: "
+                            "the call has none",
+                            "net.mitm.inspect_bodies");
     if (h.empty())
         return {};
     if (!net.mitm || !net.mitm->enabled)

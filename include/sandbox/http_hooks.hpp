@@ -42,6 +42,10 @@ struct http_request_info
     std::vector<http_header> headers{};
     /// The request rule that let it through ("allow GET api.example.com/**"); empty: none.
     std::string rule{};
+    /// With `net.mitm.inspect_bodies`: the whole body, decoded (no chunk framing), read
+    /// before the hook is called; empty otherwise. A body over `net.mitm.max_body_bytes` is
+    /// refused (413) and never forwarded uninspected.
+    std::string body{};
 };
 
 /// \brief What a response hook sees: the origin's final response head (a 101 included, the
@@ -51,6 +55,9 @@ struct http_response_info
     http_request_info request{};
     int status = 0;
     std::vector<http_header> headers{};
+    /// As `http_request_info::body`, for the response (over the cap: 502). The response is
+    /// then held whole before the client gets a byte of it.
+    std::string body{};
 };
 
 /// \brief A hook's answer.
@@ -97,7 +104,9 @@ using http_response_hook =
 /// Failing closed: a hook that throws, or answers what cannot be applied, refuses the
 /// request with 403 (record reason `hook_error`); one that misses `timeout` with 504 (reason
 /// `hook_timeout`), unless `allow_on_timeout`. A refusal by the hook has reason `hook_deny`.
-/// Values the hooks see are the caller's to keep safe: they are never recorded.
+/// Values the hooks see are the caller's to keep safe: they are never recorded. Bodies are
+/// shown only under `net.mitm.inspect_bodies` (which needs a hook), up to
+/// `net.mitm.max_body_bytes` (0: 1 MiB; at most 64 MiB).
 struct http_hooks
 {
     http_request_hook on_request{};

@@ -101,7 +101,10 @@ struct header_injection
 struct mitm_policy
 {
     bool enabled = false;
-    /// Hooks that see bodies are not built yet: set, the call is refused (`not_available`).
+    /// The caller's hooks (`exec_request::http`, which it needs: else `errc::validation`)
+    /// see bodies whole, read before the hook is called, at most `max_body_bytes` (0: 1 MiB;
+    /// at most 64 MiB); a larger one is refused (413 for a request, 502 for a response) and
+    /// never forwarded uninspected.
     bool inspect_bodies = false;
     std::int64_t max_body_bytes = 0;
     /// Empty: inspect every CONNECT; otherwise only these hosts (the rules' host forms).

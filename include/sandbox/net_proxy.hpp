@@ -200,7 +200,8 @@ struct net_record
     /// "rule", "no_rule" (no request rule names the host), "no_allow_rule",
     /// "host_mismatch", "header_present" (the request carries a header the proxy sets),
     /// "bad_request", "hook_deny", "hook_error", "hook_timeout", "client_gone" (the client
-    /// left while the request hook ran) (`http_hooks`).
+    /// left while the request hook ran or its body was read), "body_too_large" (a body over
+    /// `mitm_policy::max_body_bytes` for a hook that sees bodies) (`http_hooks`).
     std::optional<net_http_record> http{};
 };
 

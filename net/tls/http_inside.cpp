@@ -9,6 +9,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -35,25 +36,30 @@ constexpr std::size_t head_limit = 64 * 1024;
 constexpr std::size_t read_chunk = 16 * 1024;
 constexpr std::size_t max_buffered = head_limit + read_chunk;
 
-// A body the parser frames and counts, and nobody keeps: its bytes go on as they came.
+// A body the parser frames and counts: its bytes go on as they came. Only for a hook that
+// sees bodies is it also kept, decoded (`kept`, set before the body is read).
 struct counted_body
 {
     struct value_type
     {
         std::uint64_t bytes = 0;
+        std::string* kept = nullptr;
     };
     struct reader
     {
-        std::uint64_t& n;
+        value_type& v;
         template <bool is_request, class Fields>
-        reader(http::header<is_request, Fields>&, value_type& b) : n(b.bytes)
+        reader(http::header<is_request, Fields>&, value_type& b) : v(b)
         {}
         void init(const boost::optional<std::uint64_t>&, error_code& ec) { ec = {}; }
         template <class Buffers> std::size_t put(const Buffers& b, error_code& ec)
         {
             ec = {};
             const std::size_t size = asio::buffer_size(b);
-            n += size;
+            v.bytes += size;
+            if (v.kept)
+                for (auto piece : boost::beast::buffers_range_ref(b))
+                    v.kept->append(static_cast<const char*>(piece.data()), piece.size());
             return size;
         }
         void finish(error_code& ec) { ec = {}; }
@@ -164,11 +170,34 @@ template <class Parser> asio::awaitable<head_read> read_head(inbox& in, Parser& 
     }
 }
 
-// Copies a body as the parser frames it: its bytes go to `to` as they came. The error of the
-// leg's end when the message ended with it (a close-delimited body), or of a failure.
+// Where a body's bytes go as the parser frames them: on to a leg (as they came), or kept in
+// `raw` for a hook to see first (at most `cap` decoded bytes, and framing bytes in
+// proportion: `body_limit` past them).
+struct body_sink
+{
+    tls_leg* to = nullptr;
+    std::uint64_t* count = nullptr;
+    steady::time_point* last = nullptr;
+    std::string* raw = nullptr;
+    std::size_t cap = 0;
+};
+
+asio::awaitable<error_code> take(body_sink& s, asio::const_buffer b, std::uint64_t decoded)
+{
+    if (s.raw)
+    {
+        s.raw->append(static_cast<const char*>(b.data()), b.size());
+        const bool over = decoded > s.cap || s.raw->size() > 2 * s.cap + head_limit;
+        co_return over ? error_code(http::error::body_limit) : error_code();
+    }
+    const bool sent = co_await send(*s.to, b, *s.count, *s.last);
+    co_return sent ? error_code() : error_code(asio::error::connection_reset);
+}
+
+// Moves a body as the parser frames it into `sink`. The error of the leg's end when the
+// message ended with it (a close-delimited body), the sink's, or a failure.
 template <class Parser>
-asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::uint64_t& count,
-                                      steady::time_point& last)
+asio::awaitable<error_code> frame_body(inbox& from, Parser& p, body_sink sink)
 {
     p.eager(true);
     while (!p.is_done())
@@ -181,8 +210,9 @@ asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::
             ec = http::error::need_more;
         if (n > 0)
         {
-            if (!co_await send(to, asio::buffer(from.data().data(), n), count, last))
-                co_return asio::error::connection_reset;
+            const auto piece = asio::buffer(from.data().data(), n);
+            if (const error_code e = co_await take(sink, piece, p.get().body().bytes))
+                co_return e;
             from.consume(n);
         }
         if (ec && ec != http::error::need_more)
@@ -199,6 +229,30 @@ asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::
         }
     }
     co_return error_code();
+}
+
+// A body copied to `to`, its bytes as they came.
+template <class Parser>
+asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::uint64_t& count,
+                                      steady::time_point& last)
+{
+    body_sink sink;
+    sink.to = &to;
+    sink.count = &count;
+    sink.last = &last;
+    co_return co_await frame_body(from, p, sink);
+}
+
+// A whole body read for a hook to see: its bytes as they came in `raw` (sent on once the
+// hook allows), decoded in the body's `kept`; `body_limit` past `cap`.
+template <class Parser>
+asio::awaitable<error_code> read_whole_body(inbox& from, Parser& p, std::string& raw,
+                                            std::size_t cap)
+{
+    body_sink sink;
+    sink.raw = &raw;
+    sink.cap = cap;
+    co_return co_await frame_body(from, p, sink);
 }
 
 // ---- judging a request --------------------------------------------------------------------
@@ -457,12 +511,13 @@ struct response_say
 asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks,
                                                 const http_request_info& request,
                                                 const http::response_header<>& res,
-                                                net_http_record& rec)
+                                                std::string body, net_http_record& rec)
 {
     http_response_info info;
     info.request = request;
     info.status = res.result_int();
     info.headers = headers_of(res);
+    info.body = std::move(body);
     const hook_answer a =
         co_await call_hook([&] { return hooks.on_response(info); }, hooks.timeout);
     const hook_decision d = decide(a, hooks.allow_on_timeout, "response");
@@ -479,12 +534,64 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks,
     co_return say;
 }
 
+// What the response hook needs to see.
+struct response_watch
+{
+    const http_hooks* hooks = nullptr;
+    const http_request_info* request = nullptr; ///< what the request hook was shown
+    std::size_t body_cap = 0;                   ///< bodies shown whole (0: heads only)
+};
+
+// A response whose body the hook sees: read whole (the head waits), shown, then sent on
+// with the head the hook left. Over the cap, the client gets 502 and nothing of it.
+asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response_parser& p,
+                                             std::size_t used, const response_watch& w,
+                                             http_counters& n, net_http_record& rec)
+{
+    std::string head(static_cast<const char*>(o.data().data()), used);
+    o.consume(used);
+    std::string raw, body;
+    p.get().body().kept = &body;
+    const error_code ec = co_await read_whole_body(o, p, raw, w.body_cap);
+    p.get().body().kept = nullptr;
+    rec.response_body_bytes = p.get().body().bytes;
+    if (ec && !p.is_done() && !parse_error(ec) && ec != http::error::body_limit)
+        co_return ended(end_of(ec));
+    response_say say;
+    if (ec == http::error::body_limit || parse_error(ec))
+    {
+        const bool large = ec == http::error::body_limit;
+        say.reason = large ? "body_too_large" : "bad_response";
+        say.text = answer_text(502,
+                               large ? "the response body is larger than the hooks may see"
+                                     : "the origin's response does not parse",
+                               {});
+        rec.status = 502;
+    }
+    else
+        say = co_await ask_response_hook(*w.hooks, *w.request, p.get(), std::move(body), rec);
+    if (!say.text.empty())
+    {
+        co_await send(client, asio::buffer(say.text), n.down, n.last);
+        co_return refused_by_hook(say.reason);
+    }
+    if (!say.head.empty())
+        head = std::move(say.head);
+    if (!co_await send(client, asio::buffer(head), n.down, n.last) ||
+        !co_await send(client, asio::buffer(raw), n.down, n.last))
+        co_return ended("reset");
+    if (ec) // the body ended with the connection
+        co_return ended(end_of(ec));
+    co_return answered(p.get().keep_alive(), false);
+}
+
 // The origin's response (after any 1xx) to the client, shown first to the response hook
-// when there is one (`request`: what the request hook was shown).
+// when there is one.
 asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_request,
                                        http_counters& n, net_http_record& rec,
-                                       const http_hooks* hooks, const http_request_info* request)
+                                       const response_watch& w)
 {
+    const http_hooks* hooks = w.hooks;
     for (;;)
     {
         response_parser p;
@@ -502,9 +609,12 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
         }
         rec.status = p.get().result_int();
         const bool interim = rec.status / 100 == 1 && rec.status != 101;
+        const bool hooked = !interim && hooks && hooks->on_response;
+        if (hooked && w.body_cap > 0 && rec.status != 101 && !p.is_done())
+            co_return co_await download_whole(o, client, p, used, w, n, rec);
         response_say say;
-        if (!interim && hooks && hooks->on_response)
-            say = co_await ask_response_hook(*hooks, *request, p.get(), rec);
+        if (hooked)
+            say = co_await ask_response_hook(*hooks, *w.request, p.get(), {}, rec);
         if (!say.text.empty())
         {
             co_await send(client, asio::buffer(say.text), n.down, n.last);
@@ -590,6 +700,37 @@ asio::awaitable<request_said> ask_request_hook(inbox& c, const http_hooks& hooks
     co_return r;
 }
 
+// A request's body read whole for the request hook (`info.body`), its bytes as they came in
+// `raw`: empty when read; else the tunnel's end (the client got 413 for a body over the cap,
+// 400 for one that does not parse). A client waiting for `100 Continue` gets ours first.
+asio::awaitable<std::string> body_for_hook(inbox& c, request_parser& p, const http_tunnel& t,
+                                           http_request_info& info, std::string& raw,
+                                           http_counters& n, net_http_record& rec)
+{
+    if (boost::beast::iequals(p.get()[http::field::expect], "100-continue"))
+    {
+        static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (!co_await send(c.leg(), asio::buffer(go_on), n.down, n.last))
+            co_return "reset";
+    }
+    p.get().body().kept = &info.body;
+    const error_code ec = co_await read_whole_body(c, p, raw, t.body_cap);
+    p.get().body().kept = nullptr;
+    rec.request_body_bytes = p.get().body().bytes;
+    if (ec == http::error::body_limit)
+        co_return co_await refuse(c, t, 413, "the request body is larger than the hooks may see",
+                                  {}, "body_too_large", n, rec);
+    if (parse_error(ec))
+        co_return co_await refuse(c, t, 400, "the request body does not parse: " + ec.message(), {},
+                                  "bad_request", n, rec);
+    if (ec)
+    {
+        record(t, false, "client_gone", std::move(rec));
+        co_return end_of(ec);
+    }
+    co_return std::string();
+}
+
 // One request and its response: empty to go on, or the tunnel's end.
 asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, http_counters& n)
 {
@@ -611,6 +752,13 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
         info = request_info(rp.get(), t, std::move(j.path), rec.rule);
     hook_answer asked; // what `edits` points into
     const http_verdict* edits = nullptr;
+    std::string raw_body; // a body read whole for the hook, sent on after the head
+    if (t.hooks && t.hooks->on_request && t.body_cap > 0 && !rp.is_done())
+    {
+        const std::string end = co_await body_for_hook(c, rp, t, *info, raw_body, n, rec);
+        if (!end.empty())
+            co_return end;
+    }
     if (t.hooks && t.hooks->on_request)
     {
         request_said said = co_await ask_request_hook(c, *t.hooks, *info);
@@ -628,14 +776,15 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
         edits = d.edits;
     }
     std::string head = head_of(rp.get(), edits, adds, rec);
-    const bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last);
+    const bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last) &&
+                      co_await send(o.leg(), asio::buffer(raw_body), n.up, n.last);
     OPENSSL_cleanse(head.data(), head.size());
     if (!sent)
         co_return "reset";
     bool body_done = false;
+    const response_watch watch{t.hooks, info ? &*info : nullptr, t.body_cap};
     auto r = co_await (upload(c, rp, o.leg(), n, rec, body_done) ||
-                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec, t.hooks,
-                                info ? &*info : nullptr));
+                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec, watch));
     const bool keep = rp.get().keep_alive();
     const bool refused_response = r.index() == 1 && !std::get<1>(r).refused.empty();
     record(t, !refused_response, refused_response ? std::get<1>(r).refused : j.reason,

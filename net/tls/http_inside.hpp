@@ -33,6 +33,8 @@ struct http_tunnel
     /// The caller's hooks (null: none), and the tunnel's number they are told.
     const http_hooks* hooks = nullptr;
     std::uint64_t connection = 0;
+    /// Bodies the hooks see whole, at most this many bytes (0: heads only).
+    std::size_t body_cap = 0;
     /// Gets one record per request: allowed or not, why (net_record::http's reasons), and
     /// what was seen. May be empty.
     std::function<void(bool allowed, std::string reason, net_http_record)> on_request{};

@@ -20,6 +20,8 @@ namespace {
 
 namespace asio = boost::asio;
 
+constexpr std::size_t default_body_cap = 1024 * 1024;
+
 outcome<std::vector<detail::host_pattern>> parse_all(const std::vector<std::string>& texts,
                                                      const char* field)
 {
@@ -118,11 +120,6 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_ho
 {
     if (!m.enabled)
         return std::shared_ptr<inspector>();
-    if (m.inspect_bodies)
-        return make_failure(errc::not_available,
-                            "TLS inspection shows no bodies to hooks yet "
-                            "(net.mitm.inspect_bodies): inspected tunnels are relayed",
-                            "net.mitm.inspect_bodies");
     if (m.origin_ca.empty() && system_roots()->empty())
         return make_failure(
             errc::not_available,
@@ -136,6 +133,9 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_ho
     o.requests = m.requests;
     o.inject_headers = m.inject_headers;
     o.hooks = std::move(hooks);
+    if (m.inspect_bodies)
+        o.body_cap =
+            m.max_body_bytes > 0 ? static_cast<std::size_t>(m.max_body_bytes) : default_body_cap;
     o.origins.extra_roots_pem = m.origin_ca;
     auto made = inspector::create(std::move(o));
     if (!made)
@@ -230,6 +230,7 @@ inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, 
     http.on_request = std::move(on_request);
     http.hooks = p_->opts.hooks.empty() ? nullptr : &p_->opts.hooks;
     http.connection = connection;
+    http.body_cap = p_->opts.body_cap;
     try
     {
         t = co_await p_->tunnel(client, origin, std::move(early), std::move(http), std::move(rest),

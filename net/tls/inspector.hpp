@@ -40,8 +40,10 @@ struct inspection_options
     /// The HTTP requests' rules and the headers added to them (`mitm_policy`'s).
     std::vector<http_request_rule> requests{};
     std::vector<header_injection> inject_headers{};
-    /// The caller's hooks over those requests (`http_hooks`).
+    /// The caller's hooks over those requests (`http_hooks`), and the bodies they see whole
+    /// (0: heads only).
     http_hooks hooks{};
+    std::size_t body_cap = 0;
     authority_options ca{};
     origin_trust origins{};
     inspect_limits limits{};
@@ -88,8 +90,8 @@ private:
 };
 
 /// \brief The inspection `m` asks for, with a CA made now for it alone, and the call's
-/// `hooks`: null when `m` is off; `errc::not_available` for what is not built yet (bodies
-/// for hooks, `net.mitm.inspect_bodies`); else as `inspector::create`.
+/// `hooks` (shown bodies under `m.inspect_bodies`): null when `m` is off; else as
+/// `inspector::create`.
 outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks = {});
 
 /// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole

@@ -620,9 +620,9 @@ BOOST_FIXTURE_TEST_CASE(refusals_are_classified, bwrap_fixture)
     o.net.allow_hosts = {"example.com"};
     o.net.mitm = sandbox::mitm_policy{};
     o.net.mitm->enabled = true;
-    o.net.mitm->inspect_bodies = true; // the egress proxy shows no bodies to hooks yet
+    o.net.mitm->inspect_bodies = true; // bodies for hooks, and the call has none
     auto mitm = sh("true", o);
-    BOOST_TEST((mitm.ec == errc::not_available));
+    BOOST_TEST((mitm.ec == errc::validation));
     BOOST_TEST(mitm.result.diag.limit == "net.mitm.inspect_bodies");
     sandbox::exec_request missing;
     missing.command = "no-such-command-here";

@@ -223,9 +223,9 @@ BOOST_FIXTURE_TEST_CASE(what_cannot_be_inspected_is_refused_with_its_field, tls_
 {
     BOOST_TEST(runner.enforcement().mitm);
     sandbox::exec_options bodies = inspected();
-    bodies.net.mitm->inspect_bodies = true;
+    bodies.net.mitm->inspect_bodies = true; // with no hook to show them to
     auto r = sh("echo ran", bodies);
-    BOOST_TEST((r.ec == errc::not_available));
+    BOOST_TEST((r.ec == errc::validation));
     BOOST_TEST(r.result.diag.limit == "net.mitm.inspect_bodies");
     sandbox::exec_options bad_root = inspected();
     bad_root.net.mitm->origin_ca = {"-----BEGIN CERTIFICATE-----\nnot one\n"};
@@ -394,6 +394,21 @@ BOOST_FIXTURE_TEST_CASE(the_callers_hooks_judge_and_edit_the_commands_requests, 
             BOOST_TEST(json.find("request_hook") != std::string::npos, json);
         }
     BOOST_TEST(hooked == 2u);
+
+    // Bodies too: the request hook sees what curl posts, whole.
+    sandbox::exec_options with_bodies = inspected();
+    with_bodies.net.mitm->inspect_bodies = true;
+    std::string posted;
+    sandbox::http_hooks body_hooks;
+    body_hooks.on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<sandbox::http_verdict> {
+        posted += i.method + " " + i.body + ";";
+        co_return sandbox::http_verdict::allowed();
+    };
+    auto post = sh("curl -sS -o /dev/null -d 'field=value' " + base() + "/echo-headers",
+                   with_bodies, body_hooks);
+    BOOST_TEST(!post.ec, post.result.diag);
+    BOOST_TEST(posted == "POST field=value;");
 
     auto plain = sh("echo ran", allow_files(), hooks);
     BOOST_TEST((plain.ec == errc::validation));

@@ -521,6 +521,7 @@ struct inspect_rig
     std::vector<tls::hello_peek> peeks;
     std::optional<tls::request_policy> policy; // the tunnels' request rules and headers
     std::optional<sandbox::http_hooks> hooks;  // the caller's hooks, run on `ioc`
+    std::size_t hook_body_cap = 0;             // bodies they see whole (0: heads only)
     std::uint64_t tunnels_opened = 0;
     struct seen_request
     {
@@ -820,6 +821,7 @@ struct inspect_rig
         http.port = proxy_acceptor.local_endpoint().port(); // what curl's Host names
         http.hooks = hooks ? &*hooks : nullptr;
         http.connection = ++tunnels_opened;
+        http.body_cap = hook_body_cap;
         http.on_request = [this](bool allowed, std::string reason, sandbox::net_http_record h) {
             requests.push_back({allowed, std::move(reason), std::move(h)});
         };
@@ -1994,6 +1996,56 @@ BOOST_AUTO_TEST_CASE(a_response_hook_edits_or_withholds_the_response)
     BOOST_TEST(seen[1].reason == "hook_deny");
     BOOST_TEST(seen[1].http.response_hook == "denied");
     BOOST_TEST(seen[1].http.status == 502);
+}
+
+// With bodies on (net.mitm.inspect_bodies): each hook sees its body whole and decoded
+// (chunked too) before anything of the message goes on; a body over the cap is refused (413
+// for a request, 502 for a response) and never forwarded; a client waiting for 100 Continue
+// gets ours.
+BOOST_AUTO_TEST_CASE(hooks_see_bodies_whole_and_refuse_them_over_the_cap)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.hook_body_cap = 1024;
+    std::vector<std::string> log;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+        log.push_back("request " + i.path + " [" + i.body + "]");
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_response =
+        [&](const sandbox::http_response_info& i) -> asio::awaitable<http_verdict> {
+        log.push_back("response " + i.request.path + " " + i.body.substr(0, i.body.find('\n')));
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    auto plain = run(rig.curl_to("-d 'hello body'", "/submit"));
+    BOOST_TEST(plain.out.find("POST /submit\n") == 0u, plain.out);
+    BOOST_TEST(plain.out.find("body=10\n") != std::string::npos, plain.out);
+    auto chunked = run(rig.curl_to("-H 'Transfer-Encoding: chunked' -H 'Expect: 100-continue' "
+                                   "-d 'in chunks'",
+                                   "/chunked"));
+    BOOST_TEST(chunked.out.find("body=9\n") != std::string::npos, chunked.out);
+    const std::string big(2000, 'b');
+    auto large = run(rig.curl_to("-i -d '" + big + "'", "/large"));
+    BOOST_TEST(large.out.find("HTTP/1.1 413 Payload Too Large\r\n") == 0u, large.out);
+    auto long_answer = run(rig.curl_to("-i -H 'X-Long: " + big + "'", "/long-answer"));
+    BOOST_TEST(long_answer.out.find("HTTP/1.1 502 Bad Gateway\r\n") == 0u, long_answer.out);
+    BOOST_TEST(long_answer.out.find(big) == std::string::npos); // nothing of the origin's
+    rig.ended(4);
+    BOOST_TEST(rig.origin_requests_seen() == 3); // the 413 never reached it
+    BOOST_TEST((rig.on_loop([&] {
+        return log;
+    }) == std::vector<std::string>{"request /submit [hello body]", "response /submit POST /submit",
+                                   "request /chunked [in chunks]",
+                                   "response /chunked POST /chunked", "request /long-answer []"}));
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 4u);
+    BOOST_TEST(seen[2].reason == "body_too_large");
+    BOOST_TEST(seen[2].http.status == 413);
+    BOOST_TEST(seen[3].reason == "body_too_large");
+    BOOST_TEST(seen[3].http.status == 502);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

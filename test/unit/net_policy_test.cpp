@@ -231,6 +231,10 @@ BOOST_AUTO_TEST_CASE(reference_failures)
     p = reference_policy();
     p.mitm->max_body_bytes = -1;
     check_invalid(p, "net.mitm.max_body_bytes");
+    p.mitm->max_body_bytes = 64ll * 1024 * 1024 + 1; // a body shown to hooks is held whole
+    check_invalid(p, "net.mitm.max_body_bytes", "64 MiB");
+    p.mitm->max_body_bytes = 64ll * 1024 * 1024;
+    check_valid(p);
 
     p = reference_policy();
     p.mitm->hosts.push_back(" ");
