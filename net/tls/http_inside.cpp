@@ -508,13 +508,12 @@ struct response_say
     std::string head{};
 };
 
-asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks,
-                                                const http_request_info& request,
+asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_request_info& request,
                                                 const http::response_header<>& res,
                                                 std::string body, net_http_record& rec)
 {
     http_response_info info;
-    info.request = request;
+    info.request = std::move(request); // asked once per exchange: no copy of its headers
     info.status = res.result_int();
     info.headers = headers_of(res);
     info.body = std::move(body);
@@ -538,7 +537,7 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks,
 struct response_watch
 {
     const http_hooks* hooks = nullptr;
-    const http_request_info* request = nullptr; ///< what the request hook was shown
+    http_request_info* request = nullptr;       ///< what the request hook was shown (moved on)
     std::size_t body_cap = 0;                   ///< bodies shown whole (0: heads only)
 };
 
