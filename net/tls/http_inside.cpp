@@ -187,6 +187,7 @@ asio::awaitable<error_code> take(body_sink& s, asio::const_buffer b, std::uint64
     if (s.raw)
     {
         s.raw->append(static_cast<const char*>(b.data()), b.size());
+        *s.last = steady::now(); // bytes move: the tunnel is not idle
         const bool over = decoded > s.cap || s.raw->size() > 2 * s.cap + head_limit;
         co_return over ? error_code(http::error::body_limit) : error_code();
     }
@@ -247,11 +248,12 @@ asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::
 // hook allows), decoded in the body's `kept`; `body_limit` past `cap`.
 template <class Parser>
 asio::awaitable<error_code> read_whole_body(inbox& from, Parser& p, std::string& raw,
-                                            std::size_t cap)
+                                            std::size_t cap, steady::time_point& last)
 {
     body_sink sink;
     sink.raw = &raw;
     sink.cap = cap;
+    sink.last = &last;
     co_return co_await frame_body(from, p, sink);
 }
 
@@ -517,8 +519,8 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_re
     info.status = res.result_int();
     info.headers = headers_of(res);
     info.body = std::move(body);
-    const hook_answer a =
-        co_await call_hook([&] { return hooks.on_response(info); }, hooks.timeout);
+    std::function<asio::awaitable<http_verdict>()> call = [&] { return hooks.on_response(info); };
+    const hook_answer a = co_await call_hook(std::move(call), hooks.timeout);
     const hook_decision d = decide(a, hooks.allow_on_timeout, "response");
     rec.response_hook = d.word;
     response_say say;
@@ -549,23 +551,29 @@ asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response
 {
     std::string head(static_cast<const char*>(o.data().data()), used);
     o.consume(used);
+    const auto fields = std::distance(p.get().begin(), p.get().end());
     std::string raw, body;
     p.get().body().kept = &body;
-    const error_code ec = co_await read_whole_body(o, p, raw, w.body_cap);
+    const error_code ec = co_await read_whole_body(o, p, raw, w.body_cap, n.last);
     p.get().body().kept = nullptr;
     rec.response_body_bytes = p.get().body().bytes;
-    if (ec && !p.is_done() && !parse_error(ec) && ec != http::error::body_limit)
+    if (ec && !p.is_done() && !parse_error(ec))
         co_return ended(end_of(ec));
     response_say say;
-    if (ec == http::error::body_limit || parse_error(ec))
+    if (ec == http::error::body_limit)
     {
-        const bool large = ec == http::error::body_limit;
-        say.reason = large ? "body_too_large" : "bad_response";
-        say.text = answer_text(502,
-                               large ? "the response body is larger than the hooks may see"
-                                     : "the origin's response does not parse",
-                               {});
+        say.reason = "body_too_large";
+        say.text = answer_text(502, "the response body is larger than the hooks may see", {});
         rec.status = 502;
+    }
+    else if (parse_error(ec) || std::distance(p.get().begin(), p.get().end()) != fields)
+    {
+        // Not judged (as a response that does not parse): the client gets 502 and nothing
+        // of it; trailers would reach the client unseen by the hook.
+        const std::string text = answer_text(502, "the origin's response cannot be inspected", {});
+        co_await send(client, asio::buffer(text), n.down, n.last);
+        rec.status = 502;
+        co_return ended("closed");
     }
     else
         say = co_await ask_response_hook(*w.hooks, *w.request, p.get(), std::move(body), rec);
@@ -576,8 +584,10 @@ asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response
     }
     if (!say.head.empty())
         head = std::move(say.head);
-    if (!co_await send(client, asio::buffer(head), n.down, n.last) ||
-        !co_await send(client, asio::buffer(raw), n.down, n.last))
+    bool sent = co_await send(client, asio::buffer(head), n.down, n.last);
+    if (sent && !raw.empty())
+        sent = co_await send(client, asio::buffer(raw), n.down, n.last);
+    if (!sent)
         co_return ended("reset");
     if (ec) // the body ended with the connection
         co_return ended(end_of(ec));
@@ -613,7 +623,10 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
             co_return co_await download_whole(o, client, p, used, w, n, rec);
         response_say say;
         if (hooked)
-            say = co_await ask_response_hook(*hooks, *w.request, p.get(), {}, rec);
+        {
+            std::string no_body; // named: GCC 12 and braced temporaries in a co_await
+            say = co_await ask_response_hook(*hooks, *w.request, p.get(), std::move(no_body), rec);
+        }
         if (!say.text.empty())
         {
             co_await send(client, asio::buffer(say.text), n.down, n.last);
@@ -642,8 +655,12 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
 // After a 101: what each inbox holds, then bytes as they are, both ways.
 asio::awaitable<std::string> upgraded(inbox& c, inbox& o, http_counters& n)
 {
-    if (!co_await send(o.leg(), c.data(), n.up, n.last) ||
-        !co_await send(c.leg(), o.data(), n.down, n.last))
+    bool sent = true; // (an empty send is skipped: no coroutine that never suspends)
+    if (c.size() > 0)
+        sent = co_await send(o.leg(), c.data(), n.up, n.last);
+    if (sent && o.size() > 0)
+        sent = co_await send(c.leg(), o.data(), n.down, n.last);
+    if (!sent)
         co_return "reset";
     c.consume(c.size());
     o.consume(o.size());
@@ -694,8 +711,8 @@ using request_said = std::variant<hook_answer, std::string>;
 asio::awaitable<request_said> ask_request_hook(inbox& c, const http_hooks& hooks,
                                                const http_request_info& info)
 {
-    auto r = co_await (call_hook([&] { return hooks.on_request(info); }, hooks.timeout) ||
-                       watch_client(c));
+    std::function<asio::awaitable<http_verdict>()> call = [&] { return hooks.on_request(info); };
+    auto r = co_await (call_hook(std::move(call), hooks.timeout) || watch_client(c));
     co_return r;
 }
 
@@ -710,24 +727,34 @@ asio::awaitable<std::string> body_for_hook(inbox& c, request_parser& p, const ht
     {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
         if (!co_await send(c.leg(), asio::buffer(go_on), n.down, n.last))
+        {
+            record(t, false, "client_gone", std::move(rec));
             co_return "reset";
+        }
     }
+    const auto fields = std::distance(p.get().begin(), p.get().end());
     p.get().body().kept = &info.body;
-    const error_code ec = co_await read_whole_body(c, p, raw, t.body_cap);
+    const error_code ec = co_await read_whole_body(c, p, raw, t.body_cap, n.last);
     p.get().body().kept = nullptr;
     rec.request_body_bytes = p.get().body().bytes;
-    if (ec == http::error::body_limit)
-        co_return co_await refuse(c, t, 413, "the request body is larger than the hooks may see",
-                                  {}, "body_too_large", n, rec);
-    if (parse_error(ec))
-        co_return co_await refuse(c, t, 400, "the request body does not parse: " + ec.message(), {},
-                                  "bad_request", n, rec);
-    if (ec)
+    if (ec && (!parse_error(ec) || ec == http::error::partial_message))
     {
-        record(t, false, "client_gone", std::move(rec));
-        co_return end_of(ec);
+        record(t, false, "client_gone", std::move(rec)); // it left inside its body
+        co_return end_of(ec == http::error::partial_message ? asio::error::eof : ec);
     }
-    co_return std::string();
+    const std::string no_rule;
+    std::string why;
+    int status = 400;
+    if (ec == http::error::body_limit)
+        status = 413, why = "the request body is larger than the hooks may see";
+    else if (ec)
+        why = "the request body does not parse: " + ec.message();
+    else if (std::distance(p.get().begin(), p.get().end()) != fields) // the parser added them
+        why = "a request with trailers is refused when its body is inspected";
+    if (why.empty())
+        co_return std::string();
+    std::string reason = status == 413 ? "body_too_large" : "bad_request";
+    co_return co_await refuse(c, t, status, why, no_rule, std::move(reason), n, rec);
 }
 
 // One request and its response: empty to go on, or the tunnel's end.
@@ -771,15 +798,22 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
         const hook_decision d = decide(asked, t.hooks->allow_on_timeout, "request");
         rec.request_hook = d.word;
         if (!d.pass)
-            co_return co_await refuse(c, t, d.status, d.why, {}, d.reason, n, rec);
+        {
+            const std::string no_rule;
+            co_return co_await refuse(c, t, d.status, d.why, no_rule, d.reason, n, rec);
+        }
         edits = d.edits;
     }
     std::string head = head_of(rp.get(), edits, adds, rec);
-    const bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last) &&
-                      co_await send(o.leg(), asio::buffer(raw_body), n.up, n.last);
+    bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last);
     OPENSSL_cleanse(head.data(), head.size());
+    if (sent && !raw_body.empty())
+        sent = co_await send(o.leg(), asio::buffer(raw_body), n.up, n.last);
     if (!sent)
+    {
+        record(t, true, j.reason, std::move(rec)); // allowed; the origin went away (status 0)
         co_return "reset";
+    }
     bool body_done = false;
     const response_watch watch{t.hooks, info ? &*info : nullptr, t.body_cap};
     auto r = co_await (upload(c, rp, o.leg(), n, rec, body_done) ||

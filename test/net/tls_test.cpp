@@ -2048,4 +2048,49 @@ BOOST_AUTO_TEST_CASE(hooks_see_bodies_whole_and_refuse_them_over_the_cap)
     BOOST_TEST(seen[3].http.status == 502);
 }
 
+// A chunked body's trailers arrive after the hook would have judged the head: with bodies
+// inspected, a request that has any is refused (400) before the origin hears of it, so no
+// trailer (a second Host, an Upgrade) can ride into the head the proxy sends. A client that
+// leaves inside its body is recorded as gone.
+BOOST_AUTO_TEST_CASE(inspected_bodies_refuse_trailers_and_note_a_client_that_left)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.hook_body_cap = 1024;
+    int asked = 0;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info&) -> asio::awaitable<http_verdict> {
+        ++asked;
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    auto r = run(rig.python_raw(
+        "b'POST /ok HTTP/1.1\\r\\nHost: api.test\\r\\nConnection: close\\r\\n"
+        "Transfer-Encoding: chunked\\r\\n\\r\\n"
+        "3\\r\\nabc\\r\\n0\\r\\nHost: other.test\\r\\nUpgrade: websocket\\r\\n\\r\\n'"));
+    BOOST_TEST(r.out.find("HTTP/1.1 400 Bad Request\r\n") == 0u, r.out);
+    BOOST_TEST(r.out.find("trailers") != std::string::npos, r.out);
+    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
+    run("python3 -c \"import socket, ssl, time\n"
+        "ctx = ssl.create_default_context(cafile='" +
+        (rig.dir / "proxy-ca.pem").string() +
+        "')\n"
+        "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
+        port +
+        ")), server_hostname='api.test')\n"
+        "s.sendall(b'POST /ok HTTP/1.1\\r\\nHost: api.test\\r\\nContent-Length: 100\\r\\n\\r\\n"
+        "only this')\n"
+        "time.sleep(0.2)\n"
+        "s.close()\n\"");
+    rig.ended(2);
+    BOOST_TEST(rig.origin_requests_seen() == 0);
+    BOOST_TEST(rig.on_loop([&] { return asked; }) == 0);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 2u);
+    BOOST_TEST(seen[0].reason == "bad_request");
+    BOOST_TEST(seen[1].reason == "client_gone");
+    BOOST_TEST(seen[1].http.request_body_bytes == 9u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
