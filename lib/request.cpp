@@ -20,10 +20,13 @@ bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 // never see it called.
 outcome<> check_hooks(const http_hooks& h, const net_policy& net)
 {
-    if (h.empty() && net.mitm && net.mitm->enabled && net.mitm->inspect_bodies)
+    // Whole bodies go to a head hook whose direction has no body hook of its own.
+    const bool shows_whole =
+        (h.on_request && !h.on_request_body) || (h.on_response && !h.on_response_body);
+    if (!shows_whole && net.mitm && net.mitm->enabled && net.mitm->inspect_bodies)
         return make_failure(errc::validation,
-                            "net.mitm.inspect_bodies shows bodies to the caller's HTTP hooks: "
-                            "the call has none",
+                            "net.mitm.inspect_bodies shows whole bodies to the caller's request "
+                            "or response hook: the call has none that would see them",
                             "net.mitm.inspect_bodies");
     if (h.empty())
         return {};

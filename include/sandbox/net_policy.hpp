@@ -101,10 +101,11 @@ struct header_injection
 struct mitm_policy
 {
     bool enabled = false;
-    /// The caller's hooks (`exec_request::http`, which it needs: else `errc::validation`)
-    /// see bodies whole, read before the hook is called, at most `max_body_bytes` (0: 1 MiB;
-    /// at most 64 MiB); a larger one is refused (413 for a request, 502 for a response) and
-    /// never forwarded uninspected.
+    /// The caller's request and response hooks (`exec_request::http`) see bodies whole,
+    /// read before the hook is called, at most `max_body_bytes` (0: 1 MiB; at most 64 MiB);
+    /// a larger one is refused (413 for a request, 502 for a response) and never forwarded
+    /// uninspected. It needs such a hook for a direction that has no body hook (which sees
+    /// its bodies streamed instead): else `errc::validation`.
     bool inspect_bodies = false;
     std::int64_t max_body_bytes = 0;
     /// Empty: inspect every CONNECT; otherwise only these hosts (the rules' host forms).

@@ -151,10 +151,11 @@ struct net_http_record
     int status = 0;
     /// The headers the proxy added, by name.
     std::vector<std::string> injected{};
-    /// What the request hook and the response hook answered (`http_hooks`): empty when none
-    /// ran, else "allowed", "modified" (allowed with headers changed), "denied", "error" (it
-    /// threw, or its answer could not be applied), "timeout" (refused), "timeout_allowed",
-    /// "cancelled" (the client left meanwhile).
+    /// What the hooks of each direction answered (`http_hooks`): the head hook's word, or
+    /// the body hook's when it refused or when the direction has no head hook. Empty when
+    /// none ran, else "allowed", "modified" (allowed with headers changed), "denied",
+    /// "error" (it threw, or its answer could not be applied), "timeout" (refused),
+    /// "timeout_allowed", "cancelled" (a head hook whose client left while it ran).
     std::string request_hook{};
     std::string response_hook{};
     /// Body bytes each way (after the heads).

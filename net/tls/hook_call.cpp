@@ -100,34 +100,45 @@ asio::awaitable<hook_answer> call_hook(std::function<asio::awaitable<http_verdic
 
 hook_decision decide(const hook_answer& a, bool allow_on_timeout, std::string_view which)
 {
-    const std::string hook = "the " + std::string(which) + " hook";
+    // The texts are built for a refusal only: an allowed message pays for none.
+    const auto hook = [&] { return "the " + std::string(which) + " hook"; };
     if (a.what == hook_answer::kind::timed_out)
     {
         if (!allow_on_timeout)
-            return refusal(504, "hook_timeout", hook + " did not answer in time", "timeout");
+            return refusal(504, "hook_timeout", hook() + " did not answer in time", "timeout");
         hook_decision d;
         d.word = "timeout_allowed";
         return d;
     }
     if (a.what == hook_answer::kind::threw)
-        return refusal(403, "hook_error", "blocked: " + hook + " failed", "error");
+        return refusal(403, "hook_error", "blocked: " + hook() + " failed", "error");
     const http_verdict& v = a.verdict;
     if (!v.allow)
     {
         const int status = v.status >= 400 && v.status <= 599 ? v.status : 403;
-        std::string why = "refused by " + hook;
+        std::string why = "refused by " + hook();
         if (const std::string r = printable(v.reason); !r.empty())
             why += ": " + r;
         return refusal(status, "hook_deny", std::move(why), "denied");
     }
     if (!applicable(v))
         return refusal(403, "hook_error",
-                       "blocked: " + hook + " asked for a header change the proxy does not make",
+                       "blocked: " + hook() + " asked for a header change the proxy does not make",
                        "error");
     hook_decision d;
     const bool edited = !v.set_headers.empty() || !v.remove_headers.empty();
     d.edits = edited ? &v : nullptr;
     d.word = edited ? "modified" : "allowed";
+    return d;
+}
+
+hook_decision decide_body(const hook_answer& a, bool allow_on_timeout, std::string_view which)
+{
+    hook_decision d = decide(a, allow_on_timeout, which);
+    if (d.pass && d.edits)
+        return refusal(403, "hook_error",
+                       "blocked: the " + std::string(which) + " hook answered with header changes",
+                       "error");
     return d;
 }
 

@@ -59,6 +59,11 @@ struct hook_decision
 /// to 200 bytes. `a` must outlive the decision (`edits` points into it).
 hook_decision decide(const hook_answer& a, bool allow_on_timeout, std::string_view which);
 
+/// \brief As `decide`, for a body hook (`which`: "request body", "response body"): an answer
+/// with header edits cannot be applied to a body, so it is the hook's failure (403,
+/// "hook_error").
+hook_decision decide_body(const hook_answer& a, bool allow_on_timeout, std::string_view which);
+
 /// Whether a header of `name` goes on as it is: neither removed nor set by `edits` (null: no
 /// edits). Names compare without case.
 bool kept_by(const http_verdict* edits, std::string_view name);

@@ -18,7 +18,9 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
+#include <type_traits>
 #include <variant>
 
 namespace sandbox::net::tls {
@@ -76,6 +78,23 @@ template <class Parser> void strict_limits(Parser& p)
     p.body_limit(boost::none); // bodies stream through, never held
 }
 
+// Chunk extensions (`5;name=value`) carry bytes a hook never sees: where a hook sees the
+// body, a message with any fails as one that does not parse.
+struct no_chunk_extensions
+{
+    void operator()(std::uint64_t, boost::beast::string_view extensions, error_code& ec) const
+    {
+        if (!extensions.empty())
+            ec = http::error::bad_chunk_extension;
+    }
+};
+no_chunk_extensions refuse_extensions; // the parsers keep a reference to it
+
+template <class Parser> void shown_to_hooks(Parser& p)
+{
+    p.on_chunk_header(refuse_extensions);
+}
+
 // One leg's plaintext read ahead of the parser. Holds no buffer while the leg is idle.
 class inbox
 {
@@ -90,22 +109,28 @@ public:
         if (buf_.size() == 0)
             buf_.shrink_to_fit();
     }
-    // At least one more byte, or why not (the leg's end, an error, a head past its cap).
-    asio::awaitable<error_code> more()
+    // More bytes the leg has now, without waiting (`would_block`: none yet), or why not
+    // (the leg's end, an error, a head past its cap).
+    error_code more_now()
     {
         if (buf_.size() >= max_buffered)
-            co_return http::error::header_limit;
+            return http::error::header_limit;
+        auto space = buf_.prepare(read_chunk);
+        auto [ec, n] = leg_.try_read(static_cast<char*>(space.data()), space.size());
+        if (ec != asio::error::would_block)
+            buf_.commit(n);
+        else if (buf_.size() == 0)
+            buf_.shrink_to_fit();
+        return ec;
+    }
+    // At least one more byte, or why not.
+    asio::awaitable<error_code> more()
+    {
         for (;;)
         {
-            auto space = buf_.prepare(read_chunk);
-            auto [ec, n] = leg_.try_read(static_cast<char*>(space.data()), space.size());
+            const error_code ec = more_now();
             if (ec != asio::error::would_block)
-            {
-                buf_.commit(n);
                 co_return ec;
-            }
-            if (buf_.size() == 0)
-                buf_.shrink_to_fit();
             if (auto e = co_await leg_.wait())
                 co_return e;
         }
@@ -170,78 +195,254 @@ template <class Parser> asio::awaitable<head_read> read_head(inbox& in, Parser& 
     }
 }
 
-// Where a body's bytes go as the parser frames them: on to a leg (as they came), or kept in
-// `raw` for a hook to see first (at most `cap` decoded bytes, and framing bytes in
-// proportion: `body_limit` past them).
-struct body_sink
+// ---- where a body goes -----------------------------------------------------------------------
+// `frame_body` hands each piece of a body, as the parser framed it, to a sink (`put`, with the
+// body's decoded total so far). A sink that holds something (`pending`) is flushed when it
+// is `ready`, and always before the proxy waits for more bytes, so nothing it holds waits on
+// the sender's next write.
+
+constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max(); // a sink's room
+
+// On to a leg, as the bytes came (the piece is sent before the inbox lets it go).
+struct send_sink
 {
-    tls_leg* to = nullptr;
-    std::uint64_t* count = nullptr;
-    steady::time_point* last = nullptr;
-    std::string* raw = nullptr;
-    std::size_t cap = 0;
+    tls_leg& to;
+    std::uint64_t& count;
+    steady::time_point& last;
+    asio::const_buffer piece{};
+
+    error_code put(asio::const_buffer b, std::uint64_t)
+    {
+        piece = b;
+        return {};
+    }
+    std::size_t room() const noexcept { return unbounded; }
+    bool ready() const noexcept { return piece.size() > 0; }
+    bool pending() const noexcept { return false; }
+    asio::awaitable<error_code> flush(bool)
+    {
+        const bool sent = co_await send(to, piece, count, last);
+        piece = asio::const_buffer();
+        co_return sent ? error_code() : error_code(asio::error::connection_reset);
+    }
 };
 
-asio::awaitable<error_code> take(body_sink& s, asio::const_buffer b, std::uint64_t decoded)
+// Kept whole for a head hook: the bytes as they came in `raw` (sent on once the hook allows;
+// decoded in the body's `kept`); `body_limit` past `cap` decoded bytes, or framing bytes
+// out of proportion.
+struct keep_sink
 {
-    if (s.raw)
+    std::string& raw;
+    std::size_t cap;
+    steady::time_point& last;
+
+    error_code put(asio::const_buffer b, std::uint64_t decoded)
     {
-        s.raw->append(static_cast<const char*>(b.data()), b.size());
-        *s.last = steady::now(); // bytes move: the tunnel is not idle
-        const bool over = decoded > s.cap || s.raw->size() > 2 * s.cap + head_limit;
-        co_return over ? error_code(http::error::body_limit) : error_code();
+        raw.append(static_cast<const char*>(b.data()), b.size());
+        last = steady::now(); // bytes move: the tunnel is not idle
+        const bool over = decoded > cap || raw.size() > 2 * cap + head_limit;
+        return over ? error_code(http::error::body_limit) : error_code();
     }
-    const bool sent = co_await send(*s.to, b, *s.count, *s.last);
+    std::size_t room() const noexcept { return unbounded; }
+    bool ready() const noexcept { return false; }
+    bool pending() const noexcept { return false; }
+    asio::awaitable<error_code> flush(bool) { co_return error_code(); }
+};
+
+// A refused request's body, read and dropped so that the tunnel can serve the next request:
+// at most `drain_limit` bytes of it (`body_limit` past them).
+constexpr std::uint64_t drain_limit = 1024 * 1024;
+
+struct drop_sink
+{
+    steady::time_point& last;
+    std::uint64_t dropped = 0;
+
+    error_code put(asio::const_buffer b, std::uint64_t)
+    {
+        dropped += b.size();
+        last = steady::now();
+        return dropped > drain_limit ? error_code(http::error::body_limit) : error_code();
+    }
+    std::size_t room() const noexcept { return unbounded; }
+    bool ready() const noexcept { return false; }
+    bool pending() const noexcept { return false; }
+    asio::awaitable<error_code> flush(bool) { co_return error_code(); }
+};
+
+// Shown to a body hook window by window (decoded in `decoded`, which the body's `kept`
+// points to), each window sent on as it came once the hook allows it. A refusal stops the
+// body (`access_denied`, the decision in `refusal`).
+struct stream_sink
+{
+    tls_leg& to;
+    std::uint64_t& count;
+    steady::time_point& last;
+    const http_body_hook& hook;
+    const http_hooks& hooks;
+    http_body_chunk chunk{};
+    std::string raw{};
+    std::string decoded{};
+    std::string word{}; ///< the record's word: "allowed", "timeout_allowed" or a refusal's
+    hook_decision refusal{};
+    std::ptrdiff_t fields = 0; ///< the head's field count (trailers would add to it)
+
+    error_code put(asio::const_buffer b, std::uint64_t)
+    {
+        raw.append(static_cast<const char*>(b.data()), b.size());
+        return {};
+    }
+    // The raw bytes the parser may take now: never more than a window's room, so that a
+    // window's decoded bytes stay within `http_body_window`.
+    std::size_t room() const noexcept
+    {
+        return decoded.size() < http_body_window ? http_body_window - decoded.size() : 0;
+    }
+    // A full window, or framing bytes out of proportion to it (one-byte chunks).
+    bool ready() const noexcept
+    {
+        return decoded.size() >= http_body_window || raw.size() >= 2 * http_body_window;
+    }
+    // Framing alone (a chunk-size line) waits for its data.
+    bool pending() const noexcept { return !decoded.empty(); }
+    asio::awaitable<error_code> flush(bool end);
+};
+
+asio::awaitable<error_code> stream_sink::flush(bool end)
+{
+    chunk.data = decoded;
+    chunk.last = end;
+    std::function<asio::awaitable<http_verdict>()> call = [this] { return hook(chunk); };
+    const hook_answer a = co_await call_hook(std::move(call), hooks.timeout);
+    // Cancelled with the exchange (the other side ended it): no verdict to record.
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+        co_return error_code(asio::error::operation_aborted);
+    hook_decision d =
+        decide_body(a, hooks.allow_on_timeout, chunk.request ? "request body" : "response body");
+    if (!d.pass)
+    {
+        word = d.word;
+        refusal = std::move(d);
+        co_return error_code(asio::error::access_denied);
+    }
+    if (word.empty() || d.word == "timeout_allowed")
+        word = d.word;
+    chunk.offset += decoded.size();
+    decoded.clear();
+    bool sent = true; // (an empty send is skipped)
+    if (!raw.empty())
+        sent = co_await send(to, asio::buffer(raw), count, last);
+    raw.clear();
     co_return sent ? error_code() : error_code(asio::error::connection_reset);
 }
 
 // Moves a body as the parser frames it into `sink`. The error of the leg's end when the
-// message ended with it (a close-delimited body), the sink's, or a failure.
-template <class Parser>
-asio::awaitable<error_code> frame_body(inbox& from, Parser& p, body_sink sink)
+// message ended with it (a close-delimited body), the sink's, or a failure. A stream sink
+// shows the end to its hook.
+template <class Parser, class Sink>
+asio::awaitable<error_code> frame_body(inbox& from, Parser& p, Sink& sink)
 {
+    constexpr bool shows_end = std::is_same_v<Sink, stream_sink>;
     p.eager(true);
     while (!p.is_done())
     {
-        error_code ec;
+        error_code ec = http::error::need_more;
         std::size_t n = 0;
-        if (from.size() > 0)
-            n = p.put(from.data(), ec);
-        else
-            ec = http::error::need_more;
+        const std::size_t give = std::min(from.size(), sink.room());
+        if (give > 0)
+            n = p.put(asio::buffer(from.data().data(), give), ec);
         if (n > 0)
         {
-            const auto piece = asio::buffer(from.data().data(), n);
-            if (const error_code e = co_await take(sink, piece, p.get().body().bytes))
+            if (const error_code e =
+                    sink.put(asio::buffer(from.data().data(), n), p.get().body().bytes))
                 co_return e;
+            if (sink.ready() && !(shows_end && p.is_done())) // a last window waits for `last`
+            {
+                const error_code e = co_await sink.flush(false);
+                if (e)
+                    co_return e;
+            }
             from.consume(n);
         }
         if (ec && ec != http::error::need_more)
             co_return ec;
         if (!ec || n > 0)
             continue;
-        if (auto e = co_await from.more())
+        // The window is out of room, or nothing more has come yet: what is held goes on
+        // before the proxy reads (or waits) for more.
+        const bool out_of_room = give < from.size();
+        error_code e = out_of_room ? error_code() : from.more_now();
+        if ((out_of_room || e == asio::error::would_block) && sink.pending())
         {
-            if (e != asio::error::eof && e != asio::ssl::error::stream_truncated)
-                co_return e;
-            error_code eof_ec;
-            p.put_eof(eof_ec); // a close-delimited body ends here; any other is cut short
-            co_return eof_ec ? eof_ec : e;
+            const error_code f = co_await sink.flush(false);
+            if (f)
+                co_return f;
+            continue;
         }
+        if (out_of_room) // a sink with no room holds nothing: room for no framing
+            co_return http::error::header_limit;
+        if (e == asio::error::would_block)
+            e = co_await from.more();
+        if (!e)
+            continue;
+        if (e != asio::error::eof && e != asio::ssl::error::stream_truncated)
+            co_return e;
+        error_code eof_ec;
+        p.put_eof(eof_ec); // a close-delimited body ends here; any other is cut short
+        if (eof_ec)
+            co_return eof_ec;
+        if constexpr (shows_end)
+        {
+            const error_code shown = co_await sink.flush(true);
+            if (shown)
+                co_return shown;
+        }
+        co_return e;
+    }
+    if constexpr (shows_end)
+    {
+        // Trailers went into the head's fields as the parser read them: the hook would
+        // never see them, so the message fails as one that does not parse.
+        if (std::distance(p.get().begin(), p.get().end()) != sink.fields)
+            co_return http::error::bad_field;
+        co_return co_await sink.flush(true);
     }
     co_return error_code();
 }
 
-// A body copied to `to`, its bytes as they came.
+// A body copied to `to`, its bytes as they came; shown to `hook` window by window when set.
+// A body hook's refusal comes back in `refusal` (with `access_denied`), its word in `word`.
+struct body_route
+{
+    const http_hooks* hooks = nullptr;
+    const http_body_hook* hook = nullptr; ///< null: copied unseen
+    std::uint64_t connection = 0;
+    bool request = true;
+    std::string word{};
+    hook_decision refusal{};
+    std::uint64_t passed = 0; ///< decoded bytes the hook allowed (and that went on)
+};
+
 template <class Parser>
 asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::uint64_t& count,
-                                      steady::time_point& last)
+                                      steady::time_point& last, body_route& route)
 {
-    body_sink sink;
-    sink.to = &to;
-    sink.count = &count;
-    sink.last = &last;
-    co_return co_await frame_body(from, p, sink);
+    if (!route.hook || p.is_done()) // a message without a body is not shown
+    {
+        send_sink sink{to, count, last};
+        co_return co_await frame_body(from, p, sink);
+    }
+    stream_sink sink{to, count, last, *route.hook, *route.hooks};
+    sink.chunk.connection = route.connection;
+    sink.chunk.request = route.request;
+    sink.fields = std::distance(p.get().begin(), p.get().end());
+    p.get().body().kept = &sink.decoded;
+    const error_code ec = co_await frame_body(from, p, sink);
+    p.get().body().kept = nullptr;
+    route.word = std::move(sink.word);
+    route.refusal = std::move(sink.refusal);
+    route.passed = sink.chunk.offset;
+    co_return ec;
 }
 
 // A whole body read for a hook to see: its bytes as they came in `raw` (sent on once the
@@ -250,10 +451,7 @@ template <class Parser>
 asio::awaitable<error_code> read_whole_body(inbox& from, Parser& p, std::string& raw,
                                             std::size_t cap, steady::time_point& last)
 {
-    body_sink sink;
-    sink.raw = &raw;
-    sink.cap = cap;
-    sink.last = &last;
+    keep_sink sink{raw, cap, last};
     co_return co_await frame_body(from, p, sink);
 }
 
@@ -334,9 +532,10 @@ judged judge(const request& req, const http_tunnel& t, const injections& adds, n
     return j;
 }
 
-// The proxy's own answer, after which the tunnel closes. The rule text is the policy's
-// (validated: no control byte), so it may go in a header.
-std::string answer_text(int status, const std::string& why, const std::string& rule)
+// The proxy's own answer (`close`: the tunnel closes after it). The rule text is the
+// policy's (validated: no control byte), so it may go in a header.
+std::string answer_text(int status, const std::string& why, const std::string& rule,
+                        bool close = true, bool head_only = false)
 {
     const http::status known = http::int_to_status(static_cast<unsigned>(status));
     const std::string phrase = known == http::status::unknown
@@ -345,10 +544,13 @@ std::string answer_text(int status, const std::string& why, const std::string& r
     const std::string body = "sandbox: " + why + "\n";
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + phrase +
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\nConnection: close\r\n";
+                      std::to_string(body.size()) + "\r\n";
+    if (close)
+        out.append("Connection: close\r\n");
     if (!rule.empty())
         out.append("X-Sandbox-Rule: ").append(rule).append("\r\n");
-    return out.append("\r\n").append(body);
+    out.append("\r\n");
+    return head_only ? out : out.append(body); // the answer to a HEAD has no body
 }
 
 // A head's header lines: the message's own but those `edits` set or remove and those named
@@ -486,14 +688,20 @@ asio::awaitable<std::string> watch_client(inbox& c)
     co_return std::string();
 }
 
-// The request's body to the origin; then it watches the client until the response is done.
+// Set by a body hook that refused its window: `upload`'s end.
+constexpr std::string_view refused_in_body = "refused_in_body";
+
+// The request's body to the origin (shown to the request body hook, when there is one);
+// then it watches the client until the response is done.
 asio::awaitable<std::string> upload(inbox& c, request_parser& p, tls_leg& origin, http_counters& n,
-                                    net_http_record& rec, bool& done)
+                                    net_http_record& rec, body_route& route, bool& done)
 {
     if (!p.is_done())
     {
-        const error_code ec = co_await copy_body(c, p, origin, n.up, n.last);
-        rec.request_body_bytes = p.get().body().bytes;
+        const error_code ec = co_await copy_body(c, p, origin, n.up, n.last, route);
+        rec.request_body_bytes = route.hook ? route.passed : p.get().body().bytes;
+        if (ec == asio::error::access_denied)
+            co_return std::string(refused_in_body);
         if (ec || !p.is_done())
             co_return parse_error(ec) ? "bad_request" : end_of(ec);
     }
@@ -521,9 +729,14 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_re
     info.body = std::move(body);
     std::function<asio::awaitable<http_verdict>()> call = [&] { return hooks.on_response(info); };
     const hook_answer a = co_await call_hook(std::move(call), hooks.timeout);
+    response_say say;
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+    {
+        rec.response_hook = "cancelled"; // the client left meanwhile: nothing more is sent
+        co_return say;
+    }
     const hook_decision d = decide(a, hooks.allow_on_timeout, "response");
     rec.response_hook = d.word;
-    response_say say;
     if (!d.pass)
     {
         rec.status = d.status;
@@ -535,13 +748,43 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_re
     co_return say;
 }
 
-// What the response hook needs to see.
+// What the response's hooks need to see.
+// What of the answer has gone to the client: whether the proxy may still answer it itself.
+struct client_state
+{
+    bool answer_started = false; ///< a final head (the origin's or the proxy's) is on its way
+    bool writing = false;        ///< a write to the client is under way (a 1xx's)
+};
+
 struct response_watch
 {
+    client_state* client = nullptr;
     const http_hooks* hooks = nullptr;
-    http_request_info* request = nullptr;       ///< what the request hook was shown (moved on)
-    std::size_t body_cap = 0;                   ///< bodies shown whole (0: heads only)
+    http_request_info* request = nullptr; ///< what the request hook was shown (moved on)
+    std::size_t body_cap = 0;             ///< bodies shown whole to `on_response` (0: none)
+    std::uint64_t connection = 0;
 };
+
+// The proxy's 502 for a response it cannot pass on (nothing of it reached the client); the
+// tunnel ends.
+asio::awaitable<response_end> bad_gateway(tls_leg& client, const char* why, http_counters& n,
+                                          net_http_record& rec)
+{
+    const std::string text = answer_text(502, why, {});
+    rec.status = 502;
+    co_await send(client, asio::buffer(text), n.down, n.last);
+    co_return ended("closed");
+}
+
+// The client gets `first` (a head), then `then` when there is any: whether both went.
+asio::awaitable<bool> send_head_and(tls_leg& client, asio::const_buffer first,
+                                    asio::const_buffer then, http_counters& n)
+{
+    bool sent = co_await send(client, first, n.down, n.last);
+    if (sent && then.size() > 0)
+        sent = co_await send(client, then, n.down, n.last);
+    co_return sent;
+}
 
 // A response whose body the hook sees: read whole (the head waits), shown, then sent on
 // with the head the hook left. Over the cap, the client gets 502 and nothing of it.
@@ -559,21 +802,17 @@ asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response
     rec.response_body_bytes = p.get().body().bytes;
     if (ec && !p.is_done() && !parse_error(ec))
         co_return ended(end_of(ec));
+    if (ec != http::error::body_limit &&
+        (parse_error(ec) || std::distance(p.get().begin(), p.get().end()) != fields))
+        // Not judged (as a response that does not parse): trailers would reach the client
+        // unseen by the hook.
+        co_return co_await bad_gateway(client, "the origin's response cannot be inspected", n, rec);
     response_say say;
     if (ec == http::error::body_limit)
     {
         say.reason = "body_too_large";
         say.text = answer_text(502, "the response body is larger than the hooks may see", {});
         rec.status = 502;
-    }
-    else if (parse_error(ec) || std::distance(p.get().begin(), p.get().end()) != fields)
-    {
-        // Not judged (as a response that does not parse): the client gets 502 and nothing
-        // of it; trailers would reach the client unseen by the hook.
-        const std::string text = answer_text(502, "the origin's response cannot be inspected", {});
-        co_await send(client, asio::buffer(text), n.down, n.last);
-        rec.status = 502;
-        co_return ended("closed");
     }
     else
         say = co_await ask_response_hook(*w.hooks, *w.request, p.get(), std::move(body), rec);
@@ -584,11 +823,38 @@ asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response
     }
     if (!say.head.empty())
         head = std::move(say.head);
-    bool sent = co_await send(client, asio::buffer(head), n.down, n.last);
-    if (sent && !raw.empty())
-        sent = co_await send(client, asio::buffer(raw), n.down, n.last);
-    if (!sent)
+    if (!co_await send_head_and(client, asio::buffer(head), asio::buffer(raw), n))
         co_return ended("reset");
+    if (ec) // the body ended with the connection
+        co_return ended(end_of(ec));
+    co_return answered(p.get().keep_alive(), false);
+}
+
+// A final response's body to the client, shown to the response body hook when there is
+// one (a refusal cuts it where it stands: the tunnel closes).
+asio::awaitable<response_end> response_body(inbox& o, tls_leg& client, response_parser& p,
+                                            const response_watch& w, http_counters& n,
+                                            net_http_record& rec)
+{
+    body_route route;
+    route.hooks = w.hooks;
+    route.hook = w.hooks && w.hooks->on_response_body ? &w.hooks->on_response_body : nullptr;
+    route.connection = w.connection;
+    route.request = false;
+    const error_code ec = co_await copy_body(o, p, client, n.down, n.last, route);
+    rec.response_body_bytes = route.hook ? route.passed : p.get().body().bytes;
+    if (!route.word.empty() && (ec == asio::error::access_denied || rec.response_hook.empty()))
+        rec.response_hook = route.word;
+    if (ec == asio::error::access_denied)
+    {
+        // Cut where it stands, and the client's leg closed without close_notify: a
+        // close-delimited body must not pass for whole.
+        response_end cut = refused_by_hook(route.refusal.reason);
+        cut.end = "cut";
+        co_return cut;
+    }
+    if (!p.is_done())
+        co_return ended(parse_error(ec) ? "bad_response" : end_of(ec));
     if (ec) // the body ended with the connection
         co_return ended(end_of(ec));
     co_return answered(p.get().keep_alive(), false);
@@ -605,21 +871,20 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
     {
         response_parser p;
         strict_limits(p);
+        if (hooks && (hooks->on_response_body || (hooks->on_response && w.body_cap > 0)))
+            shown_to_hooks(p);
         p.skip(head_request);
         auto [ec, used] = co_await read_head(o, p);
+        if (ec && !parse_error(ec))
+            co_return ended(end_of(ec));
+        const bool interim = !ec && p.get().result_int() / 100 == 1 && p.get().result_int() != 101;
+        w.client->answer_started = !interim;
         if (ec)
-        {
-            if (!parse_error(ec))
-                co_return ended(end_of(ec));
-            const std::string text = answer_text(502, "the origin's response does not parse", {});
-            co_await send(client, asio::buffer(text), n.down, n.last);
-            rec.status = 502;
-            co_return ended("closed");
-        }
+            co_return co_await bad_gateway(client, "the origin's response does not parse", n, rec);
         rec.status = p.get().result_int();
-        const bool interim = rec.status / 100 == 1 && rec.status != 101;
         const bool hooked = !interim && hooks && hooks->on_response;
-        if (hooked && w.body_cap > 0 && rec.status != 101 && !p.is_done())
+        if (hooked && w.body_cap > 0 && !hooks->on_response_body && rec.status != 101 &&
+            !p.is_done())
             co_return co_await download_whole(o, client, p, used, w, n, rec);
         response_say say;
         if (hooked)
@@ -635,20 +900,15 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
         const asio::const_buffer head = say.head.empty()
                                             ? asio::const_buffer(o.data().data(), used)
                                             : asio::const_buffer(say.head.data(), say.head.size());
+        w.client->writing = true;
         if (!co_await send(client, head, n.down, n.last))
             co_return ended("reset");
+        w.client->writing = false;
         o.consume(used);
         if (rec.status == 101)
             co_return answered(false, true);
-        if (interim)
-            continue; // 100 Continue, 103 Early Hints: the final answer follows
-        ec = co_await copy_body(o, p, client, n.down, n.last);
-        rec.response_body_bytes = p.get().body().bytes;
-        if (!p.is_done())
-            co_return ended(parse_error(ec) ? "bad_response" : end_of(ec));
-        if (ec) // the body ended with the connection
-            co_return ended(end_of(ec));
-        co_return answered(p.get().keep_alive(), false);
+        if (!interim) // 100 Continue, 103 Early Hints: the final answer follows
+            co_return co_await response_body(o, client, p, w, n, rec);
     }
 }
 
@@ -691,17 +951,45 @@ void record(const http_tunnel& t, bool allowed, std::string reason, net_http_rec
         t.on_request(allowed, std::move(reason), std::move(rec));
 }
 
-// The proxy's own answer to a request it refuses, its record, and the tunnel's end. `rule`
-// goes in X-Sandbox-Rule (a request rule's refusal).
+// Whether the tunnel may serve the client's next request after the proxy refused `p`: the
+// client keeps its connection, and its body was read, or will be (a client waiting for
+// `100 Continue` may or may not send it, so the tunnel closes).
+bool may_keep(const request_parser& p)
+{
+    return p.get().keep_alive() &&
+           (p.is_done() || !boost::beast::iequals(p.get()[http::field::expect], "100-continue"));
+}
+
+// A refused request's body read and dropped (at most `drain_limit`): whether it all came.
+asio::awaitable<bool> drained(inbox& c, request_parser& p, http_counters& n)
+{
+    drop_sink sink{n.last};
+    const error_code ec = co_await frame_body(c, p, sink);
+    co_return !ec && p.is_done();
+}
+
+// The proxy's own answer to a request it refuses, and its record. With `p` (a refusal by a
+// rule or a hook), the tunnel stays for the client's next request when `may_keep`: the
+// answer goes first (as a server that discards a body does), then the body is drained, and
+// the tunnel closes if it cannot be (over `drain_limit`, broken). Otherwise the answer says
+// `Connection: close` and the tunnel ends ("closed"). `rule` goes in X-Sandbox-Rule.
 asio::awaitable<std::string> refuse(inbox& c, const http_tunnel& t, int status,
                                     const std::string& why, const std::string& rule,
-                                    std::string reason, http_counters& n, net_http_record& rec)
+                                    std::string reason, http_counters& n, net_http_record& rec,
+                                    request_parser* p = nullptr)
 {
     rec.status = status;
-    const std::string text = answer_text(status, why, rule);
-    co_await send(c.leg(), asio::buffer(text), n.down, n.last);
+    const bool keep = p && may_keep(*p);
+    const bool head_only = p && p->get().method() == http::verb::head;
+    const std::string text = answer_text(status, why, rule, !keep, head_only);
+    const bool sent = co_await send(c.leg(), asio::buffer(text), n.down, n.last);
     record(t, false, std::move(reason), std::move(rec));
-    co_return "closed";
+    if (!sent || !keep)
+        co_return "closed";
+    bool clean = true;
+    if (!p->is_done())
+        clean = co_await drained(c, *p, n);
+    co_return clean ? std::string() : std::string("closed");
 }
 
 // The request hook, while the client is watched: its answer, or the client's end (it went
@@ -757,52 +1045,132 @@ asio::awaitable<std::string> body_for_hook(inbox& c, request_parser& p, const ht
     co_return co_await refuse(c, t, status, why, no_rule, std::move(reason), n, rec);
 }
 
+// The request hook's say, asked while the client is watched: edits to apply (in `asked`),
+// or the tunnel's answer (`end` set: refused, or the client left).
+struct request_hook_say
+{
+    const http_verdict* edits = nullptr;
+    std::optional<std::string> end{};
+};
+
+asio::awaitable<request_hook_say> request_hook(inbox& c, const http_tunnel& t, request_parser& rp,
+                                               const http_request_info& info, hook_answer& asked,
+                                               http_counters& n, net_http_record& rec)
+{
+    request_hook_say say;
+    request_said said = co_await ask_request_hook(c, *t.hooks, info);
+    if (said.index() == 1)
+    {
+        rec.request_hook = "cancelled";
+        record(t, false, "client_gone", std::move(rec));
+        say.end = std::get<1>(std::move(said));
+        co_return say;
+    }
+    asked = std::get<0>(std::move(said));
+    const hook_decision d = decide(asked, t.hooks->allow_on_timeout, "request");
+    rec.request_hook = d.word;
+    if (!d.pass)
+    {
+        const std::string no_rule;
+        say.end = co_await refuse(c, t, d.status, d.why, no_rule, d.reason, n, rec, &rp);
+        co_return say;
+    }
+    say.edits = d.edits;
+    co_return say;
+}
+
+// The request's body hook refused a window: the client gets the refusal unless the origin's
+// answer had begun (then the tunnel just ends); the origin's leg closes with the tunnel.
+asio::awaitable<std::string> refused_mid_request(inbox& c, const http_tunnel& t,
+                                                 const body_route& route,
+                                                 const client_state& client, http_counters& n,
+                                                 net_http_record& rec)
+{
+    rec.request_hook = route.word;
+    const bool answerable = !client.answer_started && !client.writing; // (a 1xx may have gone)
+    if (answerable)
+    {
+        rec.status = route.refusal.status;
+        const std::string text = answer_text(route.refusal.status, route.refusal.why, {});
+        co_await send(c.leg(), asio::buffer(text), n.down, n.last);
+    }
+    record(t, false, route.refusal.reason, std::move(rec));
+    co_return answerable ? "closed" : "cut"; // an answer under way is cut, never completed
+}
+
+// The request's body and the origin's response, side by side, once the head went: empty
+// to go on, or the tunnel's end.
+asio::awaitable<std::string> relay_exchange(inbox& c, inbox& o, const http_tunnel& t,
+                                            request_parser& rp, http_request_info* info,
+                                            std::string allowed_reason, http_counters& n,
+                                            net_http_record& rec)
+{
+    bool body_done = false;
+    body_route route;
+    route.hooks = t.hooks;
+    route.hook = t.hooks && t.hooks->on_request_body ? &t.hooks->on_request_body : nullptr;
+    route.connection = t.connection;
+    client_state client;
+    const response_watch watch{&client, t.hooks, info, t.body_cap, t.connection};
+    auto r = co_await (upload(c, rp, o.leg(), n, rec, route, body_done) ||
+                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec, watch));
+    if (r.index() == 0 && std::get<0>(r) == refused_in_body)
+        co_return co_await refused_mid_request(c, t, route, client, n, rec);
+    if (!route.word.empty() && rec.request_hook.empty()) // a head hook's word stands
+        rec.request_hook = route.word;
+    const bool keep = rp.get().keep_alive();
+    const bool refused_response = r.index() == 1 && !std::get<1>(r).refused.empty();
+    record(t, !refused_response,
+           refused_response ? std::get<1>(r).refused : std::move(allowed_reason), std::move(rec));
+    if (r.index() == 0)
+        co_return std::get<0>(std::move(r));
+    response_end d = std::get<1>(std::move(r));
+    if (d.upgraded)
+        co_return co_await upgraded(c, o, n);
+    if (!d.end.empty())
+        co_return d.end;
+    co_return body_done&& keep&& d.keep_alive ? std::string() : std::string("closed");
+}
+
 // One request and its response: empty to go on, or the tunnel's end.
 asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, http_counters& n)
 {
     net_http_record rec;
     request_parser rp;
     strict_limits(rp);
+    if (t.hooks && (t.hooks->on_request_body || (t.hooks->on_request && t.body_cap > 0)))
+        shown_to_hooks(rp);
     auto [ec, used] = co_await read_head(c, rp);
     if (ec && !parse_error(ec))
         co_return end_of(ec);
+    if (!ec)
+        c.consume(used);
     const injections adds = t.policy && !ec ? t.policy->injections_for(t.host) : injections();
     judged j = ec ? refused(400, "bad_request", "the request does not parse: " + ec.message())
                   : judge(rp.get(), t, adds, rec);
     rec.method = std::string(rp.get().method_string().substr(0, 32));
-    if (!j.allowed)
-        co_return co_await refuse(c, t, j.status, j.why, rec.rule, j.reason, n, rec);
-    c.consume(used);
+    if (!j.allowed) // a rule's 403 may keep the tunnel; a request it cannot trust ends it
+        co_return co_await refuse(c, t, j.status, j.why, rec.rule, j.reason, n, rec,
+                                  j.status == 403 ? &rp : nullptr);
     std::optional<http_request_info> info;
     if (t.hooks)
         info = request_info(rp.get(), t, std::move(j.path), rec.rule);
-    hook_answer asked; // what `edits` points into
-    const http_verdict* edits = nullptr;
+    const bool whole_body = t.hooks && t.hooks->on_request && !t.hooks->on_request_body;
     std::string raw_body; // a body read whole for the hook, sent on after the head
-    if (t.hooks && t.hooks->on_request && t.body_cap > 0 && !rp.is_done())
+    if (whole_body && t.body_cap > 0 && !rp.is_done())
     {
         const std::string end = co_await body_for_hook(c, rp, t, *info, raw_body, n, rec);
         if (!end.empty())
             co_return end;
     }
+    hook_answer asked; // what `edits` points into
+    const http_verdict* edits = nullptr;
     if (t.hooks && t.hooks->on_request)
     {
-        request_said said = co_await ask_request_hook(c, *t.hooks, *info);
-        if (said.index() == 1)
-        {
-            rec.request_hook = "cancelled";
-            record(t, false, "client_gone", std::move(rec));
-            co_return std::get<1>(std::move(said));
-        }
-        asked = std::get<0>(std::move(said));
-        const hook_decision d = decide(asked, t.hooks->allow_on_timeout, "request");
-        rec.request_hook = d.word;
-        if (!d.pass)
-        {
-            const std::string no_rule;
-            co_return co_await refuse(c, t, d.status, d.why, no_rule, d.reason, n, rec);
-        }
-        edits = d.edits;
+        request_hook_say say = co_await request_hook(c, t, rp, *info, asked, n, rec);
+        if (say.end)
+            co_return std::move(*say.end);
+        edits = say.edits;
     }
     std::string head = head_of(rp.get(), edits, adds, rec);
     bool sent = co_await send(o.leg(), asio::buffer(head), n.up, n.last);
@@ -814,22 +1182,8 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
         record(t, true, j.reason, std::move(rec)); // allowed; the origin went away (status 0)
         co_return "reset";
     }
-    bool body_done = false;
-    const response_watch watch{t.hooks, info ? &*info : nullptr, t.body_cap};
-    auto r = co_await (upload(c, rp, o.leg(), n, rec, body_done) ||
-                       download(o, c.leg(), rp.get().method() == http::verb::head, n, rec, watch));
-    const bool keep = rp.get().keep_alive();
-    const bool refused_response = r.index() == 1 && !std::get<1>(r).refused.empty();
-    record(t, !refused_response, refused_response ? std::get<1>(r).refused : j.reason,
-           std::move(rec));
-    if (r.index() == 0)
-        co_return std::get<0>(std::move(r));
-    response_end d = std::get<1>(std::move(r));
-    if (d.upgraded)
-        co_return co_await upgraded(c, o, n);
-    if (!d.end.empty())
-        co_return d.end;
-    co_return body_done&& keep&& d.keep_alive ? std::string() : std::string("closed");
+    co_return co_await relay_exchange(c, o, t, rp, info ? &*info : nullptr, std::move(j.reason), n,
+                                      rec);
 }
 
 } // namespace

@@ -50,7 +50,8 @@ struct http_counters
 
 /// \brief Relays requests and responses until the tunnel ends: "closed" (an orderly end: a
 /// close_notify, a `Connection: close`, or a request the proxy answered itself and closed
-/// after), "truncated" (a TCP end without close_notify), "reset", "bad_response" (the origin's
+/// after), "truncated" (a TCP end without close_notify), "reset", "cut" (a body hook refused a
+/// message under way), "bad_response" (the origin's
 /// response does not parse; the client got 502 if nothing of it was sent yet).
 boost::asio::awaitable<std::string> relay_http(tls_leg& client, tls_leg& origin,
                                                const http_tunnel& t, http_counters& n);

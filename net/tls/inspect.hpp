@@ -41,7 +41,8 @@ struct inspect_totals
     /// side sent close_notify; the other got ours), "truncated" (one side ended its TCP
     /// stream without close_notify; the other's end is as abrupt, never vouched for),
     /// "idle_timeout", "reset", "bad_request" (a request body whose framing broke),
-    /// "bad_response" (the origin's), "stopped" (cancelled).
+    /// "bad_response" (the origin's), "cut" (a body hook refused a message under way: both
+    /// legs closed without close_notify), "stopped" (cancelled).
     std::string reason{};
     std::string detail{};
     std::string sni{};         ///< the client's server name (empty: none)

@@ -476,8 +476,24 @@ BOOST_AUTO_TEST_CASE(http_hooks_are_refused_with_their_reason)
     req.options.net.allow_hosts = {"example.com"};
     req.options.net.mitm = sandbox::mitm_policy{};
     req.options.net.mitm->enabled = true;
-    auto [ec2, r2] = run(std::move(req));
+    auto [ec2, r2] = run(req);
     BOOST_TEST(ec2 == errc::not_available);
+    // Whole bodies go to a head hook whose direction has no body hook: with only body
+    // hooks, inspect_bodies would show nothing to anyone.
+    req.options.net.mitm->inspect_bodies = true;
+    req.http.on_request_body =
+        [](const sandbox::http_body_chunk&) -> boost::asio::awaitable<sandbox::http_verdict> {
+        co_return sandbox::http_verdict::allowed();
+    };
+    auto [ec3, r3] = run(req);
+    BOOST_TEST(ec3 == errc::validation);
+    BOOST_TEST(r3.diag.limit == "net.mitm.inspect_bodies");
+    req.http.on_response =
+        [](const sandbox::http_response_info&) -> boost::asio::awaitable<sandbox::http_verdict> {
+        co_return sandbox::http_verdict::allowed();
+    };
+    auto [ec4, r4] = run(std::move(req)); // the response hook sees response bodies whole
+    BOOST_TEST(ec4 == errc::not_available);
 }
 
 BOOST_AUTO_TEST_CASE(oversized_requests_are_validation_errors)

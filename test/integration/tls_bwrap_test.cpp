@@ -410,6 +410,30 @@ BOOST_FIXTURE_TEST_CASE(the_callers_hooks_judge_and_edit_the_commands_requests, 
     BOOST_TEST(!post.ec, post.result.diag);
     BOOST_TEST(posted == "POST field=value;");
 
+    // Streamed: the body hooks see what curl posts and what it downloads, window by window,
+    // and a refused window cuts the download short inside the sandbox.
+    std::string streamed;
+    sandbox::http_hooks stream_hooks;
+    stream_hooks.on_request_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<sandbox::http_verdict> {
+        streamed += "up " + std::string(c.data) + (c.last ? " (end);" : ";");
+        co_return sandbox::http_verdict::allowed();
+    };
+    stream_hooks.on_response_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<sandbox::http_verdict> {
+        if (c.data.find("hello") != std::string_view::npos)
+            co_return sandbox::http_verdict::denied(403, "no greetings");
+        streamed += c.last ? "down (end);" : "down;";
+        co_return sandbox::http_verdict::allowed();
+    };
+    auto both = sh("curl -sS -o /dev/null -d 'field=value' " + base() +
+                       "/echo-headers && curl -sS " + base() + "/hello.txt; echo \" curl=$?\"",
+                   inspected(), stream_hooks);
+    BOOST_TEST(!both.ec, both.result.diag);
+    BOOST_TEST(streamed.find("up field=value (end);down") == 0u, streamed);
+    BOOST_TEST(both.result.out.data.find("hello") == std::string::npos, both.result.out.data);
+    BOOST_TEST(both.result.out.data.find(" curl=0") == std::string::npos, both.result.out.data);
+
     auto plain = sh("echo ran", allow_files(), hooks);
     BOOST_TEST((plain.ec == errc::validation));
     BOOST_TEST(plain.result.diag.limit == "http");

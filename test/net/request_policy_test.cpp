@@ -282,6 +282,29 @@ BOOST_AUTO_TEST_CASE(edits_the_proxy_will_not_make_count_as_a_failure)
     BOOST_TEST(decided({}, {"HOST"}) == "hook_error");
 }
 
+// A body hook answers allow or refuse: header edits cannot apply to a body, so they are its
+// failure; the rest is decided as for a head hook, named after the body's hook.
+BOOST_AUTO_TEST_CASE(a_body_hook_cannot_edit_headers)
+{
+    sandbox::http_verdict v;
+    v.set_headers = {{"X-A", "1"}};
+    const tls::hook_answer edits = said(std::move(v));
+    const auto edited = tls::decide_body(edits, false, "request body");
+    BOOST_TEST(!edited.pass);
+    BOOST_TEST(edited.reason == "hook_error");
+    BOOST_TEST(edited.word == "error");
+    BOOST_TEST(edited.why == "blocked: the request body hook answered with header changes");
+    BOOST_TEST(!tls::decide_body(said(sandbox::http_verdict{}), false, "x").edits);
+    BOOST_TEST(tls::decide_body(said(sandbox::http_verdict{}), false, "x").word == "allowed");
+    const auto denied =
+        tls::decide_body(said(sandbox::http_verdict::denied(502, "key")), false, "response body");
+    BOOST_TEST(denied.status == 502);
+    BOOST_TEST(denied.why == "refused by the response body hook: key");
+    using kind = tls::hook_answer::kind;
+    BOOST_TEST(tls::decide_body(ended(kind::timed_out), true, "x").pass);
+    BOOST_TEST(tls::decide_body(ended(kind::timed_out), false, "x").status == 504);
+}
+
 BOOST_AUTO_TEST_CASE(kept_by_compares_names_without_case)
 {
     sandbox::http_verdict v;

@@ -622,27 +622,45 @@ struct inspect_rig
                " --resolve api.test:" + port + ":127.0.0.1 --resolve other.test:" + port +
                ":127.0.0.1 " + extra + " 'https://api.test:" + port + path + "'";
     }
+    // A sized and a chunked upload of the same 300,000 bytes through the tunnel, each
+    // answered by the echoing origin with what it got; the file's path.
+    std::string two_uploads() const
+    {
+        const std::string file = (dir / "upload.bin").string();
+        std::ofstream(file) << pattern(300000);
+        auto sized = run(curl_to("--data-binary @" + file + " -H 'Expect:'", "/up"));
+        BOOST_TEST(sized.out.find("body=300000\n") != std::string::npos, sized.out);
+        auto chunked = run(curl_to(
+            "--data-binary @" + file + " -H 'Transfer-Encoding: chunked' -H 'Expect:'", "/up"));
+        BOOST_TEST(chunked.out.find("body=300000\n") != std::string::npos, chunked.out);
+        return file;
+    }
+    // python3 runs `script` with `s`, a TLS connection to the tunnel for api.test made with
+    // `ctx` (which trusts the proxy's CA) and `options` of wrap_socket; `PORT` is the port.
+    std::string python_client(const std::string& script, const std::string& options = "") const
+    {
+        const std::string port = std::to_string(proxy_acceptor.local_endpoint().port());
+        return "python3 -c \"import http.client, socket, ssl, sys, time\n"
+               "PORT = " +
+               port + "\nctx = ssl.create_default_context(cafile='" +
+               (dir / "proxy-ca.pem").string() +
+               "')\n"
+               "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', PORT)), "
+               "server_hostname='api.test'" +
+               options + ")\ns.settimeout(20)\n" + script + "\"";
+    }
     // python3 sends `request` (a Python bytes literal) on one connection and prints what
     // comes back until the end.
     std::string python_raw(const std::string& request) const
     {
-        const std::string port = std::to_string(proxy_acceptor.local_endpoint().port());
-        return "python3 -c \"import socket, ssl\n"
-               "ctx = ssl.create_default_context(cafile='" +
-               (dir / "proxy-ca.pem").string() +
-               "')\n"
-               "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
-               port +
-               ")), server_hostname='api.test')\n"
-               "try: s.sendall(" +
-               request +
-               ")\n"
-               "except OSError: pass\n"
-               "data = b''\n"
-               "try:\n"
-               "    while d := s.recv(65536): data += d\n"
-               "except (ssl.SSLError, OSError): pass\n"
-               "print(data.decode(errors='replace'))\n\"";
+        return python_client("try: s.sendall(" + request +
+                             ")\n"
+                             "except OSError: pass\n"
+                             "data = b''\n"
+                             "try:\n"
+                             "    while d := s.recv(65536): data += d\n"
+                             "except (ssl.SSLError, OSError): pass\n"
+                             "print(data.decode(errors='replace'))\n");
     }
 
     asio::awaitable<void> serve_origin()
@@ -684,8 +702,58 @@ struct inspect_rig
                    " alpn=" + std::string(reinterpret_cast<const char*>(alpn), alpn_len);
         });
     }
+    // The echoing origin's answers of their own: `/stream`, a chunked body in two events 400 ms
+    // apart (as a server-sent stream); `/pattern/N`, N bytes of the pattern.
+    asio::awaitable<bool> special_answer(asio::ssl::stream<asio::ip::tcp::socket>& s,
+                                         std::string_view target, boost::system::error_code& ec)
+    {
+        if (target == "/stream")
+        {
+            static const std::string first = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                                             "\r\n7\r\nevent 1\r\n";
+            static const std::string second = "7\r\nevent 2\r\n0\r\n\r\n";
+            std::tie(ec, std::ignore) = co_await asio::async_write(
+                s, asio::buffer(first), asio::as_tuple(asio::use_awaitable));
+            asio::steady_timer pause(ioc, 400ms);
+            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (!ec)
+                std::tie(ec, std::ignore) = co_await asio::async_write(
+                    s, asio::buffer(second), asio::as_tuple(asio::use_awaitable));
+            co_return true;
+        }
+        if (target.starts_with("/close-delimited/")) // a body the connection's end frames
+        {
+            const std::string answer = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" +
+                                       pattern(std::stoul(std::string(target.substr(17))));
+            std::tie(ec, std::ignore) = co_await asio::async_write(
+                s, asio::buffer(answer), asio::as_tuple(asio::use_awaitable));
+            co_await s.async_shutdown(asio::as_tuple(asio::use_awaitable));
+            ec = asio::error::shut_down; // no more requests on this connection, shut down
+            co_return true;
+        }
+        if (target == "/extended") // a chunk extension, and a trailer
+        {
+            static const std::string answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                                              "\r\n5;secret=x\r\nhello\r\n0\r\n\r\n";
+            std::tie(ec, std::ignore) = co_await asio::async_write(
+                s, asio::buffer(answer), asio::as_tuple(asio::use_awaitable));
+            co_return true;
+        }
+        if (!target.starts_with("/pattern/"))
+            co_return false;
+        const std::string body = pattern(std::stoul(std::string(target.substr(9))));
+        const std::string head =
+            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+        std::tie(ec, std::ignore) =
+            co_await asio::async_write(s, asio::buffer(head), asio::as_tuple(asio::use_awaitable));
+        if (!ec)
+            std::tie(ec, std::ignore) = co_await asio::async_write(
+                s, asio::buffer(body), asio::as_tuple(asio::use_awaitable));
+        co_return true;
+    }
     // Answers requests until the client closes: 100 Continue when asked, 101 for an
-    // Upgrade (then every byte back as it came), else 200 whose body is what it got.
+    // Upgrade (then every byte back as it came), `special_answer`'s, else 200 whose body is
+    // what it got.
     asio::awaitable<void> echo_origin(asio::ip::tcp::socket sock)
     {
         namespace http = boost::beast::http;
@@ -734,6 +802,8 @@ struct inspect_rig
                     raw.assign(b.data(), n);
                 }
             }
+            if (co_await special_answer(s, req.target(), ec))
+                continue;
             std::string text =
                 std::string(req.method_string()) + " " + std::string(req.target()) + "\n";
             for (const auto& f : req)
@@ -757,7 +827,8 @@ struct inspect_rig
             if (!req.keep_alive())
                 break;
         }
-        co_await s.async_shutdown(asio::as_tuple(asio::use_awaitable));
+        if (ec != asio::error::shut_down)
+            co_await s.async_shutdown(asio::as_tuple(asio::use_awaitable));
     }
     std::vector<seen_request> requests_seen()
     {
@@ -899,23 +970,15 @@ BOOST_AUTO_TEST_CASE(a_truncated_origin_is_never_vouched_for)
     inspect_rig rig("api.test", true);
     rig.truncate = true;
     rig.start();
-    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
     const std::string strict_client =
-        "python3 -c \"import socket, ssl\n"
-        "ctx = ssl.create_default_context(cafile='" +
-        (rig.dir / "proxy-ca.pem").string() +
-        "')\n"
-        "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
-        port +
-        ")), "
-        "server_hostname='api.test', suppress_ragged_eofs=False)\n"
-        "s.sendall(b'GET / HTTP/1.1\\r\\nHost: api.test\\r\\n\\r\\n')\n"
-        "data = b''\n"
-        "try:\n"
-        "    while d := s.recv(4096): data += d\n"
-        "    print('whole', len(data))\n"
-        "except ssl.SSLEOFError:\n"
-        "    print('cut', data.endswith(b'partial'))\n\"";
+        rig.python_client("s.sendall(b'GET / HTTP/1.1\\r\\nHost: api.test\\r\\n\\r\\n')\n"
+                          "data = b''\n"
+                          "try:\n"
+                          "    while d := s.recv(4096): data += d\n"
+                          "    print('whole', len(data))\n"
+                          "except ssl.SSLEOFError:\n"
+                          "    print('cut', data.endswith(b'partial'))\n",
+                          ", suppress_ragged_eofs=False");
     auto r = run(strict_client);
     BOOST_TEST(r.out == "cut True\n");
     const auto t = rig.ended(1);
@@ -1609,13 +1672,7 @@ BOOST_AUTO_TEST_CASE(bodies_cross_whole_however_they_are_framed)
     inspect_rig rig("api.test", true);
     rig.echo = true;
     rig.start();
-    const std::string file = (rig.dir / "upload.bin").string();
-    std::ofstream(file) << pattern(300000);
-    auto sized = run(rig.curl_to("--data-binary @" + file + " -H 'Expect:'", "/up"));
-    BOOST_TEST(sized.out.find("body=300000\n") != std::string::npos, sized.out);
-    auto chunked = run(rig.curl_to(
-        "--data-binary @" + file + " -H 'Transfer-Encoding: chunked' -H 'Expect:'", "/up"));
-    BOOST_TEST(chunked.out.find("body=300000\n") != std::string::npos, chunked.out);
+    const std::string file = rig.two_uploads();
     auto continued =
         run(rig.curl_to("--data-binary @" + file + " -H 'Expect: 100-continue'", "/up"));
     BOOST_TEST(continued.out.find("body=300000\n") != std::string::npos, continued.out);
@@ -1733,22 +1790,15 @@ BOOST_AUTO_TEST_CASE(an_upgraded_connection_is_relayed_as_it_is)
     inspect_rig rig("api.test", true);
     rig.echo = true;
     rig.start();
-    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
-    auto r = run("python3 -c \"import socket, ssl\n"
-                 "ctx = ssl.create_default_context(cafile='" +
-                 (rig.dir / "proxy-ca.pem").string() +
-                 "')\n"
-                 "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
-                 port +
-                 ")), server_hostname='api.test')\n"
-                 "s.settimeout(10)\n"
-                 "s.sendall(b'GET /ws HTTP/1.1\\r\\nHost: api.test\\r\\nUpgrade: echo\\r\\n"
-                 "Connection: Upgrade\\r\\n\\r\\nraw bytes, ')\n"
-                 "data = b''\n"
-                 "while b'\\r\\n\\r\\nraw bytes, ' not in data: data += s.recv(4096)\n"
-                 "s.sendall(b'no framing')\n"
-                 "while not data.endswith(b'no framing'): data += s.recv(4096)\n"
-                 "print(data.decode())\n\"");
+    auto r = run(rig.python_client(
+        "s.settimeout(10)\n"
+        "s.sendall(b'GET /ws HTTP/1.1\\r\\nHost: api.test\\r\\nUpgrade: echo\\r\\n"
+        "Connection: Upgrade\\r\\n\\r\\nraw bytes, ')\n"
+        "data = b''\n"
+        "while b'\\r\\n\\r\\nraw bytes, ' not in data: data += s.recv(4096)\n"
+        "s.sendall(b'no framing')\n"
+        "while not data.endswith(b'no framing'): data += s.recv(4096)\n"
+        "print(data.decode())\n"));
     BOOST_TEST(r.out.find("HTTP/1.1 101 Switching Protocols") == 0u, r.out);
     BOOST_TEST(r.out.find("raw bytes, no framing") != std::string::npos, r.out);
     const auto seen = rig.requests_seen();
@@ -2071,18 +2121,11 @@ BOOST_AUTO_TEST_CASE(inspected_bodies_refuse_trailers_and_note_a_client_that_lef
         "3\\r\\nabc\\r\\n0\\r\\nHost: other.test\\r\\nUpgrade: websocket\\r\\n\\r\\n'"));
     BOOST_TEST(r.out.find("HTTP/1.1 400 Bad Request\r\n") == 0u, r.out);
     BOOST_TEST(r.out.find("trailers") != std::string::npos, r.out);
-    const std::string port = std::to_string(rig.proxy_acceptor.local_endpoint().port());
-    run("python3 -c \"import socket, ssl, time\n"
-        "ctx = ssl.create_default_context(cafile='" +
-        (rig.dir / "proxy-ca.pem").string() +
-        "')\n"
-        "s = ctx.wrap_socket(socket.create_connection(('127.0.0.1', " +
-        port +
-        ")), server_hostname='api.test')\n"
+    run(rig.python_client(
         "s.sendall(b'POST /ok HTTP/1.1\\r\\nHost: api.test\\r\\nContent-Length: 100\\r\\n\\r\\n"
         "only this')\n"
         "time.sleep(0.2)\n"
-        "s.close()\n\"");
+        "s.close()\n"));
     rig.ended(2);
     BOOST_TEST(rig.origin_requests_seen() == 0);
     BOOST_TEST(rig.on_loop([&] { return asked; }) == 0);
@@ -2091,6 +2134,296 @@ BOOST_AUTO_TEST_CASE(inspected_bodies_refuse_trailers_and_note_a_client_that_lef
     BOOST_TEST(seen[0].reason == "bad_request");
     BOOST_TEST(seen[1].reason == "client_gone");
     BOOST_TEST(seen[1].http.request_body_bytes == 9u);
+}
+
+// T27: a request the proxy refuses (a hook's denial, a hook's missed deadline, a request
+// rule) leaves the tunnel to the client's next request on the same connection: a refused
+// body is read and dropped, the answer does not say `Connection: close`, the origin sees
+// only the request that passed. A client waiting for `100 Continue` gets its refusal with
+// `Connection: close` (it may or may not send its body next).
+BOOST_AUTO_TEST_CASE(a_refused_request_leaves_the_tunnel_for_the_next)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    auto p = tls::request_policy::compile({{sandbox::net_action::deny, "* api.test/ruled/**"}}, {});
+    BOOST_TEST_REQUIRE(p.has_value());
+    rig.policy = std::move(*p);
+    std::vector<std::string> log;
+    rig.hooks.emplace();
+    rig.hooks->timeout = 300ms;
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+        if (i.path == "/slow")
+            co_await hook_sleep(30s, log);
+        if (i.path == "/deny")
+            co_return http_verdict::denied(403, "not this one");
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    auto r = run(rig.python_client(
+        "c = http.client.HTTPSConnection('api.test', PORT, context=ctx)\n"
+        "c.sock = s\n"
+        "h = {'Host': 'api.test:%d' % PORT}\n"
+        "for m, path, body in [('POST', '/deny', b'x' * 300000), ('GET', '/slow', None),\n"
+        "                      ('GET', '/ruled/x', None), ('GET', '/ok', None)]:\n"
+        "    c.request(m, path, body=body, headers=h)\n"
+        "    a = c.getresponse()\n"
+        "    print(a.status, a.getheader('Connection'), a.read().decode().splitlines()[0])\n"));
+    BOOST_TEST(r.out == "403 None sandbox: refused by the request hook: not this one\n"
+                        "504 None sandbox: the request hook did not answer in time\n"
+                        "403 None sandbox: refused by request rule \"deny * api.test/ruled/**\"\n"
+                        "200 None GET /ok\n",
+               r.out);
+    auto waiting = run(rig.curl_to("-i -H 'Expect: 100-continue' -d 'some body'", "/deny"));
+    BOOST_TEST(waiting.out.find("HTTP/1.1 403 Forbidden\r\n") == 0u, waiting.out);
+    BOOST_TEST(waiting.out.find("\r\nConnection: close\r\n") != std::string::npos, waiting.out);
+    rig.ended(2);
+    BOOST_TEST(rig.on_loop([&] { return rig.tunnels_opened; }) == 2u); // one per client
+    BOOST_TEST(rig.origin_requests_seen() == 1);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 5u);
+    BOOST_TEST(seen[0].reason == "hook_deny");
+    BOOST_TEST(seen[1].reason == "hook_timeout");
+    BOOST_TEST(seen[2].reason == "rule");
+    BOOST_TEST(seen[3].allowed);
+    BOOST_TEST(seen[4].reason == "hook_deny");
+}
+
+namespace {
+
+// What a body hook was shown: each window's size, its offset and whether it was the last,
+// and the bytes whole.
+struct shown_body
+{
+    std::vector<std::string> windows;
+    std::string data;
+    std::uint64_t next = 0; // the offset the next window must have
+    bool gaps = false;
+    std::size_t too_wide = 0;
+    int lasts = 0;
+
+    void add(const sandbox::http_body_chunk& c)
+    {
+        windows.push_back(std::string(c.data) + (c.last ? "|last" : ""));
+        gaps = gaps || c.offset != next;
+        next = c.offset + c.data.size();
+        too_wide += c.data.size() > sandbox::http_body_window ? 1 : 0;
+        lasts += c.last ? 1 : 0;
+        data.append(c.data);
+    }
+};
+
+} // namespace
+
+// Body hooks see every body as it streams, window by window (at most 64 KiB, offsets
+// without a gap, the end once), decoded whatever the framing: a sized and a chunked upload,
+// a large download; a server-sent stream's first event is shown (and goes on) before its
+// second is sent. A message without a body is not shown.
+BOOST_AUTO_TEST_CASE(body_hooks_see_each_window_as_it_streams)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    std::map<std::string, shown_body> shown; // by "request N" / "response N"
+    int exchange = 0;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info&) -> asio::awaitable<http_verdict> {
+        ++exchange;
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_request_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        shown[(c.request ? "request " : "misrouted ") + std::to_string(exchange)].add(c);
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_response_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        shown[(c.request ? "misrouted " : "response ") + std::to_string(exchange)].add(c);
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    const std::string file = rig.two_uploads();
+    auto large = run(rig.curl_to("", "/pattern/200000"));
+    BOOST_TEST((large.out == pattern(200000)));
+    auto stream = run(rig.curl_to("-N", "/stream"));
+    BOOST_TEST(stream.out == "event 1event 2");
+    rig.ended(4);
+    const auto got = rig.on_loop([&] { return shown; });
+    for (const char* key : {"request 1", "request 2"})
+    {
+        const shown_body& b = got.at(key);
+        BOOST_TEST((b.data == pattern(300000)), key);
+        BOOST_TEST(!b.gaps);
+        BOOST_TEST(b.too_wide == 0u);
+        BOOST_TEST(b.lasts == 1);
+        BOOST_TEST(b.windows.size() >= 5u); // 300000 bytes take five windows at least
+    }
+    BOOST_TEST((got.at("response 3").data == pattern(200000)));
+    BOOST_TEST(got.at("response 3").lasts == 1);
+    BOOST_TEST(got.at("response 3").too_wide == 0u);
+    BOOST_TEST(!got.at("response 3").gaps);
+    const shown_body& events = got.at("response 4");
+    BOOST_TEST_REQUIRE(events.windows.size() >= 2u);
+    BOOST_TEST(events.windows[0] == "event 1"); // shown before the second was sent
+    BOOST_TEST(events.data == "event 1event 2");
+    BOOST_TEST(got.count("request 3") == 0u); // GETs have no body
+    BOOST_TEST(got.count("request 4") == 0u);
+    BOOST_TEST(got.size() == 6u); // each echo of 1 and 2 too
+}
+
+// A body hook's refusal stops the message where it stands: a request's client gets the
+// refusal (the origin never answers it); a response is cut short (the client never gets it
+// whole) and the tunnel closes. A body hook that throws or answers with header edits fails
+// closed the same way.
+BOOST_AUTO_TEST_CASE(a_body_hook_refusal_stops_the_message)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.hooks.emplace();
+    rig.hooks->on_request_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        if (c.data.find("edit me") != std::string_view::npos)
+        {
+            http_verdict v;
+            v.set_headers = {{"X-Nope", "1"}};
+            co_return v;
+        }
+        if (c.offset + c.data.size() > 100000)
+            co_return http_verdict::denied(403, "too much");
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_response_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        if (c.offset >= 65536)
+            throw std::runtime_error("no more");
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    const std::string file = (rig.dir / "upload.bin").string();
+    std::ofstream(file) << pattern(300000);
+    auto up = run(rig.curl_to("-i --data-binary @" + file + " -H 'Expect:'", "/up"));
+    BOOST_TEST(up.out.find("HTTP/1.1 403 Forbidden\r\n") == 0u, up.out);
+    BOOST_TEST(up.out.find("refused by the request body hook: too much") != std::string::npos,
+               up.out);
+    auto edit = run(rig.curl_to("-i -d 'edit me'", "/edit"));
+    BOOST_TEST(edit.out.find("HTTP/1.1 403 Forbidden\r\n") == 0u, edit.out);
+    auto down = run(rig.curl_to("-o " + (rig.dir / "down.bin").string(), "/pattern/300000"));
+    BOOST_TEST(down.status != 0); // curl: the transfer ended short
+    BOOST_TEST(std::filesystem::file_size(rig.dir / "down.bin") < 300000u);
+    rig.ended(3);
+    BOOST_TEST(rig.origin_requests_seen() == 1); // only the download was answered
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 3u);
+    BOOST_TEST(!seen[0].allowed);
+    BOOST_TEST(seen[0].reason == "hook_deny");
+    BOOST_TEST(seen[0].http.request_hook == "denied");
+    BOOST_TEST(seen[0].http.status == 403);
+    BOOST_TEST(seen[1].reason == "hook_error");
+    BOOST_TEST(seen[1].http.request_hook == "error");
+    BOOST_TEST(!seen[2].allowed);
+    BOOST_TEST(seen[2].reason == "hook_error");
+    BOOST_TEST(seen[2].http.response_hook == "error");
+    BOOST_TEST(seen[2].http.status == 200); // the origin's, whose body was cut
+}
+
+// What a body hook must never miss: the last window of a body whose length fills whole
+// windows waits for the hook like any (a refusal of the last alone still cuts it); a
+// close-delimited response cut by a hook ends without close_notify, so a strict client
+// sees the cut; a chunk extension or a trailer (bytes no hook sees) fails the message.
+BOOST_AUTO_TEST_CASE(a_body_hook_judges_every_byte_before_it_goes)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    int lasts = 0;
+    rig.hooks.emplace();
+    rig.hooks->on_response_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        lasts += c.last ? 1 : 0;
+        if (c.last || c.offset >= 150000) // 131072 bytes: refused at their end only
+            co_return http_verdict::denied(403, "no");
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_request_body =
+        [&](const sandbox::http_body_chunk&) -> asio::awaitable<http_verdict> {
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    auto whole = run(rig.curl_to("-o " + (rig.dir / "w.bin").string(), "/pattern/131072"));
+    BOOST_TEST(whole.status != 0);
+    BOOST_TEST(std::filesystem::file_size(rig.dir / "w.bin") < 131072u);
+    const std::string strict =
+        rig.python_client("s.sendall(b'GET /close-delimited/200000 HTTP/1.1\\\\r\\\\nHost: "
+                          "api.test\\\\r\\\\n\\\\r\\\\n')\n"
+                          "data = b''\n"
+                          "try:\n"
+                          "    while d := s.recv(65536): data += d\n"
+                          "    print('whole', len(data))\n"
+                          "except (ssl.SSLEOFError, ConnectionResetError):\n"
+                          "    print('cut', len(data) < 200000)\n",
+                          ", suppress_ragged_eofs=False");
+    BOOST_TEST(run(strict).out == "cut True\n");
+    auto extended = run(rig.curl_to("-i", "/extended"));
+    BOOST_TEST(extended.out.find("hello") == std::string::npos, extended.out);
+    auto trailer = run(rig.python_raw(
+        "b'POST /up HTTP/1.1\\r\\nHost: api.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n"
+        "3\\r\\nabc\\r\\n0\\r\\nX-Secret: 1\\r\\n\\r\\n'"));
+    BOOST_TEST(trailer.out.find("body=") == std::string::npos, trailer.out);
+    auto ext_up = run(rig.python_raw(
+        "b'POST /up HTTP/1.1\\r\\nHost: api.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n"
+        "3;leak=1\\r\\nabc\\r\\n0\\r\\n\\r\\n'"));
+    BOOST_TEST(ext_up.out.find("body=") == std::string::npos, ext_up.out);
+    rig.ended(5);
+    BOOST_TEST(rig.origin_requests_seen() == 3);         // the two uploads never completed there
+    BOOST_TEST(rig.on_loop([&] { return lasts; }) >= 1); // the 131072 bytes' end was shown
+    const auto t = rig.ended(5);
+    int cut = 0;
+    for (const auto& e : t)
+        cut += e.reason == "cut" ? 1 : 0;
+    BOOST_TEST(cut == 2, cut);
+}
+
+// T27 with a HEAD (whose refusal has no body, so the next answer is read from its first
+// byte) and a client that had a 100 Continue from the origin before its request body hook
+// refused: it still gets the refusal (the 1xx went whole; no final answer had begun).
+BOOST_AUTO_TEST_CASE(a_refused_head_keeps_the_tunnel_and_a_1xx_leaves_room_for_a_refusal)
+{
+    inspect_rig rig("api.test", true);
+    rig.echo = true;
+    rig.hooks.emplace();
+    rig.hooks->on_request =
+        [&](const sandbox::http_request_info& i) -> asio::awaitable<http_verdict> {
+        if (i.path == "/deny")
+            co_return http_verdict::denied(403, "not this one");
+        co_return http_verdict::allowed();
+    };
+    rig.hooks->on_request_body =
+        [&](const sandbox::http_body_chunk& c) -> asio::awaitable<http_verdict> {
+        if (c.offset + c.data.size() > 100000)
+            co_return http_verdict::denied(403, "too much");
+        co_return http_verdict::allowed();
+    };
+    rig.start();
+    auto r =
+        run(rig.python_client("c = http.client.HTTPSConnection('api.test', PORT, context=ctx)\n"
+                              "c.sock = s\n"
+                              "h = {'Host': 'api.test:%d' % PORT}\n"
+                              "for m, path in [('HEAD', '/deny'), ('GET', '/ok')]:\n"
+                              "    c.request(m, path, headers=h)\n"
+                              "    a = c.getresponse()\n"
+                              "    print(a.status, repr(a.read()[:6]))\n"));
+    BOOST_TEST(r.out == "403 b''\n200 b'GET /o'\n", r.out);
+    const std::string file = (rig.dir / "upload.bin").string();
+    std::ofstream(file) << pattern(300000);
+    auto up = run(rig.curl_to("-i --data-binary @" + file + " -H 'Expect: 100-continue'", "/up"));
+    BOOST_TEST(up.out.find("HTTP/1.1 100 Continue\r\n") == 0u, up.out);
+    BOOST_TEST(up.out.find("refused by the request body hook: too much") != std::string::npos,
+               up.out);
+    rig.ended(2);
+    const auto seen = rig.requests_seen();
+    BOOST_TEST_REQUIRE(seen.size() == 3u);
+    BOOST_TEST(seen[2].reason == "hook_deny");
+    BOOST_TEST(seen[2].http.status == 403);
+    BOOST_TEST(seen[2].http.request_body_bytes <= 100000u); // only what the hook allowed
 }
 
 BOOST_AUTO_TEST_SUITE_END()
