@@ -47,31 +47,43 @@ void decode_env(reader& r, const node& n, const std::string& path, env_policy& e
     }
 }
 
-// `origin_ca`: absolute paths of PEM files, read now (a document only: a call cannot make
-// the daemon read its host's files).
+// Origin roots name files of the host: a document may, a call may not (it cannot make the
+// daemon read its host's files).
+bool may_read_roots(reader& r, const node& n, const std::string& path)
+{
+    if (!r.reads_host_files)
+        r.fail(path, &n, "names files of the daemon's host: set it in the config document");
+    return r.reads_host_files;
+}
+
+// One origin root file: an absolute path, read now.
+std::optional<std::string> read_origin_root(reader& r, const node& n, const std::string& path,
+                                            const std::string& file)
+{
+    if (file.empty() || file[0] != '/')
+    {
+        r.fail(path, &n, "must be an absolute path");
+        return std::nullopt;
+    }
+    auto text = read_text_file(file, "origin root " + file, max_document_bytes);
+    if (!text)
+    {
+        r.fail(path, &n, text.error().diag.message);
+        return std::nullopt;
+    }
+    return std::move(*text);
+}
+
+// `origin_ca`: absolute paths of PEM files.
 void decode_origin_roots(reader& r, const node& n, const std::string& path,
                          std::vector<std::string>& out)
 {
-    if (!r.reads_host_files)
-    {
-        r.fail(path, &n, "names files of the daemon's host: set it in the config document");
+    if (!may_read_roots(r, n, path))
         return;
-    }
     const auto files = r.strings(n, path);
     for (std::size_t i = 0; files && i < files->size(); ++i)
-    {
-        const std::string& file = (*files)[i];
-        if (file.empty() || file[0] != '/')
-        {
-            r.fail(item_path(path, i), &n, "must be an absolute path");
-            continue;
-        }
-        auto text = read_text_file(file, "origin root " + file, max_document_bytes);
-        if (!text)
-            r.fail(item_path(path, i), &n, text.error().diag.message);
-        else
+        if (auto text = read_origin_root(r, n, item_path(path, i), (*files)[i]))
             out.push_back(std::move(*text));
-    }
 }
 
 // An injected header's value: `value` (the text itself: a call may give it), or, in a
@@ -138,6 +150,35 @@ void each_mapping(reader& r, const node& n, const std::string& path, const char*
     }
 }
 
+// `origin_ca_for`: `{host, file}` each, the roots of one host pattern's origins.
+void decode_scoped_roots(reader& r, const node& n, const std::string& path,
+                         std::vector<scoped_origin_ca>& out)
+{
+    if (!may_read_roots(r, n, path))
+        return;
+    each_mapping(r, n, path, "roots", [&](const node& it, const std::string& p) {
+        r.known_keys(it, p, {"host", "file"});
+        scoped_origin_ca entry;
+        std::optional<std::string> file;
+        const node* file_node = it.member("file");
+        if (const node* v = it.member("host"); absent(v))
+            r.fail(member_path(p, "host"), &it, "is required");
+        else if (auto t = r.string(*v, member_path(p, "host")))
+            entry.host = std::move(*t);
+        if (absent(file_node))
+            r.fail(member_path(p, "file"), &it, "is required");
+        else
+            file = r.string(*file_node, member_path(p, "file"));
+        if (!file)
+            return;
+        if (auto text = read_origin_root(r, *file_node, member_path(p, "file"), *file))
+        {
+            entry.pem = std::move(*text);
+            out.push_back(std::move(entry));
+        }
+    });
+}
+
 void decode_injections(reader& r, const node& n, const std::string& path,
                        std::vector<header_injection>& out)
 {
@@ -166,7 +207,7 @@ std::optional<mitm_policy> decode_mitm(reader& r, const node& n, const std::stri
         return std::nullopt;
     r.known_keys(n, path,
                  {"enabled", "inspect_bodies", "max_body_bytes", "hosts", "exclude_hosts",
-                  "relay_non_tls", "origin_ca", "allow_requests", "deny_requests",
+                  "relay_non_tls", "origin_ca", "origin_ca_for", "allow_requests", "deny_requests",
                   "inject_headers"});
     mitm_policy m;
     for (auto [key, action] : {std::pair{"allow_requests", net_action::allow},
@@ -181,6 +222,8 @@ std::optional<mitm_policy> decode_mitm(reader& r, const node& n, const std::stri
         m.relay_non_tls = r.boolean(*v, member_path(path, "relay_non_tls")).value_or(false);
     if (const node* v = n.member("origin_ca"); !absent(v))
         decode_origin_roots(r, *v, member_path(path, "origin_ca"), m.origin_ca);
+    if (const node* v = n.member("origin_ca_for"); !absent(v))
+        decode_scoped_roots(r, *v, member_path(path, "origin_ca_for"), m.origin_ca_for);
     if (const node* v = n.member("enabled"); !absent(v))
         m.enabled = r.boolean(*v, member_path(path, "enabled")).value_or(false);
     if (const node* v = n.member("inspect_bodies"); !absent(v))

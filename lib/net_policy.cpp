@@ -138,6 +138,9 @@ outcome<> check_mitm(const mitm_policy& mitm)
     for (std::size_t i = 0; i < mitm.inject_headers.size(); ++i)
         if (auto r = check_injection(mitm.inject_headers[i]); !r)
             return invalid(r.error().diag.message, indexed("net.mitm.inject_headers", i));
+    for (std::size_t i = 0; i < mitm.origin_ca_for.size(); ++i)
+        if (auto p = detail::parse_host_pattern(mitm.origin_ca_for[i].host); !p)
+            return invalid(p.error().diag.message, indexed("net.mitm.origin_ca_for", i) + ".host");
     return {};
 }
 

@@ -84,6 +84,7 @@ boost::json::object to_json(const net_record& r)
     if (r.http)
     {
         boost::json::object h;
+        h["number"] = r.http->number;
         h["method"] = sanitize_utf8(r.http->method);
         if (!r.http->rule.empty())
             h["rule"] = r.http->rule;

@@ -84,17 +84,24 @@ asio::awaitable<void> linger_close(tcp::socket& s)
     s.close(ec);
 }
 
-/// Answers `status` with `message` as text/plain, then closes.
-asio::awaitable<void> answer(tcp::socket& s, int status, std::string_view message)
+/// Sends `text`, a whole answer, then closes.
+asio::awaitable<void> send_and_close(tcp::socket& s, std::string_view text)
 {
-    const std::string r = reply_text(status, message);
-    auto [ec, n] = co_await asio::async_write(s, asio::buffer(r), asio::as_tuple(asio::use_awaitable));
+    auto [ec, n] =
+        co_await asio::async_write(s, asio::buffer(text), asio::as_tuple(asio::use_awaitable));
     if (ec)
     {
         s.close(ec);
         co_return;
     }
     co_await linger_close(s);
+}
+
+/// Answers `status` with `message` as text/plain, then closes.
+asio::awaitable<void> answer(tcp::socket& s, int status, std::string_view message)
+{
+    const std::string r = reply_text(status, message);
+    co_await send_and_close(s, r);
 }
 
 /// Records `why` (no destination) and answers it.
@@ -191,10 +198,16 @@ std::string failure_text(const failure& f)
 
 // ---- CONNECT --------------------------------------------------------------------------
 
-/// Answers 200 on a connected destination, relays (or inspects, when the egress's inspection
-/// selects `host`), and records the close.
+/// The answer to a CONNECT that would be inspected while the call's inspected tunnels are
+/// all taken: the client may come back soon (a tunnel ends), unlike a cap on connections.
+constexpr std::string_view inspect_busy =
+    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 44\r\nConnection: close\r\n\r\ntoo many inspected tunnels open; retry soon\n";
+
+/// Answers 200 on a connected destination, relays (or inspects, when `inspected`: the
+/// caller holds its slot), and records the close.
 asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
-                                 const authority& target, std::string rest)
+                                 const authority& target, std::string rest, bool inspected)
 {
     tls::inspector* inspection = gate.config().inspection.get();
     static constexpr std::string_view ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -205,7 +218,7 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
                                                   asio::as_tuple(asio::use_awaitable));
         if (ec)
             t.reason = "reset";
-        else if (inspection && inspection->selects(target.host))
+        else if (inspected)
             t = co_await inspection->tunnel(
                 client, op.socket, std::move(op.early_bytes), target, std::move(rest),
                 gate.limits().tunnel_idle_timeout, op.record.connection,
@@ -235,13 +248,24 @@ asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const hea
                         open_status::bad_request, failure_text(a.error()));
         co_return;
     }
+    // An inspected tunnel takes its place first: past the call's cap, nothing is dialled.
+    tls::inspector* inspection = gate.config().inspection.get();
+    const bool inspected = inspection && inspection->selects(a->host);
+    const tls::tunnel_slot slot = inspected ? inspection->take_slot() : tls::tunnel_slot();
+    if (inspected && !slot)
+    {
+        gate.refuse(net_protocol::connect, std::move(requested), open_status::tunnel_cap,
+                    "too many inspected tunnels open", tls::inspected_cap_rule(*inspection));
+        co_await send_and_close(client, inspect_busy);
+        co_return;
+    }
     opened op = co_await gate.open(net_protocol::connect, std::move(requested), *a);
     if (op.status != open_status::connected)
     {
         co_await answer(client, http_status(op.status), op.message);
         co_return;
     }
-    co_await run_tunnel(gate, client, op, *a, std::move(rest));
+    co_await run_tunnel(gate, client, op, *a, std::move(rest), inspected);
 }
 
 // ---- absolute-form forwarding -----------------------------------------------------------

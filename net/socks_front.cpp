@@ -262,6 +262,16 @@ awaitable<void> refuse_and_close(tcp::socket& client, std::uint8_t rep)
 awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& client, request req,
                                   std::string pipelined)
 {
+    // An inspected tunnel takes its place first: past the call's cap, nothing is dialled.
+    tls::inspector* inspection = gate->config().inspection.get();
+    const bool inspected = inspection && inspection->selects(req.target->host);
+    const tls::tunnel_slot slot = inspected ? inspection->take_slot() : tls::tunnel_slot();
+    if (inspected && !slot)
+    {
+        gate->refuse(net_protocol::socks5, req.requested, open_status::tunnel_cap,
+                     "too many inspected tunnels open", tls::inspected_cap_rule(*inspection));
+        co_return co_await refuse_and_close(client, rep_of(open_status::tunnel_cap));
+    }
     opened o = co_await gate->open(net_protocol::socks5, req.requested, *req.target);
     if (o.status != open_status::connected)
         co_return co_await refuse_and_close(client, rep_of(o.status));
@@ -269,8 +279,7 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
     const auto local = o.socket.local_endpoint(ec);
     co_await send_reply(client, rep_ok, ec ? std::nullopt : std::optional<tcp::endpoint>(local));
     relay_totals totals;
-    if (tls::inspector* inspection = gate->config().inspection.get();
-        inspection && inspection->selects(req.target->host))
+    if (inspected)
         totals = co_await inspection->tunnel(
             client, o.socket, std::move(o.early_bytes), *req.target, std::move(pipelined),
             gate->limits().tunnel_idle_timeout, o.record.connection,

@@ -30,6 +30,9 @@ struct http_request_info
 {
     /// The tunnel's number (`net_record::connection` of its records).
     std::uint64_t connection = 0;
+    /// The request's number in its tunnel, from 1 (`net_http_record::number`). With
+    /// `connection` it is the request id ("3.2") the proxy's own answers name.
+    std::uint64_t number = 0;
     /// The CONNECT host (lower-case A-labels or an address's canonical text) and port: the
     /// request's Host names the same, or it never got here (421).
     std::string host{};
@@ -79,8 +82,9 @@ struct http_response_info
 /// extensions or trailers (bytes a hook would not see) fails as one that does not parse.
 struct http_body_chunk
 {
-    /// The tunnel's number, as `http_request_info::connection`.
+    /// The tunnel's number and the request's in it, as `http_request_info`'s.
     std::uint64_t connection = 0;
+    std::uint64_t number = 0;
     /// The request's body (true) or the response's (false).
     bool request = true;
     /// Decoded bytes of this body shown before `data`.

@@ -95,6 +95,17 @@ struct header_injection
     bool replace = false;
 };
 
+/// \brief Roots the egress proxy trusts for the origins of some hosts only: a private CA
+/// that vouches for `git.corp.example` must not vouch for `github.com` too.
+struct scoped_origin_ca
+{
+    /// A host pattern of the rules' forms (`corp.example` with its subdomains,
+    /// `*.corp.example`, ...): the CONNECT hosts whose origins may chain to `pem`.
+    std::string host{};
+    /// One or more PEM certificates.
+    std::string pem{};
+};
+
 /// \brief TLS inspection by the egress proxy (modes allow_list and proxy; the bwrap backend):
 /// the CONNECTs it selects are terminated with a certificate from a CA made for the call,
 /// which the command trusts through a bundle bound into the sandbox (docs/network.md).
@@ -118,6 +129,9 @@ struct mitm_policy
     /// Roots the proxy trusts for origins on top of the system's: PEM text of one or more
     /// certificates each (a private CA of the caller's). Never an "insecure" switch.
     std::vector<std::string> origin_ca{};
+    /// Roots trusted for the origins of the hosts each entry names, on top of the system's
+    /// and `origin_ca` (a host several entries name trusts all of theirs).
+    std::vector<scoped_origin_ca> origin_ca_for{};
     /// Rules for the HTTP requests of inspected tunnels, in order (deny wins).
     std::vector<http_request_rule> requests{};
     /// Headers added to the requests of inspected tunnels.

@@ -140,6 +140,10 @@ struct net_tls_record
 /// cookies, credentials and the values of injected headers are never recorded.
 struct net_http_record
 {
+    /// The request's number in its tunnel, from 1. The proxy's own answers (403, 421, 502,
+    /// ...) name the request as "connection.number" (`X-Sandbox-Request` and the body's end),
+    /// so what a command reports can be matched to this record.
+    std::uint64_t number = 0;
     /// The method as sent (control bytes escaped, at most 32 bytes).
     std::string method{};
     /// The request rule that decided ("allow GET api.example.com/repos/acme/**"); empty when
@@ -181,7 +185,9 @@ struct net_record
     std::string rule{};
     net_verdict verdict = net_verdict::denied;
     /// Why, as a class: "rule", "no_rule", "mode", "loopback", "private", "link_local",
-    /// "bad_request", "resolve_failed", "dial_timeout", ... (docs/security.md lists them).
+    /// "bad_request", "resolve_failed", "dial_timeout", "tunnel_cap" (a cap on connections, or
+    /// on a call's inspected tunnels: the rule names it, "max_inspected_tunnels 256"), ...
+    /// (docs/security.md lists them).
     /// For `closed`: "eof", "idle_timeout", "reset", "stopped".
     std::string reason{};
     /// Every address the name resolved to, in the resolver's order.
@@ -200,7 +206,8 @@ struct net_record
     /// `request` records only. Their `verdict` is allowed or denied, their `reason` says why:
     /// "rule", "no_rule" (no request rule names the host), "no_allow_rule",
     /// "host_mismatch", "header_present" (the request carries a header the proxy sets),
-    /// "bad_request", "hook_deny", "hook_error", "hook_timeout", "client_gone" (the client
+    /// "bad_request", "head_too_large" (431), "hook_deny", "hook_error", "hook_timeout",
+    /// "client_gone" (the client
     /// left while the request hook ran or its body was read), "body_too_large" (a body over
     /// `mitm_policy::max_body_bytes` for a hook that sees bodies) (`http_hooks`).
     std::optional<net_http_record> http{};

@@ -2,6 +2,7 @@
 // RFC 7301 3.1).
 #include "client_hello.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -193,9 +194,13 @@ std::optional<std::string> parse_server_name(const unsigned char* body, std::siz
             return std::nullopt;
         if (type == 0) // host_name: one per list (RFC 6066), the first one counts
         {
-            if (len == 0)
+            // A host name is ASCII (RFC 6066 3): a NUL, a space, a control byte or a U-label's
+            // UTF-8 is no name at all, refused rather than mapped.
+            const auto* name = body + at;
+            if (len == 0 || std::any_of(name, name + len,
+                                        [](unsigned char c) { return c <= 0x20 || c >= 0x7f; }))
                 return std::nullopt;
-            return std::string(reinterpret_cast<const char*>(body + at), len);
+            return std::string(reinterpret_cast<const char*>(name), len);
         }
         at += len;
     }

@@ -45,7 +45,8 @@ hello_peek peek_client_hello(std::span<const unsigned char> bytes,
                              std::size_t cap = client_hello_cap);
 
 /// \brief The host_name of a server_name extension's body (RFC 6066 3), or nothing when it
-/// does not parse or names no host. Pure parsing.
+/// does not parse or names no host: empty, or a byte that is not printable ASCII (a NUL, a
+/// space, a control byte, a U-label's UTF-8). Pure parsing.
 std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size);
 
 } // namespace sandbox::net::tls

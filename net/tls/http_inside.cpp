@@ -182,10 +182,14 @@ template <class Parser> asio::awaitable<head_read> read_head(inbox& in, Parser& 
             used += p.put(in.data(used), ec);
         else
             ec = http::error::need_more;
+        // The parser's own limit bounds what it has not consumed yet, not the fields it took
+        // line by line: the head as a whole is bounded here.
         if (!ec && p.is_header_done())
-            co_return head_read(error_code(), used);
+            co_return head_read(used > head_limit ? http::error::header_limit : error_code(), used);
         if (ec && ec != http::error::need_more)
             co_return head_read(ec, used);
+        if (in.size() > head_limit) // all of it is this head so far
+            co_return head_read(http::error::header_limit, used);
         if (auto e = co_await in.more())
         {
             if (e == asio::error::eof && in.size() > 0) // cut inside a head: a bad request
@@ -417,6 +421,7 @@ struct body_route
     const http_hooks* hooks = nullptr;
     const http_body_hook* hook = nullptr; ///< null: copied unseen
     std::uint64_t connection = 0;
+    std::uint64_t number = 0; ///< the request's in its tunnel
     bool request = true;
     std::string word{};
     hook_decision refusal{};
@@ -434,6 +439,7 @@ asio::awaitable<error_code> copy_body(inbox& from, Parser& p, tls_leg& to, std::
     }
     stream_sink sink{to, count, last, *route.hook, *route.hooks};
     sink.chunk.connection = route.connection;
+    sink.chunk.number = route.number;
     sink.chunk.request = route.request;
     sink.fields = std::distance(p.get().begin(), p.get().end());
     p.get().body().kept = &sink.decoded;
@@ -532,16 +538,24 @@ judged judge(const request& req, const http_tunnel& t, const injections& adds, n
     return j;
 }
 
-// The proxy's own answer (`close`: the tunnel closes after it). The rule text is the
-// policy's (validated: no control byte), so it may go in a header.
+// A request's id in the proxy's own answers: its tunnel's number and its own in the tunnel
+// ("3.2"), as the records have them (`net_record::connection`, `net_http_record::number`).
+std::string request_id(std::uint64_t connection, const net_http_record& rec)
+{
+    return std::to_string(connection) + "." + std::to_string(rec.number);
+}
+
+// The proxy's own answer (`close`: the tunnel closes after it), naming the request by `id`
+// (X-Sandbox-Request and the body's end) so a client's report can be matched to the audit. The
+// rule text is the policy's (validated: no control byte), so it may go in a header.
 std::string answer_text(int status, const std::string& why, const std::string& rule,
-                        bool close = true, bool head_only = false)
+                        const std::string& id, bool close = true, bool head_only = false)
 {
     const http::status known = http::int_to_status(static_cast<unsigned>(status));
     const std::string phrase = known == http::status::unknown
                                    ? std::string("Refused")
                                    : std::string(http::obsolete_reason(known));
-    const std::string body = "sandbox: " + why + "\n";
+    const std::string body = "sandbox: " + why + " (request " + id + ")\n";
     std::string out = "HTTP/1.1 " + std::to_string(status) + " " + phrase +
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                       std::to_string(body.size()) + "\r\n";
@@ -549,7 +563,7 @@ std::string answer_text(int status, const std::string& why, const std::string& r
         out.append("Connection: close\r\n");
     if (!rule.empty())
         out.append("X-Sandbox-Rule: ").append(rule).append("\r\n");
-    out.append("\r\n");
+    out.append("X-Sandbox-Request: ").append(id).append("\r\n\r\n");
     return head_only ? out : out.append(body); // the answer to a HEAD has no body
 }
 
@@ -581,6 +595,27 @@ void append_fields(std::string& head, const Fields& fields, const http_verdict* 
     head.append("\r\n");
 }
 
+// The target the origin is sent: an absolute one (`https://host/path?q`, judged to name the
+// tunnel's host) as a path and query, the form a server expects from a client (RFC 9112
+// 3.2.1; an `OPTIONS` for the whole server, with neither, as `*`, 3.2.4); the others as
+// they came.
+std::string origin_form(std::string_view target, bool options)
+{
+    if (target.empty() || target.front() == '/' || target == "*")
+        return std::string(target);
+    auto url = boost::urls::parse_absolute_uri(target);
+    if (!url)
+        return std::string(target); // not reached: `judge` refused it
+    std::string out(url->encoded_path());
+    if (out.empty() && options && !url->has_query())
+        return "*";
+    if (out.empty())
+        out = "/";
+    if (url->has_query())
+        out.append("?").append(url->encoded_query());
+    return out;
+}
+
 // The head sent to the origin: the client's, parsed, with the hook's edits and the proxy's
 // headers in. Sized first, so no copy of an injected value is left behind by a growth; the
 // caller wipes it once sent.
@@ -600,7 +635,9 @@ std::string head_of(const request& req, const http_verdict* edits, const injecti
     }
     std::string head;
     head.reserve(size);
-    head.append(req.method_string()).append(" ").append(req.target());
+    head.append(req.method_string())
+        .append(" ")
+        .append(origin_form(req.target(), req.method() == http::verb::options));
     head.append(req.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
     append_fields(head, req, edits, adds);
     return head;
@@ -624,11 +661,12 @@ std::vector<http_header> headers_of(const http::fields& fields)
     return out;
 }
 
-http_request_info request_info(const request& req, const http_tunnel& t, std::string path,
-                               const std::string& rule)
+http_request_info request_info(const request& req, const http_tunnel& t, std::uint64_t number,
+                               std::string path, const std::string& rule)
 {
     http_request_info i;
     i.connection = t.connection;
+    i.number = number;
     i.host = t.host.text();
     i.port = t.port;
     i.method = std::string(req.method_string());
@@ -722,6 +760,7 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_re
                                                 const http::response_header<>& res,
                                                 std::string body, net_http_record& rec)
 {
+    const std::string id = request_id(request.connection, rec);
     http_response_info info;
     info.request = std::move(request); // asked once per exchange: no copy of its headers
     info.status = res.result_int();
@@ -741,7 +780,7 @@ asio::awaitable<response_say> ask_response_hook(const http_hooks& hooks, http_re
     {
         rec.status = d.status;
         say.reason = d.reason;
-        say.text = answer_text(d.status, d.why, {});
+        say.text = answer_text(d.status, d.why, {}, id);
     }
     else if (d.edits)
         say.head = edited_head(res, *d.edits);
@@ -767,10 +806,11 @@ struct response_watch
 
 // The proxy's 502 for a response it cannot pass on (nothing of it reached the client); the
 // tunnel ends.
-asio::awaitable<response_end> bad_gateway(tls_leg& client, const char* why, http_counters& n,
+asio::awaitable<response_end> bad_gateway(tls_leg& client, const char* why,
+                                          std::uint64_t connection, http_counters& n,
                                           net_http_record& rec)
 {
-    const std::string text = answer_text(502, why, {});
+    const std::string text = answer_text(502, why, {}, request_id(connection, rec));
     rec.status = 502;
     co_await send(client, asio::buffer(text), n.down, n.last);
     co_return ended("closed");
@@ -806,12 +846,14 @@ asio::awaitable<response_end> download_whole(inbox& o, tls_leg& client, response
         (parse_error(ec) || std::distance(p.get().begin(), p.get().end()) != fields))
         // Not judged (as a response that does not parse): trailers would reach the client
         // unseen by the hook.
-        co_return co_await bad_gateway(client, "the origin's response cannot be inspected", n, rec);
+        co_return co_await bad_gateway(client, "the origin's response cannot be inspected",
+                                       w.connection, n, rec);
     response_say say;
     if (ec == http::error::body_limit)
     {
         say.reason = "body_too_large";
-        say.text = answer_text(502, "the response body is larger than the hooks may see", {});
+        say.text = answer_text(502, "the response body is larger than the hooks may see", {},
+                               request_id(w.connection, rec));
         rec.status = 502;
     }
     else
@@ -840,6 +882,7 @@ asio::awaitable<response_end> response_body(inbox& o, tls_leg& client, response_
     route.hooks = w.hooks;
     route.hook = w.hooks && w.hooks->on_response_body ? &w.hooks->on_response_body : nullptr;
     route.connection = w.connection;
+    route.number = rec.number;
     route.request = false;
     const error_code ec = co_await copy_body(o, p, client, n.down, n.last, route);
     rec.response_body_bytes = route.hook ? route.passed : p.get().body().bytes;
@@ -880,7 +923,8 @@ asio::awaitable<response_end> download(inbox& o, tls_leg& client, bool head_requ
         const bool interim = !ec && p.get().result_int() / 100 == 1 && p.get().result_int() != 101;
         w.client->answer_started = !interim;
         if (ec)
-            co_return co_await bad_gateway(client, "the origin's response does not parse", n, rec);
+            co_return co_await bad_gateway(client, "the origin's response does not parse",
+                                           w.connection, n, rec);
         rec.status = p.get().result_int();
         const bool hooked = !interim && hooks && hooks->on_response;
         if (hooked && w.body_cap > 0 && !hooks->on_response_body && rec.status != 101 &&
@@ -981,7 +1025,8 @@ asio::awaitable<std::string> refuse(inbox& c, const http_tunnel& t, int status,
     rec.status = status;
     const bool keep = p && may_keep(*p);
     const bool head_only = p && p->get().method() == http::verb::head;
-    const std::string text = answer_text(status, why, rule, !keep, head_only);
+    const std::string text =
+        answer_text(status, why, rule, request_id(t.connection, rec), !keep, head_only);
     const bool sent = co_await send(c.leg(), asio::buffer(text), n.down, n.last);
     record(t, false, std::move(reason), std::move(rec));
     if (!sent || !keep)
@@ -1091,7 +1136,8 @@ asio::awaitable<std::string> refused_mid_request(inbox& c, const http_tunnel& t,
     if (answerable)
     {
         rec.status = route.refusal.status;
-        const std::string text = answer_text(route.refusal.status, route.refusal.why, {});
+        const std::string text =
+            answer_text(route.refusal.status, route.refusal.why, {}, request_id(t.connection, rec));
         co_await send(c.leg(), asio::buffer(text), n.down, n.last);
     }
     record(t, false, route.refusal.reason, std::move(rec));
@@ -1110,6 +1156,7 @@ asio::awaitable<std::string> relay_exchange(inbox& c, inbox& o, const http_tunne
     route.hooks = t.hooks;
     route.hook = t.hooks && t.hooks->on_request_body ? &t.hooks->on_request_body : nullptr;
     route.connection = t.connection;
+    route.number = rec.number;
     client_state client;
     const response_watch watch{&client, t.hooks, info, t.body_cap, t.connection};
     auto r = co_await (upload(c, rp, o.leg(), n, rec, route, body_done) ||
@@ -1133,9 +1180,11 @@ asio::awaitable<std::string> relay_exchange(inbox& c, inbox& o, const http_tunne
 }
 
 // One request and its response: empty to go on, or the tunnel's end.
-asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, http_counters& n)
+asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t,
+                                      std::uint64_t number, http_counters& n)
 {
     net_http_record rec;
+    rec.number = number;
     request_parser rp;
     strict_limits(rp);
     if (t.hooks && (t.hooks->on_request_body || (t.hooks->on_request && t.body_cap > 0)))
@@ -1146,15 +1195,17 @@ asio::awaitable<std::string> exchange(inbox& c, inbox& o, const http_tunnel& t, 
     if (!ec)
         c.consume(used);
     const injections adds = t.policy && !ec ? t.policy->injections_for(t.host) : injections();
-    judged j = ec ? refused(400, "bad_request", "the request does not parse: " + ec.message())
-                  : judge(rp.get(), t, adds, rec);
+    judged j = ec == http::error::header_limit
+                   ? refused(431, "head_too_large", "the request head is over 64 KiB")
+               : ec ? refused(400, "bad_request", "the request does not parse: " + ec.message())
+                    : judge(rp.get(), t, adds, rec);
     rec.method = std::string(rp.get().method_string().substr(0, 32));
     if (!j.allowed) // a rule's 403 may keep the tunnel; a request it cannot trust ends it
         co_return co_await refuse(c, t, j.status, j.why, rec.rule, j.reason, n, rec,
                                   j.status == 403 ? &rp : nullptr);
     std::optional<http_request_info> info;
     if (t.hooks)
-        info = request_info(rp.get(), t, std::move(j.path), rec.rule);
+        info = request_info(rp.get(), t, number, std::move(j.path), rec.rule);
     const bool whole_body = t.hooks && t.hooks->on_request && !t.hooks->on_request_body;
     std::string raw_body; // a body read whole for the hook, sent on after the head
     if (whole_body && t.body_cap > 0 && !rp.is_done())
@@ -1192,11 +1243,11 @@ asio::awaitable<std::string> relay_http(tls_leg& client, tls_leg& origin, const 
                                         http_counters& n)
 {
     inbox c(client), o(origin);
-    for (;;)
+    for (std::uint64_t number = 1;; ++number)
     {
         std::string end = co_await next_request(c, o);
         if (end.empty())
-            end = co_await exchange(c, o, t, n);
+            end = co_await exchange(c, o, t, number, n);
         if (!end.empty())
             co_return end;
     }

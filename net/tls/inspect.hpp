@@ -27,6 +27,12 @@ struct inspect_limits
     std::chrono::milliseconds idle_timeout = std::chrono::minutes(10);
     /// The close_notify exchange at the end, each leg.
     std::chrono::milliseconds close_timeout = std::chrono::seconds(2);
+    /// Inspected tunnels open at once (one inspector: one call). A selected CONNECT past it
+    /// is answered 503 with `Retry-After` (SOCKS5: REP 01) before anything is dialled, and
+    /// recorded as a `tunnel_cap` decision (rule "max_inspected_tunnels N");
+    /// opaque tunnels do not count (an inspected one holds two TLS states and the hooks'
+    /// buffers, a relay two sockets).
+    std::size_t max_tunnels = 256;
 };
 
 /// What an inspected tunnel did.

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -71,8 +72,24 @@ struct inspector::impl
     std::unique_ptr<certificate_authority> ca;
     std::unique_ptr<server_context> server;
     std::shared_ptr<origin_context> origins; // shared with the process's other inspectors
+    std::vector<detail::host_pattern> scoped_hosts; // opts.scoped_origins' hosts
+    // By the scoped entries that name a host: the context trusting theirs too.
+    std::map<std::vector<std::size_t>, std::shared_ptr<origin_context>> scoped_contexts;
     origin_sessions sessions;                // this call's alone
     request_policy requests;
+    std::size_t open_tunnels = 0; // holders of a tunnel_slot
+
+    outcome<> add_scoped_origins(const inspection_options& o);
+    // The scoped entries whose roots `host`'s origin may chain to.
+    std::vector<std::size_t> entries_naming(const canonical_host& host) const
+    {
+        std::vector<std::size_t> out;
+        for (std::size_t i = 0; i < scoped_hosts.size(); ++i)
+            if (host_pattern_names(scoped_hosts[i], host))
+                out.push_back(i);
+        return out;
+    }
+    outcome<std::shared_ptr<origin_context>> context_for(std::vector<std::size_t> entries);
 
     asio::awaitable<relay_totals> tunnel(asio::ip::tcp::socket& client,
                                          asio::ip::tcp::socket& origin, std::string early,
@@ -113,14 +130,70 @@ outcome<std::unique_ptr<inspector>> inspector::create(inspection_options opts)
     p->server = std::move(*server);
     p->origins = std::move(*origins);
     p->opts = std::move(opts);
+    if (auto r = p->add_scoped_origins(p->opts); !r)
+        return r.error();
     return std::unique_ptr<inspector>(new inspector(std::move(p)));
+}
+
+// Each scoped entry's host pattern, and the context of each alone (which checks its PEM).
+outcome<> inspector::impl::add_scoped_origins(const inspection_options& o)
+{
+    for (std::size_t i = 0; i < o.scoped_origins.size(); ++i)
+    {
+        const std::string field = "net.mitm.origin_ca_for[" + std::to_string(i) + "]";
+        auto host = detail::parse_host_pattern(o.scoped_origins[i].host);
+        if (!host)
+        {
+            failure f = host.error();
+            f.diag.limit = field + ".host";
+            return f;
+        }
+        scoped_hosts.push_back(std::move(*host));
+        if (auto made = context_for({i}); !made)
+        {
+            failure f = made.error();
+            if (f.code == errc::validation) // its PEM (else OpenSSL's own failure, as it is)
+            {
+                f.diag.message = "TLS inspection: " + field + " is not a PEM certificate list";
+                f.diag.limit = field;
+            }
+            return f;
+        }
+    }
+    return {};
+}
+
+outcome<std::shared_ptr<origin_context>>
+inspector::impl::context_for(std::vector<std::size_t> entries)
+{
+    if (entries.empty())
+        return origins;
+    if (auto it = scoped_contexts.find(entries); it != scoped_contexts.end())
+        return it->second;
+    origin_trust trust = opts.origins;
+    for (const std::size_t i : entries)
+        trust.extra_roots_pem.push_back(opts.scoped_origins[i].pem);
+    auto made = shared_origin_context(trust); // about 0.6 ms, once per set of entries
+    if (made)
+        scoped_contexts.emplace(std::move(entries), *made);
+    return made;
+}
+
+outcome<std::shared_ptr<origin_context>> inspector::origins_for(const canonical_host& host)
+{
+    return p_->context_for(p_->entries_naming(host));
+}
+
+std::string inspected_cap_rule(const inspector& in)
+{
+    return "max_inspected_tunnels " + std::to_string(in.options().limits.max_tunnels);
 }
 
 outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks)
 {
     if (!m.enabled)
         return std::shared_ptr<inspector>();
-    if (m.origin_ca.empty() && system_roots()->empty())
+    if (m.origin_ca.empty() && m.origin_ca_for.empty() && system_roots()->empty())
         return make_failure(
             errc::not_available,
             "TLS inspection needs roots to verify origins: " + std::string(system_bundle_path) +
@@ -137,6 +210,7 @@ outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_ho
         o.body_cap =
             m.max_body_bytes > 0 ? static_cast<std::size_t>(m.max_body_bytes) : default_body_cap;
     o.origins.extra_roots_pem = m.origin_ca;
+    o.scoped_origins = m.origin_ca_for;
     auto made = inspector::create(std::move(o));
     if (!made)
         return made.error();
@@ -154,6 +228,13 @@ bool inspector::selects(const canonical_host& host) const
     if (named(p_->excluded))
         return false;
     return p_->hosts.empty() || named(p_->hosts) || p_->requests.names(host);
+}
+
+tunnel_slot inspector::take_slot()
+{
+    if (p_->open_tunnels >= p_->opts.limits.max_tunnels)
+        return {};
+    return tunnel_slot(p_->open_tunnels);
 }
 
 certificate_authority& inspector::authority() noexcept
@@ -202,9 +283,16 @@ asio::awaitable<relay_totals> inspector::impl::tunnel(asio::ip::tcp::socket& cli
     leg to_origin{std::move(origin), std::move(early)};
     inspect_limits limits = opts.limits;
     limits.idle_timeout = idle_timeout;
+    auto trusted = context_for(entries_naming(http.host));
+    if (!trusted)
+    {
+        t.reason = "internal";
+        t.tls->detail = trusted.error().diag.message;
+        co_return t;
+    }
     const inspect_totals done =
-        co_await inspect(std::move(from_client), std::move(to_origin), http.host, *server, *origins,
-                         limits, http, &sessions);
+        co_await inspect(std::move(from_client), std::move(to_origin), http.host, *server,
+                         **trusted, limits, http, &sessions);
     t.up = done.up;
     t.down = done.down;
     t.reason = done.reason;

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sandbox::net::tls {
@@ -45,8 +46,30 @@ struct inspection_options
     http_hooks hooks{};
     std::size_t body_cap = 0;
     authority_options ca{};
+    /// Every origin's trust, and roots for some hosts' origins only (on top of it).
     origin_trust origins{};
+    std::vector<scoped_origin_ca> scoped_origins{};
     inspect_limits limits{};
+};
+
+/// \brief A place among a call's inspected tunnels (`inspect_limits::max_tunnels`), held
+/// while one runs; empty when there was none.
+class tunnel_slot
+{
+public:
+    tunnel_slot() noexcept = default;
+    explicit tunnel_slot(std::size_t& open) noexcept : open_(&open) { ++open; }
+    tunnel_slot(tunnel_slot&& o) noexcept : open_(std::exchange(o.open_, nullptr)) {}
+    tunnel_slot& operator=(tunnel_slot&&) = delete;
+    ~tunnel_slot()
+    {
+        if (open_)
+            --*open_;
+    }
+    explicit operator bool() const noexcept { return open_ != nullptr; }
+
+private:
+    std::size_t* open_ = nullptr;
 };
 
 /// \brief One sandbox's inspection. Not thread-safe: the proxy's executor only.
@@ -54,13 +77,19 @@ class inspector
 {
 public:
     /// `errc::validation` for a bad pattern (limit `net.mitm.hosts`,
-    /// `net.mitm.exclude_hosts`, `net.mitm.requests[i]`, `net.mitm.inject_headers[i]`) or origin
-    /// root (`net.mitm.origin_ca`); `errc::internal` when OpenSSL fails.
+    /// `net.mitm.exclude_hosts`, `net.mitm.requests[i]`, `net.mitm.inject_headers[i]`,
+    /// `net.mitm.origin_ca_for[i]`) or origin root (`net.mitm.origin_ca`,
+    /// `net.mitm.origin_ca_for[i]`); `errc::internal` when OpenSSL fails.
     static outcome<std::unique_ptr<inspector>> create(inspection_options opts);
     ~inspector();
 
     /// Whether a CONNECT to `host` is inspected.
     bool selects(const canonical_host& host) const;
+
+    /// \brief A place for one more inspected tunnel, taken before its CONNECT is answered
+    /// and held until the tunnel ends; empty when `limits.max_tunnels` are open (the
+    /// CONNECT is then refused with 503 and `Retry-After`).
+    tunnel_slot take_slot();
 
     /// \brief The tunnel of a selected host once its CONNECT was answered, from the client's
     /// first bytes (`rest`: what it sent after its request): its ClientHello is read within
@@ -79,7 +108,11 @@ public:
 
     certificate_authority& authority() noexcept;
     server_context& server() noexcept;
+    /// The origin context of every host that no `scoped_origins` entry names.
     origin_context& origins() noexcept;
+    /// \brief The origin context for `host`: `origins()`, or one that also trusts the roots
+    /// of each `scoped_origins` entry naming it (made on first use, then kept).
+    outcome<std::shared_ptr<origin_context>> origins_for(const canonical_host& host);
     const inspection_options& options() const noexcept;
 
     struct impl;
@@ -88,6 +121,10 @@ private:
     explicit inspector(std::unique_ptr<impl> p) noexcept;
     std::unique_ptr<impl> p_;
 };
+
+/// The record's rule for a CONNECT refused at `inspect_limits::max_tunnels`
+/// ("max_inspected_tunnels 256").
+std::string inspected_cap_rule(const inspector& in);
 
 /// \brief The inspection `m` asks for, with a CA made now for it alone, and the call's
 /// `hooks` (shown bodies under `m.inspect_bodies`): null when `m` is off; else as

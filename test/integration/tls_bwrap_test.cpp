@@ -274,8 +274,9 @@ BOOST_FIXTURE_TEST_CASE(a_session_inspects_for_its_whole_life, tls_fixture)
     BOOST_TEST(hooked == 2);
 }
 
-// sandbox-run's flags: --inspect, --origin-ca (read from a file), the default policy
-// otherwise; misuse is a usage error (125) that names the flag.
+// sandbox-run's flags: --inspect, --origin-ca and --origin-ca-for (read from a file; the
+// scoped root vouches for its hosts alone), the default policy otherwise; misuse is a usage
+// error (125) that names the flag.
 BOOST_FIXTURE_TEST_CASE(sandbox_run_inspects_with_its_flags, tls_fixture)
 {
     const std::string cli = std::string(SBX_SANDBOX_RUN) + " --root " + root.str() +
@@ -289,9 +290,26 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_inspects_with_its_flags, tls_fixture)
                                            "/hello.txt 2>/dev/null");
     BOOST_TEST(unverified.status != 0); // the origin's root not given: no leaf, no body
     BOOST_TEST(unverified.out.empty());
+    auto scoped =
+        sbx_test::host_shell(cli + "--inspect files.test --origin-ca-for '*.test=" + cert +
+                             "' -- curl -sS " + base() + "/hello.txt 2>/dev/null");
+    BOOST_TEST(scoped.status == 0);
+    BOOST_TEST(scoped.out == "hello from the host\n");
+    auto elsewhere =
+        sbx_test::host_shell(cli +
+                             "--inspect files.test --origin-ca-for "
+                             "'other.test=" +
+                             cert + "' -- curl -sS " + base() + "/hello.txt 2>/dev/null");
+    BOOST_TEST(elsewhere.status != 0); // scoped to another host: files.test's origin is refused
+    BOOST_TEST(elsewhere.out.empty());
     for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
              {"--inspect files.test", "--inspect and the request flags need --net allow-list"},
-             {"--exclude-inspect files.test", "--exclude-inspect and --origin-ca need --inspect"},
+             {"--exclude-inspect files.test",
+              "--exclude-inspect, --origin-ca and --origin-ca-for need --inspect"},
+             {"--allow-host x.test --inspect x.test --origin-ca-for x.test",
+              "is not HOST_PATTERN=FILE"},
+             {"--allow-host x.test --inspect x.test --origin-ca-for 'a b=" + cert + "'",
+              "invalid host pattern"},
              {"--allow-host x.test --inspect x.test --origin-ca /nonexistent.pem",
               "cannot read --origin-ca \"/nonexistent.pem\": No such file or directory"}})
     {
@@ -322,10 +340,11 @@ BOOST_FIXTURE_TEST_CASE(request_rules_and_a_secret_header_the_command_never_sees
                "/proc/[0-9]*/cmdline /run /tmp /etc /home 2>/dev/null; env | grep -c 4711",
            o);
     BOOST_TEST(!r.ec, r.result.diag);
-    BOOST_TEST(r.result.out.data ==
-                   "hello from the host\nX-Api-Token: s3cret-4711\n403\n"
-                   "sandbox: no request rule allows this request to this host\n0\n0\n",
-               r.result.out.data + r.result.err.data);
+    BOOST_TEST(
+        r.result.out.data ==
+            "hello from the host\nX-Api-Token: s3cret-4711\n403\n"
+            "sandbox: no request rule allows this request to this host (request 4.1)\n0\n0\n",
+        r.result.out.data + r.result.err.data);
     std::size_t allowed = 0, denied = 0;
     for (const auto& rec : records)
     {
@@ -378,8 +397,9 @@ BOOST_FIXTURE_TEST_CASE(the_callers_hooks_judge_and_edit_the_commands_requests, 
                     "/echo-headers | grep -i -e x-api-token -e x-checked",
                 inspected(), hooks);
     BOOST_TEST(!r.ec, r.result.diag);
-    BOOST_TEST(r.result.out.data == "sandbox: refused by the request hook: not this one\n\n"
-                                    "X-Checked: by-the-caller\r\nX-Api-Token: from-the-hook\n",
+    BOOST_TEST(r.result.out.data ==
+                   "sandbox: refused by the request hook: not this one (request 1.1)\n\n"
+                   "X-Checked: by-the-caller\r\nX-Api-Token: from-the-hook\n",
                r.result.out.data + r.result.err.data);
     BOOST_TEST((asked == std::vector<std::string>{"GET files.test /hello.txt",
                                                   "GET files.test /echo-headers", "response 200"}));
@@ -461,7 +481,7 @@ BOOST_FIXTURE_TEST_CASE(sandbox_run_takes_request_rules_and_headers_as_flags, tl
         "/hello.txt; echo; env | grep -c SBX_TOKEN' 2>/dev/null");
     BOOST_TEST(ran.status == 1); // grep -c found none: the exit of the last command
     BOOST_TEST(ran.out == "X-Api-Token: s3cret-4711\nsandbox: no request rule allows this "
-                          "request to this host\n\n0\n");
+                          "request to this host (request 2.1)\n\n0\n");
     for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
              {"--allow-host x.test --inject-header 'x.test: X-T=plain'",
               "the value comes from @env:VAR or @file:PATH"},

@@ -248,6 +248,12 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
                   "[/nonexistent/ca.pem]}}}"),
          n + ".mitm.origin_ca[0]",
          "cannot read origin root /nonexistent/ca.pem: No such file or directory", "[/nonexistent"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {origin_ca_for: "
+                  "[{host: x.com}]}}}"),
+         n + ".mitm.origin_ca_for[0].file", "is required", "{host"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {origin_ca_for: "
+                  "[{host: x.com, file: ca.pem}]}}}"),
+         n + ".mitm.origin_ca_for[0].file", "must be an absolute path", "ca.pem"},
         {defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {relay_non_tls: 1}}}"),
          n + ".mitm.relay_non_tls", "must be true or false", "1}}}"},
         {defaults("{net: {mode: proxy, proxy: \"ftp://p:1\"}}"), n,
@@ -559,7 +565,8 @@ BOOST_AUTO_TEST_CASE(origin_roots_are_read_from_a_document_and_refused_in_a_call
     const auto doc = cfg::parse_document(
         defaults("{net: {mode: allow_list, allow_hosts: [x.com], mitm: {enabled: true, "
                  "relay_non_tls: true, origin_ca: [\"" +
-                 file.string() + "\"]}}}"));
+                 file.string() + "\"], origin_ca_for: [{host: \"*.corp.test\", file: \"" +
+                 file.string() + "\"}]}}}"));
     std::filesystem::remove(file);
     BOOST_TEST_REQUIRE(doc.has_value(), (doc ? "" : doc.error().diag.message));
     const auto& mitm = doc->sandboxes.at(0).defaults.net.mitm;
@@ -568,6 +575,9 @@ BOOST_AUTO_TEST_CASE(origin_roots_are_read_from_a_document_and_refused_in_a_call
     BOOST_TEST(
         (mitm->origin_ca == std::vector<std::string>{
                                 "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}));
+    BOOST_TEST_REQUIRE(mitm->origin_ca_for.size() == 1u);
+    BOOST_TEST(mitm->origin_ca_for[0].host == "*.corp.test");
+    BOOST_TEST(mitm->origin_ca_for[0].pem == mitm->origin_ca[0]);
     const auto call = cfg::parse_call(
         R"({"command": "x", "net": {"mode": "allow_list", "allow_hosts": ["x.com"],)"
         R"( "mitm": {"enabled": true, "origin_ca": ["/etc/shadow"]}}})");
@@ -575,6 +585,13 @@ BOOST_AUTO_TEST_CASE(origin_roots_are_read_from_a_document_and_refused_in_a_call
     BOOST_TEST(call.error().diag.message.find(
                    "net.mitm.origin_ca: names files of the daemon's host") != std::string::npos,
                call.error().diag.message);
+    const auto scoped = cfg::parse_call(
+        R"({"command": "x", "net": {"mode": "allow_list", "allow_hosts": ["x.com"],)"
+        R"( "mitm": {"enabled": true, "origin_ca_for": [{"host": "x.com", "file": "/etc/shadow"}]}}})");
+    BOOST_TEST_REQUIRE(!scoped.has_value());
+    BOOST_TEST(scoped.error().diag.message.find(
+                   "net.mitm.origin_ca_for: names files of the daemon's host") != std::string::npos,
+               scoped.error().diag.message);
 }
 
 // Issue 34: request rules and injected headers. A document may take a header's value from

@@ -121,11 +121,11 @@ outcome<void> parse_connect_flags(const po::variables_map& vm, run_config& cfg)
     if (cfg.connect.empty() || cfg.sandbox_name.empty())
         return make_failure(errc::validation, "--connect SOCKET needs --sandbox NAME", "connect");
     for (const char* flag :
-         {"config",       "check",         "workspace",      "backend",       "root",
-          "cgroup",       "writable",      "read-only",      "read-deny",     "write-deny",
-          "unix-socket",  "sandbox-user",  "resolve",        "origin-ca",     "allow-request",
-          "deny-request", "inject-header", "replace-header", "allow-command", "ask",
-          "ask-timeout",  "audit",         "enforcement"})
+         {"config",        "check",        "workspace",     "backend",        "root",
+          "cgroup",        "writable",     "read-only",     "read-deny",      "write-deny",
+          "unix-socket",   "sandbox-user", "resolve",       "origin-ca",      "origin-ca-for",
+          "allow-request", "deny-request", "inject-header", "replace-header", "allow-command",
+          "ask",           "ask-timeout",  "audit",         "enforcement"})
         if (given(vm, flag) && (std::string_view(flag) != "check" || cfg.check) &&
             (std::string_view(flag) != "enforcement" || vm["enforcement"].as<bool>()))
             return make_failure(errc::validation,
@@ -167,8 +167,8 @@ outcome<void> check_config_use(const po::variables_map& vm, const run_config& cf
                                                          : "(its backend, root and settings)"),
                 "config");
     // An entry's network replaces the caller's whole: these would be dropped without a word.
-    for (const char* flag : {"inspect", "exclude-inspect", "origin-ca", "allow-request",
-                             "deny-request", "inject-header", "replace-header"})
+    for (const char* flag : {"inspect", "exclude-inspect", "origin-ca", "origin-ca-for",
+                             "allow-request", "deny-request", "inject-header", "replace-header"})
         if (given(vm, flag))
             return make_failure(errc::validation,
                                 std::string("--") + flag +

@@ -134,6 +134,9 @@ constexpr option_spec option_table[] = {
     {"origin-ca", "FILE", arity::repeated,
      "PEM roots the proxy also trusts for inspected origins,\n"
      "beside the system's (repeatable)"},
+    {"origin-ca-for", "'HOST_PATTERN=FILE'", arity::repeated,
+     "PEM roots the proxy trusts for the origins of these\n"
+     "hosts only (repeatable)"},
     {"allow-request", "'METHODS HOST/PATH'", arity::repeated,
      "let these HTTPS requests through (GET,HEAD\n"
      "api.example.com/repos/acme/**; * any method; * within\n"

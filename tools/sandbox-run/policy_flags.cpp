@@ -176,21 +176,56 @@ std::vector<std::string> request_hosts(const sandbox::mitm_policy& m)
     return out;
 }
 
-// --inspect, --exclude-inspect, --origin-ca and the request flags: net.mitm, each origin
-// root read from its file.
+// An origin root's file read for `flag` (its text, or the failure with `limit`).
+outcome<std::string> read_root(const std::string& file, const std::string& flag, const char* limit)
+{
+    auto text = sandbox::config::read_text_file(file, flag + " " + in_quotes(file),
+                                                sandbox::config::max_document_bytes);
+    if (!text)
+    {
+        failure f = text.error();
+        f.diag.limit = limit;
+        return f;
+    }
+    return std::move(*text);
+}
+
+// --origin-ca-for 'HOST_PATTERN=FILE': the roots of one host pattern's origins.
+outcome<void> parse_scoped_roots(const std::vector<std::string>& given, sandbox::mitm_policy& m)
+{
+    for (std::size_t i = 0; i < given.size(); ++i)
+    {
+        const std::string limit = "net.mitm.origin_ca_for[" + std::to_string(i) + "]";
+        const auto eq = given[i].find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == given[i].size())
+            return make_failure(
+                errc::validation,
+                "--origin-ca-for " + in_quotes(given[i]) + " is not HOST_PATTERN=FILE", limit);
+        auto text = read_root(given[i].substr(eq + 1), "--origin-ca-for", limit.c_str());
+        if (!text)
+            return text.error();
+        m.origin_ca_for.push_back({given[i].substr(0, eq), std::move(*text)});
+    }
+    return {};
+}
+
+// --inspect, --exclude-inspect, --origin-ca, --origin-ca-for and the request flags:
+// net.mitm, each origin root read from its file.
 outcome<void> parse_inspect_flags(const po::variables_map& vm, run_config& cfg)
 {
     sandbox::net_policy& net = cfg.request.options.net;
     auto hosts = list_of(vm, "inspect");
     auto excluded = list_of(vm, "exclude-inspect");
     auto roots = list_of(vm, "origin-ca");
+    const auto scoped_roots = list_of(vm, "origin-ca-for");
     const bool per_request = vm.count("allow-request") || vm.count("deny-request") ||
                              vm.count("inject-header") || vm.count("replace-header");
     if (hosts.empty() && !per_request)
     {
-        if (!excluded.empty() || !roots.empty())
+        if (!excluded.empty() || !roots.empty() || !scoped_roots.empty())
             return make_failure(errc::validation,
-                                "--exclude-inspect and --origin-ca need --inspect", "net.mitm");
+                                "--exclude-inspect, --origin-ca and --origin-ca-for need --inspect",
+                                "net.mitm");
         return {};
     }
     if (net.mode != sandbox::net_mode::allow_list && net.mode != sandbox::net_mode::proxy)
@@ -208,16 +243,13 @@ outcome<void> parse_inspect_flags(const po::variables_map& vm, run_config& cfg)
         m.hosts = request_hosts(m);
     for (const auto& file : roots)
     {
-        auto text = sandbox::config::read_text_file(file, "--origin-ca " + in_quotes(file),
-                                                    sandbox::config::max_document_bytes);
+        auto text = read_root(file, "--origin-ca", "net.mitm.origin_ca");
         if (!text)
-        {
-            failure f = text.error();
-            f.diag.limit = "net.mitm.origin_ca";
-            return f;
-        }
+            return text.error();
         m.origin_ca.push_back(std::move(*text));
     }
+    if (auto r = parse_scoped_roots(scoped_roots, m); !r)
+        return r;
     net.mitm = std::move(m);
     // The rules and headers are checked now: a bad one is a usage error, before the backend
     // looks at anything else.
