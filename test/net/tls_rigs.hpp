@@ -21,6 +21,7 @@
 #include "test/host_shell.hpp"
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -58,6 +59,15 @@ inline canonical_host host(const std::string& text)
     auto h = canonicalize_host(text);
     BOOST_TEST_REQUIRE(h.has_value(), text);
     return *h;
+}
+
+// A temporary directory's path of its own for one rig (the pid and a count: two rigs alive at
+// once never share one).
+inline std::filesystem::path rig_directory(const std::string& prefix)
+{
+    static std::atomic<unsigned> made{0};
+    return std::filesystem::temp_directory_path() /
+           (prefix + std::to_string(::getpid()) + "-" + std::to_string(++made));
 }
 
 inline std::unique_ptr<tls::certificate_authority>
@@ -135,8 +145,7 @@ struct tls_server
     std::thread runner;
 
     explicit tls_server(const std::string& connect)
-        : connect_host(host(connect)), dir(std::filesystem::temp_directory_path() /
-                                           ("sbx-tls-test-" + std::to_string(::getpid())))
+        : connect_host(host(connect)), dir(rig_directory("sbx-tls-test-"))
     {
         auto c = tls::server_context::create(*ca);
         BOOST_TEST_REQUIRE(c.has_value());
@@ -275,8 +284,7 @@ struct inspect_rig
     // `expired_for`: the origin's certificate ended that long ago (its CA is still valid).
     inspect_rig(const std::string& origin_name, bool trust_origin_ca, bool silent_origin = false,
                 std::chrono::hours expired_for = 0h)
-        : silent(silent_origin), dir(std::filesystem::temp_directory_path() /
-                                     ("sbx-tls-inspect-" + std::to_string(::getpid())))
+        : silent(silent_origin), dir(rig_directory("sbx-tls-inspect-"))
     {
         auto made = tls::clock::now();
         if (expired_for > 0h)
