@@ -57,6 +57,8 @@ boost::json::object net_policy_to_json(const net_policy& n)
         addresses.as_array().emplace_back(address);
     }
     o["resolve"] = std::move(pins);
+    if (n.sni_check != sni_mode::record)         // (the default left out: a daemon of an earlier
+        o["sni_check"] = to_string(n.sni_check); // version takes the call as it did)
     if (n.mitm)
         o["mitm"] = json::object{{"enabled", n.mitm->enabled},
                                  {"inspect_bodies", n.mitm->inspect_bodies},

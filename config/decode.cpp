@@ -280,15 +280,16 @@ void check_net_mode(reader& r, const node& n, const std::string& path, const net
 {
     const bool hosts = !net.allow_hosts.empty(), rules = !net.rules.empty();
     const bool proxy = !net.proxy.empty(), sockets = !net.unix_sockets.empty();
-    const bool pins = !net.resolve.empty();
+    const bool pins = !net.resolve.empty(), sni = net.sni_check != sni_mode::record;
     switch (net.mode)
     {
     case net_mode::inherit:
     case net_mode::deny_all:
-        if (hosts || rules || proxy || sockets || net.mitm || pins)
+        if (hosts || rules || proxy || sockets || net.mitm || pins || sni)
             r.fail(path, &n,
                    "mode \"" + mode_text +
-                       "\" cannot set allow_hosts, rules, proxy, unix_sockets, mitm or resolve");
+                       "\" cannot set allow_hosts, rules, proxy, unix_sockets, mitm, resolve "
+                       "or sni_check");
         break;
     case net_mode::allow_list:
         if (!hosts && !rules)
@@ -332,8 +333,9 @@ void decode_net(reader& r, const node& n, const std::string& path, net_policy& n
 {
     if (!r.is_object(n, path))
         return;
-    r.known_keys(n, path,
-                 {"mode", "allow_hosts", "rules", "proxy", "unix_sockets", "mitm", "resolve"});
+    r.known_keys(
+        n, path,
+        {"mode", "allow_hosts", "rules", "proxy", "unix_sockets", "mitm", "resolve", "sni_check"});
     const std::size_t before = r.count(); // a field already refused: no second word on it
     std::string mode_text = "default";
     if (const node* m = n.member("mode"); !absent(m))
@@ -369,6 +371,15 @@ void decode_net(reader& r, const node& n, const std::string& path, net_policy& n
         net.mitm = decode_mitm(r, *v, member_path(path, "mitm"));
     if (const node* v = n.member("resolve"); !absent(v))
         decode_pins(r, *v, member_path(path, "resolve"), net);
+    if (const node* v = n.member("sni_check"); !absent(v))
+        if (auto s = r.string(*v, member_path(path, "sni_check")))
+        {
+            if (auto m = parse_sni_mode(*s))
+                net.sni_check = *m;
+            else
+                r.fail(member_path(path, "sni_check"), v,
+                       "\"" + *s + "\" is not an sni_check (record, deny, off)");
+        }
     check_net_mode(r, n, path, net, mode_text);
     if (r.count() != before)
         return;

@@ -168,6 +168,7 @@ outcome<> refuse_set_fields(std::initializer_list<std::pair<const char*, bool>> 
 outcome<> check_consistency(const net_policy& p)
 {
     const bool mitm_enabled = p.mitm && p.mitm->enabled;
+    const bool sni_set = p.sni_check != sni_mode::record;
     switch (p.mode)
     {
     case net_mode::inherit:
@@ -176,14 +177,16 @@ outcome<> check_consistency(const net_policy& p)
                                   {"net.proxy", !p.proxy.empty()},
                                   {"net.unix_sockets", !p.unix_sockets.empty()},
                                   {"net.mitm.enabled", mitm_enabled},
-                                  {"net.resolve", !p.resolve.empty()}},
+                                  {"net.resolve", !p.resolve.empty()},
+                                  {"net.sni_check", sni_set}},
                                  p.mode);
     case net_mode::deny_all: // unix sockets are allowed through a deny-all sandbox
         return refuse_set_fields({{"net.allow_hosts", !p.allow_hosts.empty()},
                                   {"net.rules", !p.rules.empty()},
                                   {"net.proxy", !p.proxy.empty()},
                                   {"net.mitm.enabled", mitm_enabled},
-                                  {"net.resolve", !p.resolve.empty()}},
+                                  {"net.resolve", !p.resolve.empty()},
+                                  {"net.sni_check", sni_set}},
                                  p.mode);
     case net_mode::allow_list:
         if (!p.proxy.empty())
@@ -228,6 +231,25 @@ std::optional<net_mode> parse_net_mode(std::string_view s) noexcept
 
 std::ostream& operator<<(std::ostream& os, net_mode m) { return os << to_string(m); }
 
+const char* to_string(sni_mode m) noexcept
+{
+    switch (m)
+    {
+    case sni_mode::record: return "record";
+    case sni_mode::deny: return "deny";
+    case sni_mode::off: return "off";
+    }
+    return "unknown";
+}
+
+std::optional<sni_mode> parse_sni_mode(std::string_view s) noexcept
+{
+    for (sni_mode m : {sni_mode::record, sni_mode::deny, sni_mode::off})
+        if (s == to_string(m))
+            return m;
+    return std::nullopt;
+}
+
 const char* to_string(net_action a) noexcept
 {
     switch (a)
@@ -245,6 +267,10 @@ outcome<> net_policy::validate() const
         return invalid("network mode " + std::to_string(m) +
                            " is not one of default, deny_all, allow_list, proxy",
                        "net.mode");
+    if (!parse_sni_mode(to_string(sni_check)))
+        return invalid("sni_check " + std::to_string(static_cast<int>(sni_check)) +
+                           " is not one of record, deny, off",
+                       "net.sni_check");
     if (!proxy.empty())
     {
         if (auto r = check_proxy(proxy); !r)

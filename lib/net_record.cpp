@@ -70,6 +70,11 @@ boost::json::object to_json(const net_record& r)
         o["duration_us"] =
             std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count();
     }
+    if (r.sni)
+    {
+        o["sni"] = sanitize_utf8(*r.sni);
+        o["sni_mismatch"] = r.sni_mismatch;
+    }
     if (r.tls)
     {
         boost::json::object t;

@@ -80,10 +80,14 @@ outcome<> check_limits(const net_limits& l)
         {l.dns_timeout, "limits.dns_timeout"},
         {l.socks_handshake_timeout, "limits.socks_handshake_timeout"},
         {l.tunnel_idle_timeout, "limits.tunnel_idle_timeout"},
+        {l.client_hello_timeout, "limits.client_hello_timeout"},
     };
+    // At most 30 days: a deadline is `now + t`, which a larger one would overflow.
+    constexpr milliseconds longest = std::chrono::hours(24 * 30);
     for (const auto& [t, name] : times)
-        if (t <= milliseconds::zero())
-            return make_failure(errc::validation, std::string(name) + " must be positive", name);
+        if (t <= milliseconds::zero() || t > longest)
+            return make_failure(errc::validation,
+                                std::string(name) + " must be positive and at most 30 days", name);
     if (l.max_head_bytes == 0)
         return make_failure(errc::validation, "limits.max_head_bytes must be positive",
                             "limits.max_head_bytes");
@@ -140,6 +144,7 @@ outcome<egress_config> make_egress_config(asio::any_io_executor ex, const net_po
     cfg.dns = std::move(*dns);
     cfg.guard = address_guard::with_host_interfaces();
     cfg.on_record = std::move(on_record);
+    cfg.sni = p.sni_check;
     if (p.mitm)
     {
         auto inspection = tls::inspection_for(*p.mitm, std::move(hooks));
@@ -255,15 +260,16 @@ void egress::request(const net_record& decision, bool allowed, std::string reaso
     emit(r);
 }
 
-void egress::closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
-                    std::string reason, std::optional<net_tls_record> tls)
+void egress::closed(const net_record& decision, relay_totals t)
 {
     net_record r = decision;
     r.event = net_event::closed;
-    r.bytes_up = bytes_up;
-    r.bytes_down = bytes_down;
-    r.reason = std::move(reason);
-    r.tls = std::move(tls);
+    r.bytes_up = t.up;
+    r.bytes_down = t.down;
+    r.reason = std::move(t.reason);
+    r.tls = std::move(t.tls);
+    r.sni = std::move(t.sni);
+    r.sni_mismatch = t.sni_mismatch;
     r.duration = std::chrono::nanoseconds{0};
     if (auto it = opened_at_.find(decision.connection); it != opened_at_.end())
     {

@@ -7,6 +7,7 @@
 
 #include "address_guard.hpp"
 #include "host/canonical.hpp"
+#include "relay.hpp"
 #include "resolver.hpp"
 #include "rule_set.hpp"
 
@@ -73,6 +74,8 @@ struct egress_config
     net_record_handler on_record{};
     /// TLS inspection of the CONNECT hosts it selects (null: none; every tunnel is relayed).
     std::shared_ptr<tls::inspector> inspection{};
+    /// The server name of the tunnels inspection does not take (`net_policy::sni_check`).
+    sni_mode sni = sni_mode::record;
 };
 
 /// \brief Builds the config of `p` (mode allow_list or proxy): compiles the rules, parses
@@ -147,9 +150,9 @@ public:
     /// `decision` opened.
     void request(const net_record& decision, bool allowed, std::string reason,
                  net_http_record http);
-    /// \brief Emits the `closed` record of a connection `open` connected.
-    void closed(const net_record& decision, std::uint64_t bytes_up, std::uint64_t bytes_down,
-                std::string reason, std::optional<net_tls_record> tls = {});
+    /// \brief Emits the `closed` record of a connection `open` connected, from what its
+    /// relay (or inspection) moved and why it ended.
+    void closed(const net_record& decision, relay_totals t);
 
     const net_limits& limits() const noexcept { return cfg_.limits; }
     const egress_config& config() const noexcept { return cfg_; }

@@ -10,7 +10,7 @@
 #include "http_front.hpp"
 
 #include "relay.hpp"
-#include "tls/inspector.hpp"
+#include "tunnel.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/read.hpp>
@@ -204,12 +204,11 @@ constexpr std::string_view inspect_busy =
     "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n"
     "Content-Length: 44\r\nConnection: close\r\n\r\ntoo many inspected tunnels open; retry soon\n";
 
-/// Answers 200 on a connected destination, relays (or inspects, when `inspected`: the
-/// caller holds its slot), and records the close.
+/// Answers 200 on a connected destination, carries the tunnel (inspected when `inspected`:
+/// the caller holds its slot), and records the close.
 asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
                                  const authority& target, std::string rest, bool inspected)
 {
-    tls::inspector* inspection = gate.config().inspection.get();
     static constexpr std::string_view ok = "HTTP/1.1 200 Connection Established\r\n\r\n";
     relay_totals t;
     try
@@ -218,22 +217,14 @@ asio::awaitable<void> run_tunnel(egress& gate, tcp::socket& client, opened& op,
                                                   asio::as_tuple(asio::use_awaitable));
         if (ec)
             t.reason = "reset";
-        else if (inspected)
-            t = co_await inspection->tunnel(
-                client, op.socket, std::move(op.early_bytes), target, std::move(rest),
-                gate.limits().tunnel_idle_timeout, op.record.connection,
-                [&](bool allowed, std::string reason, net_http_record h) {
-                    gate.request(op.record, allowed, std::move(reason), std::move(h));
-                });
         else
-            t = co_await relay(client, op.socket, std::move(rest), std::move(op.early_bytes),
-                               gate.limits().tunnel_idle_timeout);
+            t = co_await carry_tunnel(gate, client, op, target, std::move(rest), inspected);
     }
     catch (const boost::system::system_error&)
     {
         t.reason = "stopped";
     }
-    gate.closed(op.record, t.up, t.down, t.reason, std::move(t.tls));
+    gate.closed(op.record, std::move(t));
 }
 
 asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const head_parser& p,
@@ -249,13 +240,9 @@ asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const hea
         co_return;
     }
     // An inspected tunnel takes its place first: past the call's cap, nothing is dialled.
-    tls::inspector* inspection = gate.config().inspection.get();
-    const bool inspected = inspection && inspection->selects(a->host);
-    const tls::tunnel_slot slot = inspected ? inspection->take_slot() : tls::tunnel_slot();
-    if (inspected && !slot)
+    const tunnel_choice choice = choose_tunnel(gate, net_protocol::connect, requested, *a);
+    if (choice.over_cap)
     {
-        gate.refuse(net_protocol::connect, std::move(requested), open_status::tunnel_cap,
-                    "too many inspected tunnels open", tls::inspected_cap_rule(*inspection));
         co_await send_and_close(client, inspect_busy);
         co_return;
     }
@@ -265,7 +252,7 @@ asio::awaitable<void> serve_connect(egress& gate, tcp::socket& client, const hea
         co_await answer(client, http_status(op.status), op.message);
         co_return;
     }
-    co_await run_tunnel(gate, client, op, *a, std::move(rest), inspected);
+    co_await run_tunnel(gate, client, op, *a, std::move(rest), choice.inspected);
 }
 
 // ---- absolute-form forwarding -----------------------------------------------------------
@@ -443,7 +430,8 @@ asio::awaitable<void> run_forward(egress& gate, tcp::socket& client, opened& op,
     {
         t.reason = "stopped";
     }
-    gate.closed(op.record, up, t.down, t.reason);
+    t.up = up;
+    gate.closed(op.record, std::move(t));
 }
 
 asio::awaitable<void> serve_forward(egress& gate, tcp::socket& client, head_parser& p,

@@ -54,10 +54,10 @@ struct relay_state
 };
 
 /// Ends every direction: the first reason wins; pending operations are cancelled.
-void finish(relay_state& st, const char* reason)
+void finish(relay_state& st, std::string_view reason)
 {
     if (st.reason.empty())
-        st.reason = reason;
+        st.reason = std::string(reason);
     st.stopping = true;
     boost::system::error_code ignored;
     st.client.cancel(ignored);
@@ -204,10 +204,27 @@ asio::awaitable<bool> wait_for(relay_state& st, next_wait w, tcp::socket& from, 
     co_return !st.stopping;
 }
 
-/// One direction, until EOF (passed on), an error or the relay stopping.
-asio::awaitable<void> pump(relay_state& st, tcp::socket& from, tcp::socket& to,
-                           std::string first, std::uint64_t& count)
+/// Runs `check` on the first bytes of `from` (added to `first`): false when it ended the
+/// relay, or the relay is ending.
+asio::awaitable<bool> judge_first(relay_state& st, tcp::socket& from, std::string& first,
+                                  const first_flight& check)
 {
+    if (!check)
+        co_return true;
+    if (st.stopping)
+        co_return false;
+    const std::string refusal = co_await check(from, first, st.stopping);
+    if (!refusal.empty() && !st.stopping)
+        finish(st, refusal);
+    co_return !st.stopping;
+}
+
+/// One direction, until EOF (passed on), an error or the relay stopping; `check` first.
+asio::awaitable<void> pump(relay_state& st, tcp::socket& from, tcp::socket& to, std::string first,
+                           std::uint64_t& count, const first_flight& check = {})
+{
+    if (!co_await judge_first(st, from, first, check))
+        co_return;
     if (!co_await write_first(st, to, std::move(first), count))
         co_return;
     next_wait w = next_wait::readable;
@@ -279,9 +296,9 @@ void make_non_blocking(tcp::socket& s)
 
 } // namespace
 
-asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& server,
-                                    std::string to_server, std::string to_client,
-                                    std::chrono::milliseconds idle_timeout)
+asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& server, std::string to_server,
+                                    std::string to_client, std::chrono::milliseconds idle_timeout,
+                                    first_flight check)
 {
     using namespace asio::experimental::awaitable_operators;
     relay_totals t;
@@ -289,7 +306,7 @@ asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& server,
     make_non_blocking(client);
     make_non_blocking(server);
     t.reason = co_await run_relay(st,
-                                  pump(st, client, server, std::move(to_server), t.up) &&
+                                  pump(st, client, server, std::move(to_server), t.up, check) &&
                                       pump(st, server, client, std::move(to_client), t.down),
                                   idle_timeout, true);
     co_return t;

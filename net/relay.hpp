@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,18 @@ struct relay_totals
     std::string reason{};
     /// Set by TLS inspection for the tunnels it selected.
     std::optional<net_tls_record> tls{};
+    /// The server name of an uninspected tunnel, when it was read (`net_record::sni`).
+    std::optional<std::string> sni{};
+    bool sni_mismatch = false;
 };
+
+/// \brief Judges the client's first bytes before any of them goes on (the relay's client to
+/// server direction only; the other runs meanwhile): it may read more of them into `held`,
+/// which is then written first. An empty answer lets the tunnel go on; any other ends it,
+/// and is the relay's reason. `stopping` turns true when the relay ends meanwhile (the
+/// other direction failed, the idle timeout): a wait must not begin then.
+using first_flight = std::function<boost::asio::awaitable<std::string>(
+    boost::asio::ip::tcp::socket& client, std::string& held, const bool& stopping)>;
 
 /// \brief Text a client sent, fit for a record: control bytes, DEL, non-ASCII and `\` as
 /// \xNN, at most `cap` bytes (an escape is never cut).
@@ -35,11 +47,13 @@ std::string escape_for_record(std::string_view s, std::size_t cap = 300);
 
 /// \brief Relays until both directions ended, the idle timeout, an error, or cancellation
 /// (terminal: both sockets are closed). `to_server` (bytes the client pipelined after its
-/// request) and `to_client` (bytes an upstream sent after its reply) are written first.
+/// request) and `to_client` (bytes an upstream sent after its reply) are written first;
+/// `check`, when set, judges the client's first bytes before (`first_flight`).
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client,
                                            boost::asio::ip::tcp::socket& server,
                                            std::string to_server, std::string to_client,
-                                           std::chrono::milliseconds idle_timeout);
+                                           std::chrono::milliseconds idle_timeout,
+                                           first_flight check = {});
 
 /// \brief One direction only: writes `first`, then copies `from` to `to` until `from` ends
 /// (EOF: shutdown(send) on `to`), the idle timeout, an error or cancellation; `from` is

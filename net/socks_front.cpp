@@ -10,7 +10,7 @@
 
 #include "deadline.hpp"
 #include "relay.hpp"
-#include "tls/inspector.hpp"
+#include "tunnel.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
@@ -263,33 +263,19 @@ awaitable<void> connect_and_relay(std::shared_ptr<egress> gate, tcp::socket& cli
                                   std::string pipelined)
 {
     // An inspected tunnel takes its place first: past the call's cap, nothing is dialled.
-    tls::inspector* inspection = gate->config().inspection.get();
-    const bool inspected = inspection && inspection->selects(req.target->host);
-    const tls::tunnel_slot slot = inspected ? inspection->take_slot() : tls::tunnel_slot();
-    if (inspected && !slot)
-    {
-        gate->refuse(net_protocol::socks5, req.requested, open_status::tunnel_cap,
-                     "too many inspected tunnels open", tls::inspected_cap_rule(*inspection));
+    const tunnel_choice choice =
+        choose_tunnel(*gate, net_protocol::socks5, req.requested, *req.target);
+    if (choice.over_cap)
         co_return co_await refuse_and_close(client, rep_of(open_status::tunnel_cap));
-    }
     opened o = co_await gate->open(net_protocol::socks5, req.requested, *req.target);
     if (o.status != open_status::connected)
         co_return co_await refuse_and_close(client, rep_of(o.status));
     boost::system::error_code ec;
     const auto local = o.socket.local_endpoint(ec);
     co_await send_reply(client, rep_ok, ec ? std::nullopt : std::optional<tcp::endpoint>(local));
-    relay_totals totals;
-    if (inspected)
-        totals = co_await inspection->tunnel(
-            client, o.socket, std::move(o.early_bytes), *req.target, std::move(pipelined),
-            gate->limits().tunnel_idle_timeout, o.record.connection,
-            [&](bool allowed, std::string reason, net_http_record h) {
-                gate->request(o.record, allowed, std::move(reason), std::move(h));
-            });
-    else
-        totals = co_await relay(client, o.socket, std::move(pipelined), std::move(o.early_bytes),
-                                gate->limits().tunnel_idle_timeout);
-    gate->closed(o.record, totals.up, totals.down, totals.reason, std::move(totals.tls));
+    relay_totals totals = co_await carry_tunnel(*gate, client, o, *req.target, std::move(pipelined),
+                                                choice.inspected);
+    gate->closed(o.record, std::move(totals));
 }
 
 } // namespace

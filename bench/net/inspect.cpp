@@ -40,6 +40,11 @@
 //                                of the same run minus the plain proxy's (what the proxy
 //                                adds per setup). The ratio is the share of M3 that is
 //                                OpenSSL's handshakes alone
+//   opaque_setup_sni_record_p50  us for connect + CONNECT + TLS handshake through a tunnel
+//                                that is not inspected, its ClientHello read and its name
+//                                checked (sni_check record, the default); baseline: the same
+//                                with the check off
+//   opaque_setup_sni_record_proxy_cpu  us of proxy thread cpu per such setup; baseline: off
 //   inspected_call_setup_p50     us to prepare a call's network with net.mitm (the egress
 //                                config with its CA and contexts, the trust bundle's sealed
 //                                file); baseline: the same config without inspection
@@ -444,6 +449,36 @@ void run_setup(rigs& r, const options& o, bool resumed)
                           (inspected_cpu - plain_cpu) / n * 1e6);
 }
 
+// The server-name check of uninspected tunnels (net_policy::sni_check record, the default):
+// the plain proxy reads each ClientHello before it goes on; a proxy with the check off moves
+// the same handshakes as they come.
+void run_sni(rigs& r, const options& o)
+{
+    r.origin.tickets(false);
+    auto cfg = loopback_config({origin_name});
+    cfg.sni = sandbox::sni_mode::off;
+    proxy_rig unchecked(std::move(cfg));
+    const tls_client c = r.client();
+    const int n = o.quick ? 10 : 300;
+    std::vector<double> checked, off;
+    double checked_cpu = 0, off_cpu = 0;
+    for (int i = 0; i < n; ++i)
+        for (proxy_rig* px : {&r.plain, &unchecked})
+        {
+            const double c0 = px->cpu();
+            const auto t0 = steady::now();
+            SSL* s = c.open(px->port(), r.origin.port());
+            (px == &r.plain ? checked : off).push_back(micros_since(t0));
+            tls_client::close(s);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1)); // the tunnel's end
+            (px == &r.plain ? checked_cpu : off_cpu) += px->cpu() - c0;
+        }
+    bench::print_json(bench_name, "opaque_setup_sni_record_p50", bench::percentile(checked, 50),
+                      "us", bench::percentile(off, 50));
+    bench::print_json(bench_name, "opaque_setup_sni_record_proxy_cpu", checked_cpu / n * 1e6, "us",
+                      off_cpu / n * 1e6);
+}
+
 // Seconds to move `total` bytes from a client through `px` into the origin.
 double stream(rigs& r, const tls_client& c, proxy_rig& px, std::uint64_t total)
 {
@@ -638,6 +673,7 @@ void run_inspect(const options& o)
     rigs r;
     run_setup(r, o, false);
     run_setup(r, o, true);
+    run_sni(r, o);
     run_throughput(r, o);
     run_requests(r, o);
     run_memory(r, o);

@@ -50,6 +50,28 @@ enum class net_action : int
 
 SANDBOX_DECL const char* to_string(net_action a) noexcept;
 
+/// \brief What the egress proxy does with the TLS server name (SNI) of a tunnel it does not
+/// inspect (CONNECT or SOCKS5): the client's ClientHello is read as it comes, held until it
+/// is whole (`net_limits::client_hello_timeout` at most), and its name compared with the
+/// host the tunnel was opened to, canonically (docs/network.md). Bytes that are not TLS go
+/// on under every mode. The zero value records.
+enum class sni_mode : int
+{
+    /// The name is recorded (`net_record::sni`, `sni_mismatch`); the tunnel goes on.
+    record = 0,
+    /// As `record`, and a tunnel that names another host is closed before a byte of it
+    /// reaches its destination ("sni_mismatch"), as is one whose TLS record holds no sound
+    /// ClientHello ("bad_client_hello", "no_client_hello").
+    deny = 1,
+    /// Not read: the bytes go on as they come, nothing is recorded.
+    off = 2,
+};
+
+/// "record", "deny", "off"; "unknown" otherwise.
+SANDBOX_DECL const char* to_string(sni_mode m) noexcept;
+/// Parses the text form.
+SANDBOX_DECL std::optional<sni_mode> parse_sni_mode(std::string_view s) noexcept;
+
 /// \brief One egress rule. Deny rules win over allow rules.
 ///
 /// Host forms: `example.com` (the domain and all its subdomains), `*.example.com`
@@ -159,6 +181,9 @@ struct net_policy
     /// SSRF guard still judges a pinned address: a loopback or private one needs an IP allow
     /// rule too (`allow_hosts: [git.test:8080, 127.0.0.2:8080]`).
     std::vector<std::pair<std::string, std::string>> resolve{};
+    /// The server name of the tunnels TLS inspection does not take (modes allow_list and
+    /// proxy; another value than the default under the other modes is refused).
+    sni_mode sni_check = sni_mode::record;
 
     /// \brief Checks the policy on its own, independent of any backend.
     ///

@@ -34,6 +34,9 @@ struct net_limits
     std::chrono::milliseconds socks_handshake_timeout{10'000};
     /// A tunnel with no byte in either direction for this long is closed.
     std::chrono::milliseconds tunnel_idle_timeout{600'000};
+    /// A tunnel's ClientHello, whole, when its server name is read (`net_policy::sni_check`;
+    /// under `deny` the tunnel is then closed, "no_client_hello").
+    std::chrono::milliseconds client_hello_timeout{10'000};
     /// Largest HTTP request head (request line and headers); larger is answered 431.
     std::size_t max_head_bytes = 64 * 1024;
     /// Connections open at once through the proxy of one exec or session; more are answered
@@ -188,7 +191,8 @@ struct net_record
     /// "bad_request", "resolve_failed", "dial_timeout", "tunnel_cap" (a cap on connections, or
     /// on a call's inspected tunnels: the rule names it, "max_inspected_tunnels 256"), ...
     /// (docs/security.md lists them).
-    /// For `closed`: "eof", "idle_timeout", "reset", "stopped".
+    /// For `closed`: "eof", "idle_timeout", "reset", "stopped"; under `sni_mode::deny`
+    /// "sni_mismatch", "bad_client_hello", "no_client_hello".
     std::string reason{};
     /// Every address the name resolved to, in the resolver's order.
     std::vector<std::string> resolved{};
@@ -203,6 +207,14 @@ struct net_record
     /// `closed` of an inspected tunnel only (its `reason` is then one of TLS inspection's:
     /// "closed", "origin_untrusted", "client_handshake", "not_tls", ... docs/network.md).
     std::optional<net_tls_record> tls{};
+    /// `closed` of a tunnel that was not inspected, under `net_policy::sni_check` record or
+    /// deny: the server name of its ClientHello (control bytes escaped; empty: it named
+    /// none). Nothing when it was not read or the tunnel did not start with a whole
+    /// ClientHello (bytes that are not TLS, for one).
+    std::optional<std::string> sni{};
+    /// With `sni`: the name is not the host the tunnel was opened to (compared canonically).
+    /// Under `sni_mode::deny` the tunnel was then closed, `reason` "sni_mismatch".
+    bool sni_mismatch = false;
     /// `request` records only. Their `verdict` is allowed or denied, their `reason` says why:
     /// "rule", "no_rule" (no request rule names the host), "no_allow_rule",
     /// "host_mismatch", "header_present" (the request carries a header the proxy sets),

@@ -46,15 +46,27 @@ resource_limits merge_limits(const resource_limits& c, const resource_limits& d)
     return m;
 }
 
-// The caller's policy when it denies all or the defaults say nothing; else the defaults'.
-// A caller's deny_all keeps only the unix sockets the defaults also grant: deny_all with a
-// socket list is still a way out.
+// The stricter of two server-name checks: deny, then record, then off.
+sni_mode stricter_sni(sni_mode a, sni_mode b)
+{
+    const auto rank = [](sni_mode m) { return m == sni_mode::deny ? 2 : m == sni_mode::record; };
+    return rank(a) >= rank(b) ? a : b;
+}
+
+// The caller's policy when it denies all or the defaults say nothing; else the defaults',
+// with the stricter server-name check of both. A caller's deny_all keeps only the unix
+// sockets the defaults also grant: deny_all with a socket list is still a way out.
 net_policy merge_net(net_policy caller, const net_policy& d)
 {
     if (d.mode == net_mode::inherit)
         return caller;
     if (caller.mode != net_mode::deny_all)
-        return d;
+    {
+        net_policy m = d;
+        if (caller.mode != net_mode::inherit)
+            m.sni_check = stricter_sni(caller.sni_check, d.sni_check);
+        return m;
+    }
     std::vector<std::string> both;
     for (auto& sock : caller.unix_sockets)
         if (std::find(d.unix_sockets.begin(), d.unix_sockets.end(), sock) != d.unix_sockets.end())

@@ -68,14 +68,32 @@ gathered gather(std::span<const unsigned char> in, std::size_t cap)
     std::size_t at = 0;
     while (true)
     {
-        if (in.size() - at < 5)
-            return g; // need_more
+        // Judged on the header bytes there are: a client that sent one byte of another
+        // protocol and waits for an answer is never kept waiting for four more. What a TLS
+        // stack would take as a record (content type 20-23, a version's first byte under
+        // 0x10: an alert before the hello, a version OpenSSL or Go accepts that we do not
+        // name) is TLS that is no ClientHello here: malformed, never "not TLS".
+        const std::size_t have = in.size() - at;
         const unsigned char* h = in.data() + at;
-        if (h[0] != 22 || h[1] != 3 || h[2] > 4)
+        const bool record_like =
+            (have < 1 || (h[0] >= 20 && h[0] <= 23)) && (have < 2 || h[1] < 0x10);
+        if (!record_like)
         {
             g.what = at == 0 ? verdict::not_tls : verdict::malformed;
             return g;
         }
+        if (have > 0 && h[0] != 22) // an alert, a cipher change or data before the hello
+        {
+            g.what = verdict::malformed;
+            return g;
+        }
+        if (have > 1 && h[1] != 3)
+        {
+            g.what = verdict::malformed;
+            return g;
+        }
+        if (have < 5)
+            return g; // need_more
         const std::size_t len = static_cast<std::size_t>((h[3] << 8) | h[4]);
         if (len == 0 || len > 16384 + 256)
         {
@@ -182,29 +200,20 @@ hello_peek peek_client_hello(std::span<const unsigned char> bytes, std::size_t c
 
 std::optional<std::string> parse_server_name(const unsigned char* body, std::size_t size)
 {
-    if (size < 2 || static_cast<std::size_t>((body[0] << 8) | body[1]) != size - 2)
+    if (size < 5 || static_cast<std::size_t>((body[0] << 8) | body[1]) != size - 2)
         return std::nullopt;
-    std::size_t at = 2;
-    while (at + 3 <= size)
-    {
-        const unsigned type = body[at];
-        const std::size_t len = static_cast<std::size_t>((body[at + 1] << 8) | body[at + 2]);
-        at += 3;
-        if (len > size - at)
-            return std::nullopt;
-        if (type == 0) // host_name: one per list (RFC 6066), the first one counts
-        {
-            // A host name is ASCII (RFC 6066 3): a NUL, a space, a control byte or a U-label's
-            // UTF-8 is no name at all, refused rather than mapped.
-            const auto* name = body + at;
-            if (len == 0 || std::any_of(name, name + len,
-                                        [](unsigned char c) { return c <= 0x20 || c >= 0x7f; }))
-                return std::nullopt;
-            return std::string(reinterpret_cast<const char*>(name), len);
-        }
-        at += len;
-    }
-    return std::nullopt;
+    // One host_name and nothing else (RFC 6066 3: one name per type, and host_name is the only
+    // type): a second entry could name another host than the one a server takes, so a list
+    // of two is refused rather than read by its first.
+    const std::size_t len = static_cast<std::size_t>((body[3] << 8) | body[4]);
+    if (body[2] != 0 || len == 0 || 5 + len != size)
+        return std::nullopt;
+    // A host name is ASCII (RFC 6066 3): a NUL, a space, a control byte or a U-label's UTF-8 is
+    // no name at all, refused rather than mapped.
+    const auto* name = body + 5;
+    if (std::any_of(name, name + len, [](unsigned char c) { return c <= 0x20 || c >= 0x7f; }))
+        return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(name), len);
 }
 
 } // namespace sandbox::net::tls

@@ -11,9 +11,12 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
+#include <cerrno>
 #include <map>
 #include <span>
 #include <vector>
+
+#include <sys/socket.h>
 
 namespace sandbox::net::tls {
 
@@ -71,11 +74,11 @@ struct inspector::impl
     std::vector<detail::host_pattern> hosts, excluded;
     std::unique_ptr<certificate_authority> ca;
     std::unique_ptr<server_context> server;
-    std::shared_ptr<origin_context> origins; // shared with the process's other inspectors
+    std::shared_ptr<origin_context> origins;        // shared with the process's other inspectors
     std::vector<detail::host_pattern> scoped_hosts; // opts.scoped_origins' hosts
     // By the scoped entries that name a host: the context trusting theirs too.
     std::map<std::vector<std::size_t>, std::shared_ptr<origin_context>> scoped_contexts;
-    origin_sessions sessions;                // this call's alone
+    origin_sessions sessions; // this call's alone
     request_policy requests;
     std::size_t open_tunnels = 0; // holders of a tunnel_slot
 
@@ -335,8 +338,25 @@ inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, 
     co_return t;
 }
 
+namespace {
+
+// Waits until `s` is readable (never reading: a byte taken by a wait that lost a race would
+// be lost), unless `stopping` says the caller is ending (checked where the wait starts, so a
+// cancel() that came before it is never missed).
+asio::awaitable<boost::system::error_code> readable(asio::ip::tcp::socket& s, const bool* stopping)
+{
+    if (stopping && *stopping)
+        co_return asio::error::operation_aborted;
+    auto [ec] = co_await s.async_wait(asio::ip::tcp::socket::wait_read,
+                                      asio::as_tuple(asio::use_awaitable));
+    co_return ec;
+}
+
+} // namespace
+
 asio::awaitable<hello_peek> read_client_hello(asio::ip::tcp::socket& s, std::string& first,
-                                              std::chrono::steady_clock::time_point deadline)
+                                              std::chrono::steady_clock::time_point deadline,
+                                              const bool* stopping)
 {
     using namespace asio::experimental::awaitable_operators;
     const auto judge = [&] {
@@ -349,16 +369,24 @@ asio::awaitable<hello_peek> read_client_hello(asio::ip::tcp::socket& s, std::str
     std::array<char, 4096> buf;
     while (p.what == hello_peek::verdict::need_more)
     {
-        auto r =
-            co_await (s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable)) ||
-                      timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-        if (r.index() == 1)
-            co_return p; // the deadline
-        auto [ec, n] = std::get<0>(r);
-        first.append(buf.data(), n);
-        p = judge();
-        if (ec)
-            co_return p;
+        // What has come already is taken without a wait (the common case: a whole hello in
+        // one segment costs one read); else the next bytes or the deadline, whichever first.
+        ssize_t n;
+        while ((n = ::recv(s.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT)) < 0 &&
+               errno == EINTR)
+        {}
+        if (n > 0)
+        {
+            first.append(buf.data(), static_cast<std::size_t>(n));
+            p = judge();
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            co_return p; // the client's end, or an error
+        auto r = co_await (readable(s, stopping) ||
+                           timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+        if (r.index() == 1 || std::get<0>(r))
+            co_return p; // the deadline, the caller ending, or the socket failing
     }
     co_return p;
 }

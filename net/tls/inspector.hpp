@@ -132,11 +132,13 @@ std::string inspected_cap_rule(const inspector& in);
 outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks = {});
 
 /// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole
-/// or judged, or `deadline`: the verdict (`need_more` at the deadline or on EOF), with every
-/// byte read in `first`.
-boost::asio::awaitable<hello_peek>
-read_client_hello(boost::asio::ip::tcp::socket& s, std::string& first,
-                  std::chrono::steady_clock::time_point deadline);
+/// or judged, or `deadline`: the verdict (`need_more` at the deadline, on EOF, or when
+/// `*stopping` was set before a wait began), with every byte read in `first`. It reads only
+/// once `s` is readable, so a deadline that wins a race never drops a byte.
+boost::asio::awaitable<hello_peek> read_client_hello(boost::asio::ip::tcp::socket& s,
+                                                     std::string& first,
+                                                     std::chrono::steady_clock::time_point deadline,
+                                                     const bool* stopping = nullptr);
 
 } // namespace sandbox::net::tls
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+struct ssl_session_st; // SSL_SESSION (openssl/ssl.h), at global scope
+
 namespace sandbox::net::tls {
 
 /// What an origin's certificate may chain to.

@@ -163,6 +163,14 @@ BOOST_AUTO_TEST_CASE(make_egress_config_checks_mode_proxy_and_limits)
     auto z = make_egress_config(ctx.get_executor(), p, zero, {});
     BOOST_REQUIRE(!z);
     BOOST_CHECK_EQUAL(z.error().diag.limit, "limits.dial_timeout");
+    for (const auto hello : {std::chrono::milliseconds(-1), std::chrono::milliseconds::max()})
+    {
+        proxy_options odd;
+        odd.limits.client_hello_timeout = hello; // none, or one `now +` would overflow
+        auto h = make_egress_config(ctx.get_executor(), p, odd, {});
+        BOOST_REQUIRE(!h);
+        BOOST_CHECK_EQUAL(h.error().diag.limit, "limits.client_hello_timeout");
+    }
 
     p.mode = net_mode::inherit;
     BOOST_CHECK(!make_egress_config(ctx.get_executor(), p, proxy_options{}, {}));
@@ -558,7 +566,11 @@ BOOST_AUTO_TEST_CASE(closed_record_follows_a_connection)
                                       target("127.0.0.1", l.local_endpoint().port())));
     });
     BOOST_REQUIRE(o->status == open_status::connected);
-    gate->closed(o->record, 10, 20, "eof");
+    relay_totals moved;
+    moved.up = 10;
+    moved.down = 20;
+    moved.reason = "eof";
+    gate->closed(o->record, std::move(moved));
     BOOST_REQUIRE_EQUAL(rig.records->size(), 2u);
     const auto& c = rig.records->back();
     BOOST_CHECK(c.event == net_event::closed);

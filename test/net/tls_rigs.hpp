@@ -70,6 +70,29 @@ inline std::filesystem::path rig_directory(const std::string& prefix)
            (prefix + std::to_string(::getpid()) + "-" + std::to_string(++made));
 }
 
+using bytes = std::vector<unsigned char>;
+
+// What OpenSSL's own client sends first: SNI `name`, ALPN h2 then http/1.1.
+inline bytes openssl_client_hello(const std::string& name)
+{
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL* ssl = SSL_new(ctx);
+    BIO* in = BIO_new(BIO_s_mem());
+    BIO* out = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl, in, out);
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+    static const unsigned char protos[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(ssl, protos, sizeof protos);
+    SSL_set_connect_state(ssl);
+    SSL_do_handshake(ssl);
+    bytes b(static_cast<std::size_t>(BIO_pending(out)));
+    BIO_read(out, b.data(), static_cast<int>(b.size()));
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return b;
+}
+
 inline std::unique_ptr<tls::certificate_authority>
 make_ca(tls::authority_options o = {}, tls::clock::time_point now = tls::clock::now())
 {
@@ -706,7 +729,8 @@ struct proxy_rig
     proxy_rig(std::vector<std::string> inspect, std::vector<std::string> exclude,
               std::chrono::milliseconds handshake_timeout = 10s, std::size_t max_inspected = 256,
               bool via_upstream = false,
-              std::function<void(tls::inspection_options&, inspect_rig&)> tune = {})
+              std::function<void(tls::inspection_options&, inspect_rig&)> tune = {},
+              sni_mode sni = sni_mode::record, std::chrono::milliseconds client_hello = 10s)
         : rig("api.test", true)
     {
         const auto lo = asio::ip::make_address("127.0.0.1");
@@ -721,6 +745,8 @@ struct proxy_rig
             std::map<std::string, std::vector<net::address>>{{"api.test", {lo}}}, nullptr);
         cfg.guard = address_guard{};
         cfg.on_record = [this](const net_record& r) { records.push_back(r); };
+        cfg.sni = sni;
+        cfg.limits.client_hello_timeout = client_hello;
         if (via_upstream)
         {
             upstream.emplace(rig.ioc, asio::ip::tcp::endpoint{lo, 0});
@@ -824,5 +850,48 @@ struct proxy_rig
         return out;
     }
 };
+
+// Python's ssl through the proxy of `f`: a CONNECT to `connect_host` (the origin's port),
+// the status line it got, then TLS with `sni` trusting `ca_file` (no name check when not
+// `check_name`; no name sent when `sni` is empty), one `GET /` with Connection: close and
+// every byte of the answer; or the handshake's error class and reason.
+inline std::string through_proxy(const proxy_rig& f, const std::string& connect_host,
+                                 const std::string& sni, const std::string& ca_file,
+                                 bool check_name)
+{
+    const std::string origin = std::to_string(f.rig.origin_acceptor.local_endpoint().port());
+    return run("python3 -c \"import socket, ssl\n"
+               "s = socket.create_connection(('127.0.0.1', " +
+               std::to_string(f.port) +
+               "))\n"
+               "s.settimeout(20)\n"
+               "s.sendall(b'CONNECT " +
+               connect_host + ":" + origin + " HTTP/1.1\\r\\nHost: " + connect_host + ":" + origin +
+               "\\r\\n\\r\\n')\n"
+               "head = b''\n"
+               "while not head.endswith(b'\\r\\n\\r\\n'):\n"
+               "    head += s.recv(1)\n"
+               "print(head.split(b'\\r\\n')[0].decode())\n"
+               "ctx = ssl.create_default_context(cafile='" +
+               (f.rig.dir / ca_file).string() +
+               "')\nctx.check_hostname = " + (check_name ? "True" : "False") +
+               "\n"
+               "try:\n"
+               "    t = ctx.wrap_socket(s, server_hostname=" +
+               (sni.empty() ? std::string("None") : "'" + sni + "'") +
+               ")\n"
+               "except (ssl.SSLError, OSError) as e:\n"
+               "    print('handshake failed', type(e).__name__, getattr(e, 'reason', ''))\n"
+               "    raise SystemExit(0)\n"
+               "t.sendall(b'GET / HTTP/1.1\\r\\nHost: api.test:" +
+               origin +
+               "\\r\\nConnection: close\\r\\n\\r\\n')\n"
+               "data = b''\n"
+               "try:\n"
+               "    while d := t.recv(65536): data += d\n"
+               "except (ssl.SSLError, OSError): pass\n"
+               "print(data.decode(errors='replace').split('\\r\\n\\r\\n')[-1])\n\"")
+        .out;
+}
 
 } // namespace

@@ -167,6 +167,13 @@ BOOST_AUTO_TEST_CASE(server_names_parse_strictly)
     const std::vector<unsigned char> empty_name{0, 3, 0, 0, 0};
     BOOST_TEST(!tls::parse_server_name(empty_name.data(), empty_name.size()));
     BOOST_TEST(!tls::parse_server_name(ok.data(), 1));
+    // Two host names (the first would be read, a server may take the second): refused; so is
+    // a host name followed by an entry of another type.
+    const std::vector<unsigned char> two{0,   14, 0, 0, 4,   'a', '.', 't',
+                                         'e', 0,  0, 4, 'b', '.', 't', 'e'};
+    BOOST_TEST(!tls::parse_server_name(two.data(), two.size()));
+    const std::vector<unsigned char> then_other{0, 11, 0, 0, 4, 'a', '.', 't', 'e', 1, 0, 1, 'x'};
+    BOOST_TEST(!tls::parse_server_name(then_other.data(), then_other.size()));
 }
 
 BOOST_AUTO_TEST_CASE(the_lru_bookkeeping_alone)
@@ -510,8 +517,6 @@ BOOST_AUTO_TEST_SUITE_END()
 
 namespace {
 
-using bytes = std::vector<unsigned char>;
-
 void put16(bytes& b, std::size_t v)
 {
     b.push_back(static_cast<unsigned char>(v >> 8));
@@ -569,27 +574,6 @@ bytes records(const bytes& message, std::size_t chunk = 16384)
     return out;
 }
 
-// What OpenSSL's own client sends first: SNI `name`, ALPN h2 then http/1.1.
-bytes openssl_client_hello(const std::string& name)
-{
-    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-    SSL* ssl = SSL_new(ctx);
-    BIO* in = BIO_new(BIO_s_mem());
-    BIO* out = BIO_new(BIO_s_mem());
-    SSL_set_bio(ssl, in, out);
-    SSL_set_tlsext_host_name(ssl, name.c_str());
-    static const unsigned char protos[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-    SSL_set_alpn_protos(ssl, protos, sizeof protos);
-    SSL_set_connect_state(ssl);
-    SSL_do_handshake(ssl);
-    bytes b(static_cast<std::size_t>(BIO_pending(out)));
-    BIO_read(out, b.data(), static_cast<int>(b.size()));
-    SSL_free(ssl);
-    SSL_CTX_free(ctx);
-    ERR_clear_error();
-    return b;
-}
-
 tls::hello_peek peek(const bytes& b)
 {
     return tls::peek_client_hello(b);
@@ -633,7 +617,25 @@ BOOST_AUTO_TEST_CASE(other_protocols_and_broken_hellos_are_classified)
     const auto text = [](std::string s) { return bytes(s.begin(), s.end()); };
     BOOST_TEST((peek(text("GET / HTTP/1.1\r\n\r\n")).what == verdict::not_tls));
     BOOST_TEST((peek(text("SSH-2.0-OpenSSH_9.2\r\n")).what == verdict::not_tls));
-    BOOST_TEST((peek(bytes{22, 2, 0, 0, 5}).what == verdict::not_tls));        // SSL 2 era
+    // What a TLS stack would read as a record but is no ClientHello here: malformed, never
+    // "not TLS" (which passes unjudged): another major version, an alert or data first.
+    BOOST_TEST((peek(bytes{22, 2, 0, 0, 5}).what == verdict::malformed));
+    BOOST_TEST((peek(bytes{22, 0, 1, 0, 5}).what == verdict::malformed));
+    BOOST_TEST((peek(bytes{21, 3, 3, 0, 2, 1, 0}).what == verdict::malformed));
+    BOOST_TEST((peek(bytes{23, 3, 3}).what == verdict::malformed));
+    // Judged on the first byte that is not TLS's, not after five: a one-byte line of another
+    // protocol is never held back waiting for more.
+    BOOST_TEST((peek(text("x")).what == verdict::not_tls));
+    BOOST_TEST((peek(bytes{22, 0x30}).what == verdict::not_tls));
+    BOOST_TEST((peek(bytes{22}).what == verdict::need_more));
+    BOOST_TEST((peek(bytes{22, 3, 9}).what == verdict::need_more));
+    BOOST_TEST((peek(bytes{22, 3, 1, 0}).what == verdict::need_more));
+    // A record version OpenSSL takes though no TLS names it (3.5): still read as a hello.
+    bytes later = records(hello_message(sni_extension("a.test")));
+    later[2] = 5;
+    const auto read = peek(later);
+    BOOST_TEST((read.what == verdict::tls));
+    BOOST_TEST(read.sni == "a.test");
     BOOST_TEST((peek(bytes{22, 3, 1, 0, 0}).what == verdict::malformed));      // empty record
     BOOST_TEST((peek(bytes{22, 3, 1, 0x50, 0}).what == verdict::malformed));   // over 2^14 + 256
     BOOST_TEST((peek(records(bytes{2, 0, 0, 0})).what == verdict::malformed)); // a ServerHello

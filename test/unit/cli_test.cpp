@@ -503,6 +503,33 @@ BOOST_AUTO_TEST_CASE(network_allow_list_flags)
     check_fails({"--backend", "bwrap", "--proxy", "", "curl"}, errc::validation, "empty URL");
 }
 
+// --sni-check: the server name of tunnels not inspected (net_policy::sni_check).
+BOOST_AUTO_TEST_CASE(sni_check_flag)
+{
+    auto plain = parse({"--backend", "bwrap", "--allow-host", "a.test", "curl"});
+    BOOST_TEST_REQUIRE(plain.has_value());
+    BOOST_TEST((plain->request.options.net.sni_check == sandbox::sni_mode::record));
+    for (const auto& [text, mode] : std::vector<std::pair<std::string, sandbox::sni_mode>>{
+             {"deny", sandbox::sni_mode::deny},
+             {"off", sandbox::sni_mode::off},
+             {"record", sandbox::sni_mode::record}})
+    {
+        auto a =
+            parse({"--backend", "bwrap", "--allow-host", "a.test", "--sni-check", text, "curl"});
+        BOOST_TEST_REQUIRE(a.has_value(), text);
+        BOOST_TEST((a->request.options.net.sni_check == mode), text);
+    }
+    check_fails({"--backend", "bwrap", "--allow-host", "a.test", "--sni-check", "strict", "curl"},
+                errc::validation, "--sni-check: expected record, deny or off, got \"strict\"");
+    check_fails({"--backend", "bwrap", "--sni-check", "deny", "curl"}, errc::validation,
+                "--sni-check needs --net allow-list or proxy");
+    check_fails({"--backend", "bwrap", "--net", "deny", "--sni-check", "off", "curl"},
+                errc::validation, "--sni-check needs --net allow-list or proxy");
+    // A config entry's network replaces the caller's whole: the flag would be dropped.
+    check_fails({"--config", "/nonexistent.yaml", "--sandbox", "x", "--sni-check", "deny", "true"},
+                errc::validation, "--sni-check cannot be used with --config");
+}
+
 BOOST_AUTO_TEST_CASE(policy_chain_flags)
 {
     auto none = parse({"ls"});

@@ -190,7 +190,8 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
          "unknown key (known here: allow, inject)", "clear"},
         // Network modes.
         {defaults("{net: {allow_hosts: [x.com]}}"), n,
-         "mode \"default\" cannot set allow_hosts, rules, proxy, unix_sockets, mitm or resolve",
+         "mode \"default\" cannot set allow_hosts, rules, proxy, unix_sockets, mitm, resolve or "
+         "sni_check",
          "{allow_hosts"},
         {defaults("{net: {mode: inherit, rules: [{action: allow, host: x.com}]}}"), n,
          "mode \"inherit\" cannot set", "{mode"},
@@ -210,6 +211,12 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
          "{mode"},
         {defaults("{net: {mode: proxy, proxy: \"http://p:1\", allow_hosts: [x.com]}}"),
          n + ".allow_hosts", "mode \"proxy\" cannot set allow_hosts", "[x.com]"},
+        {defaults("{net: {mode: deny_all, sni_check: off}}"), n, "mode \"deny_all\" cannot set",
+         "{mode"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], sni_check: strict}}"),
+         n + ".sni_check", "\"strict\" is not an sni_check (record, deny, off)", "strict"},
+        {defaults("{net: {mode: allow_list, allow_hosts: [x.com], sni_check: [deny]}}"),
+         n + ".sni_check", "must be a string, not a list", "[deny]"},
         {defaults("{net: {mode: open}}"), n + ".mode",
          "\"open\" is not a mode (default, deny_all, allow_list, proxy)", "open"},
         {defaults("{net: {mode: deny_all, dns: x}}"), n + ".dns",
@@ -269,7 +276,7 @@ BOOST_AUTO_TEST_CASE(every_rule_is_one_problem_at_its_path_and_position)
         {defaults("{net: {mode: allow_list, allow_hosts: [\"x.com:99999\"]}}"), n,
          "the port must be 1 to 65535", "{mode"},
         {defaults("{net: {mode: deny_all, resolve: {git.test: 127.0.0.2}}}"), n,
-         "cannot set allow_hosts, rules, proxy, unix_sockets, mitm or resolve", "{mode"},
+         "cannot set allow_hosts, rules, proxy, unix_sockets, mitm, resolve or sni_check", "{mode"},
         {defaults("{net: {mode: allow_list, allow_hosts: [x.com], resolve: [git.test]}}"),
          n + ".resolve", "must be a mapping, not a list", "[git.test]"},
         {defaults("{net: {mode: allow_list, allow_hosts: [x.com], resolve: {git.test: []}}}"),
@@ -552,6 +559,24 @@ BOOST_AUTO_TEST_CASE(pinned_names_and_ported_allow_hosts_are_read)
         R"( "resolve": {"git.test": "127.0.0.2"}}})");
     BOOST_TEST_REQUIRE(call.has_value(), (call ? "" : call.error().diag.message));
     BOOST_TEST((call->options.net.resolve == std::vector<pin>{{"git.test", "127.0.0.2"}}));
+}
+
+// The server name of uninspected tunnels: the key in a document and in a call, written back
+// the same way (net_policy_to_json, what sandbox-run --connect sends to sandboxd).
+BOOST_AUTO_TEST_CASE(sni_check_is_read_and_written_back)
+{
+    const auto doc = cfg::parse_document(
+        defaults("{net: {mode: allow_list, allow_hosts: [x.test], sni_check: deny}}"));
+    BOOST_TEST_REQUIRE(doc.has_value(), (doc ? "" : doc.error().diag.message));
+    const auto& net = doc->sandboxes.at(0).defaults.net;
+    BOOST_TEST((net.sni_check == sandbox::sni_mode::deny));
+    BOOST_TEST(cfg::net_policy_to_json(net).at("sni_check").as_string() == "deny");
+    const auto call = cfg::parse_call(R"({"command": "curl", "net": {"mode": "allow_list", )"
+                                      R"("allow_hosts": ["x.test"], "sni_check": "off"}})");
+    BOOST_TEST_REQUIRE(call.has_value(), (call ? "" : call.error().diag.message));
+    BOOST_TEST((call->options.net.sni_check == sandbox::sni_mode::off));
+    sandbox::net_policy plain; // the default is left out (an earlier daemon takes the call)
+    BOOST_TEST(!cfg::net_policy_to_json(plain).contains("sni_check"));
 }
 
 // Issue 34: TLS inspection's origin roots are files of the document's host, read with the

@@ -274,6 +274,34 @@ BOOST_AUTO_TEST_CASE(net_from_the_defaults_unless_they_are_silent_or_the_caller_
     }
 }
 
+// The defaults' network wins, but the server-name check is the stricter of both: a caller's
+// deny stands against defaults that only record, and defaults' deny against a caller's off.
+BOOST_AUTO_TEST_CASE(the_stricter_server_name_check_wins)
+{
+    using sandbox::sni_mode;
+    struct row
+    {
+        sni_mode caller, deflt, merged;
+    };
+    for (const row r : {row{sni_mode::deny, sni_mode::record, sni_mode::deny},
+                        row{sni_mode::off, sni_mode::deny, sni_mode::deny},
+                        row{sni_mode::off, sni_mode::record, sni_mode::record},
+                        row{sni_mode::record, sni_mode::off, sni_mode::record},
+                        row{sni_mode::off, sni_mode::off, sni_mode::off}})
+    {
+        sandbox::exec_options c, d;
+        c.net.mode = sandbox::net_mode::allow_list;
+        c.net.allow_hosts = {"a.test"};
+        c.net.sni_check = r.caller;
+        d.net.mode = sandbox::net_mode::allow_list;
+        d.net.allow_hosts = {"b.test"};
+        d.net.sni_check = r.deflt;
+        const auto m = sandbox::merge_defaults(c, d);
+        BOOST_TEST((m.net.sni_check == r.merged));
+        BOOST_TEST((m.net.allow_hosts == std::vector<std::string>{"b.test"}));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_callers_deny_all_cannot_bring_its_own_sockets)
 {
     using sandbox::net_mode;

@@ -167,6 +167,11 @@ outcome<void> check_config_use(const po::variables_map& vm, const run_config& cf
                                                          : "(its backend, root and settings)"),
                 "config");
     // An entry's network replaces the caller's whole: these would be dropped without a word.
+    if (given(vm, "sni-check"))
+        return make_failure(errc::validation,
+                            "--sni-check cannot be used with --config: the entry decides it (its "
+                            "defaults.net.sni_check)",
+                            "config");
     for (const char* flag : {"inspect", "exclude-inspect", "origin-ca", "origin-ca-for",
                              "allow-request", "deny-request", "inject-header", "replace-header"})
         if (given(vm, flag))

@@ -156,6 +156,10 @@ constexpr option_spec option_table[] = {
     {"resolve", "HOST=ADDRESS", arity::repeated,
      "the egress proxy resolves HOST to ADDRESS without a\n"
      "lookup (repeatable)"},
+    {"sni-check", "MODE", arity::one,
+     "the TLS server name of tunnels not inspected: record\n"
+     "(default: a name that is not the tunnel's host is\n"
+     "recorded), deny (that tunnel is closed), off (not read)"},
     {"writable", "DIR", arity::repeated, "with bwrap: also bind DIR read-write (repeatable)"},
     {"read-only", "PATH", arity::repeated,
      "with bwrap: bind host PATH read-only at the same place,\n"

@@ -1,5 +1,5 @@
 // tools/sandbox-run/policy_flags.cpp: the network flags (--net, --allow-host, --deny-host,
-// --proxy, --resolve, --inspect, --exclude-inspect, --origin-ca, --allow-request,
+// --proxy, --resolve, --sni-check, --inspect, --exclude-inspect, --origin-ca, --allow-request,
 // --deny-request, --inject-header, --replace-header) and the policy chain's
 // (--allow-command, --ask, --ask-timeout,
 // --audit), checked as they are read so that a bad one is a usage error before anything runs.
@@ -291,12 +291,27 @@ outcome<void> parse_net_flags(const po::variables_map& vm, run_config& cfg)
                 return pin.error();
             cfg.net_proxy.resolve.push_back(std::move(*pin));
         }
+    if (has("sni-check"))
+    {
+        const std::string text = vm["sni-check"].as<std::string>();
+        auto m = sandbox::parse_sni_mode(text);
+        if (!m)
+            return make_failure(errc::validation,
+                                "--sni-check: expected record, deny or off, got " + in_quotes(text),
+                                "net.sni_check");
+        net.sni_check = *m;
+    }
     if (auto r = imply_net_mode(net, has("net")); !r)
-        return r;
-    if (auto r = parse_inspect_flags(vm, cfg); !r)
         return r;
     const bool proxied =
         net.mode == sandbox::net_mode::allow_list || net.mode == sandbox::net_mode::proxy;
+    if (has("sni-check") && !proxied)
+        return make_failure(errc::validation,
+                            "--sni-check needs --net allow-list or proxy (the egress proxy reads "
+                            "the server names)",
+                            "net.sni_check");
+    if (auto r = parse_inspect_flags(vm, cfg); !r)
+        return r;
     if ((proxied || !cfg.net_proxy.resolve.empty()) && cfg.backend == "local")
     {
         auto f = make_failure(errc::not_available,

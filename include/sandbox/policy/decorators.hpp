@@ -35,7 +35,7 @@ namespace sandbox {
 /// | `kill_grace` | the defaults' set (> 0): the smaller of the two, so a caller's 0 (SIGKILL at once) stands; unset: the caller's |
 /// | `env.allow` | both set: the caller's names that the defaults also allow (caller's order); one set: that one; neither: unset |
 /// | `env.inject` | union; the caller's value wins for a name in both |
-/// | `net` | defaults `inherit`: the caller's; caller `deny_all`: the caller's, with only the unix sockets the defaults also list; otherwise the defaults' (whole) |
+/// | `net` | defaults `inherit`: the caller's; caller `deny_all`: the caller's, with only the unix sockets the defaults also list; otherwise the defaults' (whole), with the stricter `sni_check` of both |
 /// | `limits.*` | per cap, the smaller of the two that are set; 0 if neither is |
 ///
 /// `max_output_bytes` 0 means "the runner's default", so a caller's 0 takes the defaults'
