@@ -31,8 +31,9 @@ namespace sandbox::detail {
 
 namespace {
 
-// Writes all of `n` bytes (a status line), giving up on an error other than EINTR.
-void write_all(int fd, const char* data, std::size_t n)
+// Writes all of `n` bytes (a status line), giving up on an error other than EINTR: false
+// then.
+bool write_all(int fd, const char* data, std::size_t n)
 {
     for (std::size_t off = 0; off < n;)
     {
@@ -40,18 +41,19 @@ void write_all(int fd, const char* data, std::size_t n)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return;
+            return false;
         off += static_cast<std::size_t>(w);
     }
+    return true;
 }
 
-void say(int fd, const char* what, long value, bool with_value)
+bool say(int fd, const char* what, long value, bool with_value)
 {
     char line[64];
     const int n = with_value ? std::snprintf(line, sizeof line, "%s %ld\n", what, value)
                              : std::snprintf(line, sizeof line, "%s\n", what);
-    if (n > 0)
-        write_all(fd, line, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1));
+    return n > 0 &&
+           write_all(fd, line, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1));
 }
 
 // "unreachable ENTRY": a PATH entry the command's user cannot search (at most 16, each
@@ -316,7 +318,10 @@ void run_status_init(int argc, char** argv)
         ::sigaction(s, &on_job, nullptr);
     if (bridged)
         hand_over_listeners(bridge); // readiness: the listeners are the host's before we start
-    say(fd, "started", 0, false);
+    // The host reads a missing "started" as a sandbox never set up, after which a caller
+    // may run the request elsewhere (sandbox-run's auto backend): no command without it.
+    if (!say(fd, "started", 0, false))
+        ::_exit(125);
     const pid_t child = ::fork();
     if (child < 0)
     {

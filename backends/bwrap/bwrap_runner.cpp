@@ -245,6 +245,14 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     return plan;
 }
 
+failure bwrap_missing()
+{
+    return make_failure(errc::not_available,
+                        "bubblewrap (bwrap) was not found; install the Debian package "
+                        "bubblewrap or set bwrap_runner_options::bwrap_path",
+                        "backend");
+}
+
 outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_request& req,
                                      const bwrap_runner_options& opts,
                                      const bwrap_runner::state& st)
@@ -253,6 +261,8 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
         return *st.setup_error;
     if (st.unusable)
         return *st.unusable;
+    if (st.bwrap.empty())
+        return bwrap_missing();
     const exec_options& o = req.options;
     const bool sampler_ok = !o.limits.has_sampled_caps() || sampler_usable();
     if (auto r = backend::check_request(req, sampler_ok); !r)
@@ -400,11 +410,7 @@ asio::awaitable<probe_verdict> probe_once(bwrap_runner::executor_type ex,
                                           std::shared_ptr<bwrap_runner::state> st)
 {
     if (st->bwrap.empty())
-        co_return probe_verdict{true, make_failure(errc::not_available,
-                                                   "bubblewrap (bwrap) was not found; install "
-                                                   "the Debian package bubblewrap or set "
-                                                   "bwrap_runner_options::bwrap_path",
-                                                   "backend")};
+        co_return probe_verdict{true, bwrap_missing()};
     backend::spawn_plan plan;
     bwrap::sandbox_view v;
     v.root = "/tmp";
@@ -425,6 +431,21 @@ asio::awaitable<probe_verdict> probe_once(bwrap_runner::executor_type ex,
     auto [ec, r] =
         co_await backend::async_supervise(ex, std::move(plan), asio::as_tuple(asio::use_awaitable));
     co_return judge_probe(ec, r);
+}
+
+// The command started inside the sandbox (it exited, or was killed by a signal not ours):
+// bwrap works. (A cap can fire during the set-up, before the command, so budget_exceeded
+// proves nothing.)
+bool proves_usable(const exec_result& r)
+{
+    return r.status == exec_status::exited || r.status == exec_status::signaled;
+}
+
+// bwrap (or its absence) kept the sandbox from being set up: the command never ran.
+bool bwrap_set_up_failed(const exec_outcome& o)
+{
+    return o.ec == errc::not_available && o.result.status == exec_status::not_started &&
+           o.result.diag.limit == "backend";
 }
 
 } // namespace
@@ -468,8 +489,11 @@ asio::awaitable<boost::system::error_code> bwrap_runner::ensure_usable()
             run->went_on = true;
             co_return boost::system::error_code{};
         }
-        st->probed = true;
-        st->unusable = verdict.unusable;
+        if (!st->probed) // a command that ran meanwhile settled it: stronger than a probe
+        {
+            st->probed = true;
+            st->unusable = verdict.unusable;
+        }
     }
     co_return boost::system::error_code{};
 }
@@ -486,6 +510,21 @@ asio::awaitable<std::optional<failure>> bwrap_runner::check()
 std::optional<failure> bwrap_runner::setup_error() const
 {
     return st_->setup_error;
+}
+
+const std::string& bwrap_runner::program() const noexcept
+{
+    return st_->bwrap;
+}
+
+std::vector<std::string> bwrap_runner::unwritable_paths() const
+{
+    return st_->unwritable;
+}
+
+std::uint32_t bwrap_runner::command_uid() const
+{
+    return st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
 }
 
 enforcement_report bwrap_runner::enforcement() const
@@ -509,22 +548,36 @@ enforcement_report bwrap_runner::enforcement() const
     e.mitm = true;   // and it terminates the TLS of the CONNECTs net.mitm selects
     e.filesystem_bounds = true;
     e.unix_socket_policy = holds_unix_socket_policy(opts_);
-    e.command_uid = st_->user ? st_->user->uid : static_cast<std::uint32_t>(::geteuid());
+    e.command_uid = command_uid();
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
     e.unwritable_paths = st_->unwritable;
     return e;
 }
 
+// No probe before a call: a call's own run is the probe. A command that ran proves bwrap
+// usable here; only a run that bwrap could not set up asks the probe whether the host
+// cannot (then that call, and every later one, gets the probe's verdict at once).
 asio::awaitable<exec_outcome> bwrap_runner::try_exec(exec_request req)
 {
-    if (auto ec = co_await ensure_usable())
+    auto st = st_;
+    exec_outcome out = co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st), "bwrap");
+    if (proves_usable(out.result))
     {
-        diagnostics d;
-        d.message = "cancelled while waiting for bubblewrap's availability probe; nothing ran";
-        d.backend = "bwrap";
-        co_return not_run(ec, std::move(d));
+        // Stronger than a probe that said otherwise meanwhile (a flaky host, a probe cut
+        // short): later calls run.
+        st->probed = true;
+        st->unusable.reset();
+        co_return out;
     }
-    co_return co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st_), "bwrap");
+    if (st->probed || !bwrap_set_up_failed(out))
+        co_return out; // settled, or refused before bwrap ran, or cut short: nothing learnt
+    if (co_await ensure_usable())
+        co_return out; // cancelled while the probe ran: this call's own failure stands
+    if (!st->unusable)
+        co_return out;
+    diagnostics d = st->unusable->diag;
+    d.backend = "bwrap";
+    co_return not_run(st->unusable->code, std::move(d));
 }
 
 } // namespace sandbox

@@ -387,9 +387,10 @@ BOOST_FIXTURE_TEST_CASE(the_environment_never_reaches_the_command_line, bwrap_fi
 
 BOOST_AUTO_TEST_CASE(an_exec_is_in_a_cgroup_whenever_enforcement_says_the_cgroup_holds_it)
 {
-    // The runner's first execution is its probe of bwrap, and the first one decides where the
-    // context's helper keeps its trees: a probe without the runner's cgroup setting left every
-    // bwrap exec outside a cgroup while enforcement() said the cgroup killed the tree.
+    // The context's first execution decides where its helper keeps its trees: a probe of
+    // bwrap run first without the runner's cgroup setting once left every bwrap exec outside
+    // a cgroup while enforcement() said the cgroup killed the tree (a probe runs first when
+    // check() or a session asks for it).
     bwrap_fixture f;
     const auto e = f.runner.enforcement();
     auto [ec, r] = f.sh("true");
@@ -959,36 +960,99 @@ BOOST_FIXTURE_TEST_CASE(enforcement_after_the_probe, bwrap_fixture)
     BOOST_TEST(contains(f.runner.enforcement().unavailable, "namespaces"));
 }
 
-// A probe that fails for want of resources decides nothing. The "bwrap" here is a script that
-// fails its first run as bwrap does when the host is out of processes, then runs the real one.
-// Five calls start together: one probe (the script's first run), which leaves it undecided, so
-// all five go on and run; the next call probes again and settles it. Before, that first probe
-// marked bwrap unusable for the runner's life (every call `not_available`); and each waiter of
-// an undecided probe then ran a probe of its own.
-BOOST_AUTO_TEST_CASE(a_probe_short_of_resources_decides_nothing)
+// A "bwrap" script in `dir` that logs each run's arguments to dir/runs, then runs `body`.
+std::filesystem::path logging_bwrap(const host_dir& dir, const std::string& body)
+{
+    ::chmod(dir.path().c_str(), 0777); // the sandbox user runs the script and writes its log
+    const auto script = dir.path() / "bwrap";
+    std::ofstream(script) << "#!/bin/sh\n"
+                             "echo \"$*\" >> "
+                          << (dir.path() / "runs").string() << "\n"
+                          << body;
+    ::chmod(script.c_str(), 0755);
+    return script;
+}
+
+// Runs of a logging_bwrap: all of them, and the availability probes (/bin/true) among them.
+std::pair<int, int> bwrap_runs(const host_dir& dir)
+{
+    std::ifstream in(dir.path() / "runs");
+    int all = 0, probes = 0;
+    for (std::string line; std::getline(in, line); ++all)
+        probes += line.find("/bin/true") != std::string::npos;
+    return {all, probes};
+}
+
+// No probe before a call: a call's own run is the probe (one bwrap per call, not two: the
+// one-shot `sandbox-run` paid a whole sandbox start for it). A command that ran settles it:
+// check() then runs nothing either.
+BOOST_AUTO_TEST_CASE(the_first_call_runs_no_probe)
 {
     host_dir dir;
-    ::chmod(dir.path().c_str(), 0777); // the sandbox user runs the script and writes its log
-    const auto log = dir.path() / "runs", script = dir.path() / "bwrap";
-    std::ofstream(script) << "#!/bin/sh\n"
-                             "echo \"$*\" >> " << log.string() << "\n"
-                             "if [ ! -e " << (dir.path() / "once").string() << " ]; then\n"
-                             "  touch " << (dir.path() / "once").string() << "\n"
-                             "  echo 'bwrap: Creating new namespace failed: Resource temporarily "
-                             "unavailable' >&2; exit 1\n"
-                             "fi\n"
-                             "exec /usr/bin/bwrap \"$@\"\n";
-    ::chmod(script.c_str(), 0755);
     sandbox::bwrap_runner_options o;
-    o.bwrap_path = script.string();
+    o.bwrap_path = logging_bwrap(dir, "exec /usr/bin/bwrap \"$@\"\n").string();
     bwrap_fixture f(o);
-    auto probes = [&] {
-        std::ifstream in(log);
-        int n = 0;
-        for (std::string line; std::getline(in, line);)
-            n += line.find("/bin/true") != std::string::npos;
-        return n;
-    };
+    auto r = f.sh("echo ran");
+    BOOST_TEST(!r.ec, r.result.diag);
+    BOOST_TEST(r.result.out.data == "ran\n");
+    BOOST_TEST((bwrap_runs(dir) == std::pair{1, 0}));
+    std::optional<sandbox::failure> why{sandbox::make_failure(errc::internal, "unset")};
+    asio::co_spawn(
+        f.ioc, f.runner.check(),
+        [&](std::exception_ptr, std::optional<sandbox::failure> w) { why = std::move(w); });
+    f.ioc.restart();
+    f.ioc.run();
+    BOOST_TEST(!why.has_value());
+    BOOST_TEST((bwrap_runs(dir) == std::pair{1, 0})); // settled by the run: no probe
+}
+
+// A host where bwrap cannot build its sandbox: the first call's own run fails before the
+// command (not_available, nothing ran); that failure asks the probe, whose verdict the call
+// returns and every later call gets at once, without starting bwrap again.
+BOOST_AUTO_TEST_CASE(a_first_call_bwrap_cannot_set_up_asks_the_probe)
+{
+    host_dir dir;
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = logging_bwrap(dir, "echo 'bwrap: No permissions to create new namespace, "
+                                      "likely because the kernel does not allow "
+                                      "non-privileged user namespaces.' >&2\nexit 1\n")
+                       .string();
+    bwrap_fixture f(o);
+    auto first = f.sh("echo ran");
+    BOOST_TEST((first.ec == errc::not_available));
+    BOOST_TEST((first.result.status == sandbox::exec_status::not_started));
+    BOOST_TEST(contains(first.result.diag.message, "cannot create its namespaces"),
+               first.result.diag);
+    BOOST_TEST(contains(first.result.diag.message, "No permissions to create new namespace"));
+    BOOST_TEST(first.result.out.data.empty());
+    BOOST_TEST((bwrap_runs(dir) == std::pair{2, 1})); // the call's run, then the probe
+    BOOST_TEST(contains(f.runner.enforcement().unavailable, "namespaces"));
+    f.ioc.restart();
+    auto second = f.sh("echo ran");
+    BOOST_TEST((second.ec == errc::not_available));
+    BOOST_TEST(contains(second.result.diag.message, "cannot create its namespaces"));
+    BOOST_TEST((bwrap_runs(dir) == std::pair{2, 1})); // refused without a run
+}
+
+// A run that fails for want of resources decides nothing. The "bwrap" here fails its first
+// run as bwrap does when the host is out of processes, then runs the real one. Five calls
+// start together: the one whose run failed gets not_available (its command never ran) and
+// asks the probe, which settles bwrap as usable; the other four run. Later calls run without
+// a probe. (Before runs were their own probes, a probe that failed so marked bwrap unusable
+// for the runner's life.)
+BOOST_AUTO_TEST_CASE(a_run_short_of_resources_decides_nothing)
+{
+    host_dir dir;
+    const std::string once = (dir.path() / "once").string();
+    sandbox::bwrap_runner_options o;
+    o.bwrap_path = logging_bwrap(dir, "if mkdir " + once +
+                                          " 2>/dev/null; then\n"
+                                          "  echo 'bwrap: Creating new namespace failed: Resource "
+                                          "temporarily unavailable' >&2; exit 1\n"
+                                          "fi\n"
+                                          "exec /usr/bin/bwrap \"$@\"\n")
+                       .string();
+    bwrap_fixture f(o);
     std::vector<std::optional<sbx_test::run_outcome>> got(5);
     for (auto& g : got)
     {
@@ -1002,22 +1066,34 @@ BOOST_AUTO_TEST_CASE(a_probe_short_of_resources_decides_nothing)
                             });
     }
     f.ioc.run_for(60s);
+    int ran = 0, refused = 0;
     for (const auto& g : got)
     {
         BOOST_TEST_REQUIRE(g.has_value());
-        BOOST_TEST(!g->ec, g->ec.message() << ": " << g->result.diag);
-        BOOST_TEST(g->result.out.data == "ran\n");
+        if (!g->ec)
+        {
+            ++ran;
+            BOOST_TEST(g->result.out.data == "ran\n");
+            continue;
+        }
+        ++refused;
+        BOOST_TEST((g->ec == errc::not_available), g->ec.message());
+        BOOST_TEST((g->result.status == sandbox::exec_status::not_started));
+        BOOST_TEST(contains(g->result.diag.message, "Resource temporarily unavailable"),
+                   g->result.diag);
     }
-    BOOST_TEST(probes() == 1); // the five shared one
+    BOOST_TEST(ran == 4);
+    BOOST_TEST(refused == 1);
+    // The probe, unless a command that ran had settled it before the failure came back.
+    const auto [runs, probes] = bwrap_runs(dir);
+    BOOST_TEST(probes <= 1);
+    BOOST_TEST(runs == 5 + probes);
     BOOST_TEST(f.runner.enforcement().unavailable.empty());
     f.ioc.restart();
     auto next = f.sh("echo again");
     BOOST_TEST(!next.ec, next.result.diag);
     BOOST_TEST(next.result.out.data == "again\n");
-    BOOST_TEST(probes() == 2); // undecided before: probed again, and settled
-    f.ioc.restart();
-    BOOST_TEST(!f.sh("true").ec);
-    BOOST_TEST(probes() == 2); // settled: no more probes
+    BOOST_TEST((bwrap_runs(dir) == std::pair{runs + 1, probes})); // settled: no probe
 }
 
 // A "bwrap" that takes `seconds` to start when the command line holds `marker` (as a host

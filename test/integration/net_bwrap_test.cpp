@@ -372,8 +372,8 @@ BOOST_FIXTURE_TEST_CASE(every_record_arrives_before_the_result, net_fixture)
 
 // 200 allow-list execs at once on a runner that has not probed bwrap yet (as an embedding
 // server's first burst): each fetches a file from the host through its own proxy. None is
-// lost: each gets its own bytes and its records; one probe serves them all (an undecided
-// probe would have let them run, not refused them). Each has the 10 s timeout of the
+// lost: each gets its own bytes and its records; none waits for a probe (each run is its
+// own; before, one probe served them all). Each has the 10 s timeout of the
 // report this test comes from, which counts from when its command starts inside: the
 // set-up does not count (200 sandboxes set up at once on 2 cpus took up to 28 s each under
 // ASan with other tests running, about 6 s for all of them in a normal build), and before

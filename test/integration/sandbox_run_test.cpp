@@ -3,6 +3,7 @@
 // flags and signal handling.
 #include <boost/test/unit_test.hpp>
 
+#include "cli.hpp"
 #include "support.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -898,6 +899,78 @@ BOOST_FIXTURE_TEST_CASE(the_default_backend_falls_back_where_bubblewrap_cannot_s
     BOOST_TEST(explicit_bwrap.exit_code == 125, explicit_bwrap.err.data);
     BOOST_TEST(parse_json(explicit_bwrap.out.data).at("error").at("code").as_string() ==
                "not_available");
+}
+
+// The default backend no longer asks bwrap's probe before the run on a host that shows no
+// sign against it (no seccomp filter above us, user namespaces allowed): the run is its own
+// probe. Where bwrap then fails before the command starts (here: a "bwrap" first on the PATH
+// that fails as bwrap does without user namespaces), the runner's probe settles it, and the
+// same request runs on the local backend after the warning: the command runs once, nothing
+// is lost. A flag only bwrap enforces is refused instead, the command never having run.
+BOOST_FIXTURE_TEST_CASE(the_default_backend_falls_back_after_a_run_bwrap_could_not_set_up,
+                        cli_fixture)
+{
+    const auto signs = sandbox::cli::read_namespace_signs();
+    if (sandbox::cli::probe_before_run(signs))
+    {
+        BOOST_TEST_MESSAGE("skipped: this host shows a sign against namespaces (the probe "
+                           "runs first; the_default_backend_falls_back_where_bubblewrap_cannot"
+                           "_start covers it)");
+        return;
+    }
+    sbx_test::temp_dir bin;
+    fs::permissions(bin.path(), fs::perms(0755));
+    const auto runs = bin.path() / "runs";
+    {
+        std::ofstream(bin.path() / "bwrap")
+            << "#!/bin/sh\necho run >> " << runs.string()
+            << "\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n";
+    }
+    fs::permissions(bin.path() / "bwrap", fs::perms(0755));
+    ::chmod(bin.str().c_str(), 0777); // the sandbox user appends to the log
+    const auto marker = bin.path() / "ran";
+    const std::map<std::string, std::string> path{
+        {"PATH", bin.str() + ":/usr/local/bin:/usr/bin:/bin"}};
+    auto count_runs = [&] {
+        std::ifstream in(runs);
+        return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), {}, '\n'));
+    };
+    auto j = run_default(
+        {"--json", "--", "/bin/sh", "-c", "echo x >> " + marker.string() + "; echo ran"}, path);
+    BOOST_TEST_REQUIRE(j.exit_code == 0, j.err.data);
+    auto v = parse_json(j.out.data);
+    BOOST_TEST(v.at("backend").as_string() == "local");
+    BOOST_TEST(v.at("stdout").as_string() == "ran\n");
+    // After the notes printed for the bwrap sandbox before the run (the price of not
+    // probing first), the warning.
+    BOOST_TEST(j.err.data.find("sandbox-run: warning: bubblewrap is not usable here "
+                               "(bwrap cannot create its namespaces") != std::string::npos,
+               j.err.data);
+    BOOST_TEST(count_runs() == 2);           // the run, then the probe; not a probe first
+    BOOST_TEST(fs::file_size(marker) == 2u); // the command ran once
+
+    // Streamed: bwrap's own line comes through before the warning; the command runs once.
+    auto streamed =
+        run_default({"--", "/bin/sh", "-c", "echo x >> " + marker.string() + "; echo ran"}, path);
+    BOOST_TEST(streamed.exit_code == 0, streamed.err.data);
+    BOOST_TEST(streamed.out.data == "ran\n");
+    const auto said = streamed.err.data.find("bwrap: No permissions to create new namespace");
+    const auto warned =
+        streamed.err.data.find("; running on the local backend, which confines nothing");
+    BOOST_TEST(said != std::string::npos, streamed.err.data);
+    BOOST_TEST(warned != std::string::npos, streamed.err.data);
+    BOOST_TEST(said < warned, streamed.err.data); // bwrap's own line, then ours
+    BOOST_TEST(fs::file_size(marker) == 4u);
+
+    auto deny = run_default(
+        {"--json", "--net", "deny", "--", "/bin/sh", "-c", "echo x >> " + marker.string()}, path);
+    BOOST_TEST(deny.exit_code == 125, deny.err.data);
+    auto dj = parse_json(deny.out.data);
+    BOOST_TEST(dj.at("error").at("code").as_string() == "not_available");
+    BOOST_TEST(std::string(dj.at("error").at("message").as_string())
+                       .find("--net deny needs the bwrap backend, which is not usable here") == 0u,
+               deny.out.data);
+    BOOST_TEST(fs::file_size(marker) == 4u); // never ran
 }
 
 // A root caller whose root the sandbox user cannot reach is refused (125, with the reason),

@@ -781,6 +781,45 @@ BOOST_AUTO_TEST_CASE(auto_picks_bwrap_when_it_can_run_the_command_line)
     BOOST_TEST(!f.refusal);
 }
 
+// auto asks bwrap's probe before the run only on a sign that namespaces may be refused;
+// each sign alone is enough, none is the run-first path.
+BOOST_AUTO_TEST_CASE(auto_probes_before_the_run_only_on_a_sign_against_namespaces)
+{
+    BOOST_TEST(!sbx_cli::probe_before_run({}));
+    sbx_cli::namespace_signs s;
+    s.seccomp_filtered = true;
+    BOOST_TEST(sbx_cli::probe_before_run(s));
+    s = {};
+    s.userns_clone_off = true;
+    BOOST_TEST(sbx_cli::probe_before_run(s));
+    s = {};
+    s.no_user_namespaces = true;
+    BOOST_TEST(sbx_cli::probe_before_run(s));
+    s = {};
+    s.apparmor_restricts = true;
+    BOOST_TEST(sbx_cli::probe_before_run(s));
+}
+
+// The signs as read from /proc: the Seccomp line of /proc/self/status (2 is a filter; 0 none,
+// 1 strict mode, which could not run us anyway), and the three settings (-1: no such file).
+BOOST_AUTO_TEST_CASE(namespace_signs_from_proc_text)
+{
+    const std::string filtered = "Name:\tsandbox-run\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+                                 "Seccomp_filters:\t1\nSpeculation_Store_Bypass:\tx\n";
+    BOOST_TEST(sbx_cli::namespace_signs_of(filtered, -1, -1, -1).seccomp_filtered);
+    const std::string none = "Name:\tx\nSeccomp:\t0\nSeccomp_filters:\t0\n";
+    auto s = sbx_cli::namespace_signs_of(none, -1, 15000, -1);
+    BOOST_TEST(!sbx_cli::probe_before_run(s));
+    BOOST_TEST(!sbx_cli::namespace_signs_of("Seccomp_filters:\t2\n", 1, 1, 0).seccomp_filtered);
+    BOOST_TEST(!sbx_cli::namespace_signs_of("", -1, -1, -1).seccomp_filtered);
+    BOOST_TEST(sbx_cli::namespace_signs_of("Seccomp: 2", -1, -1, -1).seccomp_filtered); // no \n
+    BOOST_TEST(sbx_cli::namespace_signs_of(none, 0, -1, -1).userns_clone_off);
+    BOOST_TEST(!sbx_cli::namespace_signs_of(none, 1, -1, -1).userns_clone_off);
+    BOOST_TEST(sbx_cli::namespace_signs_of(none, -1, 0, -1).no_user_namespaces);
+    BOOST_TEST(sbx_cli::namespace_signs_of(none, -1, -1, 1).apparmor_restricts);
+    BOOST_TEST(!sbx_cli::namespace_signs_of(none, -1, -1, 0).apparmor_restricts);
+}
+
 BOOST_AUTO_TEST_CASE(auto_falls_back_to_local_with_one_warning_when_bwrap_is_not_usable)
 {
     const std::string why = "bwrap cannot create its namespaces on this host (user namespaces "

@@ -7,6 +7,9 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
 
+#include <fstream>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 namespace sandbox::cli {
@@ -32,6 +35,64 @@ std::vector<std::string> bwrap_only_flags(const run_config& cfg)
     if (!cfg.net_proxy.resolve.empty())
         out.emplace_back("--resolve");
     return out;
+}
+
+namespace {
+
+// The whole of a small /proc file; empty when it cannot be read.
+std::string text_of(const char* path)
+{
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The number in a one-number /proc file; -1 when missing or not a number.
+long number_in(const char* path)
+{
+    std::ifstream in(path);
+    long v = -1;
+    return in >> v ? v : -1;
+}
+
+} // namespace
+
+namespace_signs namespace_signs_of(std::string_view status, long userns_clone, long max_userns,
+                                   long apparmor_restrict)
+{
+    namespace_signs s;
+    for (std::size_t at = 0; at < status.size();)
+    {
+        std::size_t nl = status.find('\n', at);
+        if (nl == std::string_view::npos)
+            nl = status.size();
+        std::string_view line = status.substr(at, nl - at);
+        at = nl + 1;
+        constexpr std::string_view key = "Seccomp:";
+        if (line.substr(0, key.size()) != key)
+            continue;
+        line.remove_prefix(key.size());
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+            line.remove_prefix(1);
+        s.seccomp_filtered = line == "2";
+        break;
+    }
+    s.userns_clone_off = userns_clone == 0;
+    s.no_user_namespaces = max_userns == 0;
+    s.apparmor_restricts = apparmor_restrict == 1;
+    return s;
+}
+
+namespace_signs read_namespace_signs()
+{
+    return namespace_signs_of(text_of("/proc/self/status"),
+                              number_in("/proc/sys/kernel/unprivileged_userns_clone"),
+                              number_in("/proc/sys/user/max_user_namespaces"),
+                              number_in("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"));
+}
+
+bool probe_before_run(const namespace_signs& s)
+{
+    return s.seccomp_filtered || s.userns_clone_off || s.no_user_namespaces || s.apparmor_restricts;
 }
 
 namespace {

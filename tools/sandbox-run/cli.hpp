@@ -217,6 +217,36 @@ struct backend_choice
     std::optional<failure> refusal;
 };
 
+/// \brief What the host says, without starting a process, about whether bwrap may be
+/// refused its namespaces here (`read_namespace_signs`).
+struct namespace_signs
+{
+    /// This process runs under a seccomp filter (a container's profile may refuse new
+    /// namespaces to everything below it): /proc/self/status `Seccomp: 2`.
+    bool seccomp_filtered = false;
+    /// `kernel.unprivileged_userns_clone` is 0 (Debian's and Ubuntu's older kernels).
+    bool userns_clone_off = false;
+    /// `user.max_user_namespaces` is 0.
+    bool no_user_namespaces = false;
+    /// `kernel.apparmor_restrict_unprivileged_userns` is 1 (Ubuntu 23.10 and later).
+    bool apparmor_restricts = false;
+};
+
+/// The signs from the text of /proc/self/status and the three settings' values (-1: the
+/// file is missing or holds no number, which is no sign). Pure.
+namespace_signs namespace_signs_of(std::string_view self_status, long unprivileged_userns_clone,
+                                   long max_user_namespaces,
+                                   long apparmor_restrict_unprivileged_userns);
+
+/// Reads the signs from /proc.
+namespace_signs read_namespace_signs();
+
+/// \brief Whether `--backend auto` asks bwrap's probe before the run (any sign that its
+/// namespaces may be refused here) instead of letting the run itself find out. A run that
+/// fails for it falls back late, after the notes printed for the bwrap sandbox; the probe
+/// first keeps a host that cannot run bwrap at one warning line. Pure.
+bool probe_before_run(const namespace_signs& s);
+
 /// \brief `--backend auto`'s decision. `bwrap_check` is the bwrap runner's verdict on this
 /// very command line (`bwrap_runner::check()`: its option checks, then its probe; empty
 /// when it can run it here); `bwrap_only` are `bwrap_only_flags`.

@@ -1,4 +1,5 @@
 // tools/sandbox-run/main.cpp: sandbox-run: run one command under policy from the shell.
+#include "auto_backend.hpp"
 #include "cli.hpp"
 #include "config_run.hpp"
 #include "connect.hpp"
@@ -168,7 +169,9 @@ struct backend_pick
     cli::backend_choice choice;
 };
 
-backend_pick pick_backend(asio::io_context& ioc, const cli::run_config& cfg)
+// `chosen` hears --backend auto's late fallback, made after bwrap's own run failed.
+backend_pick pick_backend(asio::io_context& ioc, const cli::run_config& cfg,
+                          std::function<void(const cli::backend_choice&)> chosen)
 {
     backend_pick p;
     p.choice.backend = cfg.backend;
@@ -185,7 +188,27 @@ backend_pick pick_backend(asio::io_context& ioc, const cli::run_config& cfg)
         p.runner = std::move(bwrap);
         return p;
     }
-    p.choice = cli::choose_backend(cli::check_bwrap(ioc, *bwrap), cli::bwrap_only_flags(cfg));
+    // auto. A bad option needs no probe. --enforcement and a terminal session decide first
+    // (a session's set-up failure is no value to fall back from), and so does a host with a
+    // sign that bwrap may be refused its namespaces; elsewhere the run itself finds out.
+    // A missing bwrap is known without a process: the probe says so at once.
+    const auto bad = bwrap->setup_error();
+    if (!bad && !cfg.enforcement && !cfg.tty && !bwrap->program().empty() &&
+        !cli::probe_before_run(cli::read_namespace_signs()))
+    {
+        p.choice.backend = "bwrap";
+        p.choice.reason = "bubblewrap runs the command; the local backend only if bubblewrap "
+                          "then shows it cannot work here";
+        p.runner = std::make_unique<cli::auto_runner>(
+            std::move(bwrap),
+            [&ioc, &cfg] {
+                return std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
+            },
+            cli::bwrap_only_flags(cfg), std::move(chosen));
+        return p;
+    }
+    p.choice =
+        cli::choose_backend(bad ? bad : cli::check_bwrap(ioc, *bwrap), cli::bwrap_only_flags(cfg));
     if (p.choice.backend == "local")
         p.runner = std::make_unique<sandbox::local_runner>(ioc.get_executor(), cfg.runner);
     else
@@ -227,12 +250,24 @@ int run_chained(cli::run_config& cfg, asio::io_context& ioc, sandbox::runner& ru
 
 // A root caller's sandbox user that cannot write the root or a writable path: the run goes
 // on (the command reads them; its writes there fail), and the caller is told why.
+// Asked of a bwrap runner directly: `enforcement()` would spawn the fork gate's probe, a
+// process on every run of this tool. Local commands run as the caller: nothing to say.
 void note_unwritable(const sandbox::runner& runner)
 {
-    const auto e = runner.enforcement();
-    for (const auto& p : e.unwritable_paths)
-        print_error("note: the sandbox user (uid " +
-                    std::to_string(e.command_uid.value_or(0)) + ") cannot write " + p +
+    if (dynamic_cast<const sandbox::local_runner*>(&runner))
+        return;
+    std::vector<std::string> paths;
+    std::uint32_t uid = 0;
+    if (const auto* b = cli::bwrap_behind(runner))
+        paths = b->unwritable_paths(), uid = b->command_uid();
+    else // a config entry's runner: whatever it wraps
+    {
+        auto e = runner.enforcement();
+        paths = std::move(e.unwritable_paths);
+        uid = e.command_uid.value_or(0);
+    }
+    for (const auto& p : paths)
+        print_error("note: the sandbox user (uid " + std::to_string(uid) + ") cannot write " + p +
                     ": the command can read it but not change it (give that user write "
                     "access, or choose it with --sandbox-user)");
 }
@@ -282,7 +317,11 @@ int run(cli::run_config& cfg)
     asio::io_context ioc;
     if (!cfg.config_file.empty())
         return run_from_config(cfg, ioc);
-    auto [owned, choice] = pick_backend(ioc, cfg);
+    auto [owned, choice] = pick_backend(ioc, cfg, [&cfg](const cli::backend_choice& late) {
+        cfg.backend = late.backend;
+        if (!late.warning.empty())
+            print_error(late.warning);
+    });
     cfg.backend = choice.backend;
 
     if (cfg.enforcement)

@@ -96,11 +96,14 @@ struct bwrap_runner_options : common_runner_options
 /// owns bwrap and everything below it). `TMPDIR` is `/tmp` (the private one) unless the request
 /// injects its own.
 ///
-/// The first call runs bwrap once to check that it can create its namespaces here (user
-/// namespaces may be disabled); when it cannot, or bwrap is missing, every call fails with
-/// `errc::not_available` and the reason. `enforcement()` says so (`unavailable`) once the
-/// probe has run (`check()` runs it); before, it reports what bwrap would enforce. A disk
-/// quota is `not_available`.
+/// Availability: an exec does not wait for a probe; its own run is one (a command that
+/// started proves bwrap usable here). A run bwrap could not set up (user namespaces
+/// disabled, bwrap missing) is `errc::not_available` with bwrap's reason, the command never
+/// having run; it asks the probe (bwrap once, on `/bin/true`) whether the host cannot, and
+/// when it cannot, that call and every later one get the probe's verdict at once. Sessions
+/// wait for the probe before their first start unless a command already ran. `enforcement()`
+/// says so (`unavailable`) once the probe has decided (`check()` runs it); before, it
+/// reports what bwrap would enforce. A disk quota is `not_available`.
 ///
 /// Network: `net_mode::deny_all` gives the command its own network namespace with only
 /// loopback. `net_mode::allow_list` and `proxy` do too, and each call (or session, for its
@@ -131,18 +134,30 @@ public:
 
     const std::string& root() const noexcept { return opts_.root; }
 
-    /// \brief Runs the availability probe now (once per runner; later calls return at once):
-    /// afterwards `enforcement()` reports the outcome. Null when bwrap is usable, else the
-    /// `errc::not_available` (or `errc::validation`, for bad options) that every call gets.
-    /// Calls that start together share one probe. A probe that could not run for want of
-    /// resources (the host out of processes or memory, its 10 s timeout on a loaded host)
-    /// decides nothing: this returns null and the next call probes again.
+    /// \brief Runs the availability probe now, unless a probe or a command that ran has
+    /// settled it (then it returns at once): afterwards `enforcement()` reports the outcome.
+    /// Null when bwrap is usable, else the `errc::not_available` (or `errc::validation`, for
+    /// bad options) that every call gets. Calls that start together share one probe. A probe
+    /// that could not run for want of resources (the host out of processes or memory, its
+    /// 10 s timeout on a loaded host) decides nothing: this returns null and the next call
+    /// probes again. Cancelled while another call's probe runs: throws
+    /// `boost::system::system_error` (`operation_aborted`).
     boost::asio::awaitable<std::optional<failure>> check();
 
     /// A bad option found when the runner was made (`errc::validation`, or
     /// `errc::not_available` for a sandbox user the helper cannot become), with
     /// `diag.limit` naming the option; null when the options are good. Runs no probe.
     std::optional<failure> setup_error() const;
+
+    /// What `enforcement()` reports in `unwritable_paths` and `command_uid` (the root and
+    /// writable paths the commands' user cannot write, found when the runner was made; that
+    /// user), without `enforcement()`'s once-per-process host checks (the fork gate's takes
+    /// a process).
+    std::vector<std::string> unwritable_paths() const;
+    std::uint32_t command_uid() const;
+
+    /// The bwrap program the runner found (`bwrap_path`, else on the PATH); empty when none.
+    const std::string& program() const noexcept;
 
     struct state;
 
