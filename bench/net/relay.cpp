@@ -18,6 +18,13 @@
 //   loop_stall_while_streaming  ms of the worst lateness of a 1 ms timer on the proxy's loop
 //                           while a tunnel streams; baseline: the same timer on the idle loop
 //   loop_stall_p99_while_streaming  the same at the 99th percentile
+//   peer_tinyproxy_throughput  MB/s of a 1 GiB download through our CONNECT tunnel; baseline:
+//                           the same client, source and bytes through tinyproxy (a peer
+//                           CONNECT proxy, which does not pass a half-close on; when
+//                           /usr/bin/tinyproxy is installed: `apt-get install tinyproxy`;
+//                           skipped otherwise), rounds interleaved
+//   peer_tinyproxy_setup_p50   µs for connect + CONNECT + 200 through ours; baseline: through
+//                           tinyproxy, interleaved
 #include "cases.hpp"
 
 #include "bench/common.hpp"
@@ -31,24 +38,33 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -393,12 +409,217 @@ void run_stall(proxy_rig& px, sink& s, const options& o)
 
 } // namespace
 
+/// tinyproxy on 127.0.0.1 (a port the kernel chose a moment before), in the foreground as a
+/// child of ours, its output discarded; killed (by pid) and reaped at destruction.
+class tinyproxy
+{
+public:
+    static constexpr const char* program = "/usr/bin/tinyproxy";
+
+    tinyproxy()
+    {
+        port_ = free_port();
+        char dir[] = "/tmp/net-bench-tinyproxy-XXXXXX";
+        if (!::mkdtemp(dir))
+            throw std::runtime_error("mkdtemp");
+        dir_ = dir;
+        conf_ = dir_ + "/tinyproxy.conf";
+        // No ConnectPort line: CONNECT to any port. Root drops to nobody, as packaged.
+        std::ofstream(conf_) << "User nobody\nGroup nogroup\nPort " << port_
+                             << "\nListen 127.0.0.1\nTimeout 600\nMaxClients 1000\n"
+                                "LogLevel Critical\nAllow 127.0.0.1\nDisableViaHeader Yes\n";
+        posix_spawn_file_actions_t fa;
+        ::posix_spawn_file_actions_init(&fa);
+        for (int fd : {0, 1, 2})
+            ::posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY,
+                                               0);
+        std::string c = conf_;
+        char* argv[] = {const_cast<char*>(program), const_cast<char*>("-d"),
+                        const_cast<char*>("-c"), c.data(), nullptr};
+        const int rc = ::posix_spawn(&pid_, program, &fa, nullptr, argv, environ);
+        ::posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0)
+            throw std::runtime_error(std::string("posix_spawn tinyproxy: ") + std::strerror(rc));
+        // A figure that fails ends the program with std::exit: no destructor runs then.
+        running = pid_;
+        running_dir = dir_;
+        static const bool once = std::atexit([] {
+                                     if (running > 0)
+                                         ::kill(running, SIGKILL), ::waitpid(running, nullptr, 0);
+                                     std::error_code ignored;
+                                     if (!running_dir.empty())
+                                         std::filesystem::remove_all(running_dir, ignored);
+                                 }) == 0;
+        (void)once;
+        wait_listening();
+    }
+    tinyproxy(const tinyproxy&) = delete;
+    tinyproxy& operator=(const tinyproxy&) = delete;
+    ~tinyproxy()
+    {
+        if (pid_ > 0)
+        {
+            ::kill(pid_, SIGKILL);
+            while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR)
+            {}
+        }
+        running = -1;
+        running_dir.clear();
+        std::filesystem::remove_all(dir_);
+    }
+    std::uint16_t port() const { return port_; }
+
+private:
+    static std::uint16_t free_port()
+    {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a = loopback(0);
+        socklen_t len = sizeof a;
+        ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        ::close(fd);
+        return ntohs(a.sin_port);
+    }
+    void wait_listening()
+    {
+        for (int i = 0; i < 500; ++i)
+        {
+            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            const sockaddr_in a = loopback(port_);
+            const bool up = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+            ::close(fd);
+            if (up)
+                return;
+            if (::waitpid(pid_, nullptr, WNOHANG) == pid_)
+            {
+                pid_ = -1;
+                throw std::runtime_error("tinyproxy exited at start");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        throw std::runtime_error("tinyproxy did not listen within 5 s");
+    }
+
+    static inline pid_t running = -1; // for the exit handler
+    static inline std::string running_dir{};
+    std::uint16_t port_ = 0;
+    pid_t pid_ = -1;
+    std::string dir_, conf_;
+};
+
+/// Accepts on 127.0.0.1; to each connection sends the number of bytes its first line asks
+/// for, then closes (a download: no half-close needed, which tinyproxy does not pass on).
+class source
+{
+public:
+    ~source()
+    {
+        acceptor_.reset();
+        std::lock_guard lock(m_);
+        for (auto& t : threads_)
+            t.join();
+    }
+    std::uint16_t port() const { return acceptor_->port(); }
+
+private:
+    void accepted(int fd)
+    {
+        std::lock_guard lock(m_);
+        threads_.emplace_back([fd] { serve(fd); });
+    }
+    static void serve(int fd)
+    {
+        std::string line;
+        char c;
+        while (line.size() < 32 && ::recv(fd, &c, 1, 0) == 1 && c != '\n')
+            line += c;
+        std::uint64_t left = std::strtoull(line.c_str(), nullptr, 10);
+        std::vector<char> buf(1 << 20, 'y');
+        while (left > 0)
+        {
+            const std::size_t k =
+                static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+            send_all(fd, buf.data(), k);
+            left -= k;
+        }
+        ::close(fd);
+    }
+
+    std::mutex m_;
+    std::vector<std::thread> threads_;
+    std::unique_ptr<loopback_acceptor> acceptor_ =
+        std::make_unique<loopback_acceptor>([this](int fd) { accepted(fd); });
+};
+
+/// MB/s of a download of `total` bytes from `src` through the proxy at `proxy_port`.
+double download_via(std::uint16_t proxy_port, const source& src, std::uint64_t total)
+{
+    const int fd = dial(proxy_port);
+    open_tunnel(fd, src.port());
+    const std::string ask = std::to_string(total) + "\n";
+    const auto t0 = clock_type::now();
+    send_all(fd, ask.data(), ask.size());
+    std::vector<char> buf(1 << 20);
+    std::uint64_t got = 0;
+    for (ssize_t k; (k = ::recv(fd, buf.data(), buf.size(), 0)) > 0;)
+        got += static_cast<std::uint64_t>(k);
+    const double dt = std::chrono::duration<double>(clock_type::now() - t0).count();
+    ::close(fd);
+    if (got != total)
+    {
+        std::fprintf(stderr, "net_bench: downloaded %llu of %llu through port %u\n",
+                     static_cast<unsigned long long>(got), static_cast<unsigned long long>(total),
+                     proxy_port);
+        std::exit(1);
+    }
+    return static_cast<double>(total) / dt / 1e6;
+}
+
+/// The same client, sink and bytes through our tunnel and through tinyproxy's, interleaved.
+void run_peer(proxy_rig& px, sink& s, const options& o)
+{
+    if (::access(tinyproxy::program, X_OK) != 0)
+    {
+        std::fprintf(stderr,
+                     "net_bench: peer_tinyproxy skipped: %s is not installed "
+                     "(apt-get install tinyproxy)\n",
+                     tinyproxy::program);
+        return;
+    }
+    tinyproxy peer;
+    source src;
+    const std::uint64_t total = o.quick ? (16ull << 20) : (1ull << 30);
+    auto t = bench::measure_rounds(o.quick ? 1 : 3, [&] {
+        const double theirs = download_via(peer.port(), src, total);
+        return std::pair{download_via(px.port(), src, total), theirs};
+    });
+    bench::print_json(bench_name, "peer_tinyproxy_throughput", t.ours_median(), "MB/s",
+                      t.base_median());
+    const int n = o.quick ? 20 : 200;
+    std::vector<double> ours, theirs;
+    auto setup = [&](std::uint16_t port, std::vector<double>& into) {
+        const auto t0 = clock_type::now();
+        const int fd = dial(port);
+        open_tunnel(fd, s.port());
+        into.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+        ::close(fd);
+    };
+    for (int i = 0; i < n; ++i)
+        if (i % 2 == 0)
+            setup(peer.port(), theirs), setup(px.port(), ours);
+        else
+            setup(px.port(), ours), setup(peer.port(), theirs);
+    bench::print_json(bench_name, "peer_tinyproxy_setup_p50", bench::percentile(ours, 50), "us",
+                      bench::percentile(theirs, 50));
+}
+
 void run_relay(const options& o)
 {
     sink s;
     proxy_rig px;
     run_throughput(px, s, o);
     run_setup(px, s, o);
+    run_peer(px, s, o);
     run_stall(px, s, o);
     const stalled_figures stalled = run_stalled(px, s, o);
     const double idle = run_idle(px, s, o);
