@@ -52,10 +52,7 @@ boost::asio::awaitable<sni_judgement> check_sni(boost::asio::ip::tcp::socket& cl
         co_return sni_judgement{};
     if (held.empty()) // the first byte, however long it takes: the limit starts there
     {
-        if (stopping && *stopping)
-            co_return sni_judgement{};
-        auto [ec] = co_await client.async_wait(boost::asio::ip::tcp::socket::wait_read,
-                                               boost::asio::as_tuple(boost::asio::use_awaitable));
+        const boost::system::error_code ec = co_await tls::readable(client, stopping);
         if (ec)
             co_return sni_judgement{}; // the relay ending (it says why) or the socket failing
     }

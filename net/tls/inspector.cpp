@@ -182,11 +182,6 @@ inspector::impl::context_for(std::vector<std::size_t> entries)
     return made;
 }
 
-outcome<std::shared_ptr<origin_context>> inspector::origins_for(const canonical_host& host)
-{
-    return p_->context_for(p_->entries_naming(host));
-}
-
 std::string inspected_cap_rule(const inspector& in)
 {
     return "max_inspected_tunnels " + std::to_string(in.options().limits.max_tunnels);
@@ -338,11 +333,6 @@ inspector::tunnel(asio::ip::tcp::socket& client, asio::ip::tcp::socket& origin, 
     co_return t;
 }
 
-namespace {
-
-// Waits until `s` is readable (never reading: a byte taken by a wait that lost a race would
-// be lost), unless `stopping` says the caller is ending (checked where the wait starts, so a
-// cancel() that came before it is never missed).
 asio::awaitable<boost::system::error_code> readable(asio::ip::tcp::socket& s, const bool* stopping)
 {
     if (stopping && *stopping)
@@ -351,8 +341,6 @@ asio::awaitable<boost::system::error_code> readable(asio::ip::tcp::socket& s, co
                                       asio::as_tuple(asio::use_awaitable));
     co_return ec;
 }
-
-} // namespace
 
 asio::awaitable<hello_peek> read_client_hello(asio::ip::tcp::socket& s, std::string& first,
                                               std::chrono::steady_clock::time_point deadline,

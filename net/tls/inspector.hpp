@@ -110,9 +110,6 @@ public:
     server_context& server() noexcept;
     /// The origin context of every host that no `scoped_origins` entry names.
     origin_context& origins() noexcept;
-    /// \brief The origin context for `host`: `origins()`, or one that also trusts the roots
-    /// of each `scoped_origins` entry naming it (made on first use, then kept).
-    outcome<std::shared_ptr<origin_context>> origins_for(const canonical_host& host);
     const inspection_options& options() const noexcept;
 
     struct impl;
@@ -130,6 +127,12 @@ std::string inspected_cap_rule(const inspector& in);
 /// `hooks` (shown bodies under `m.inspect_bodies`): null when `m` is off; else as
 /// `inspector::create`.
 outcome<std::shared_ptr<inspector>> inspection_for(const mitm_policy& m, http_hooks hooks = {});
+
+/// \brief Waits until `s` is readable, never reading (a byte taken by a wait that lost a race
+/// would be lost); `operation_aborted` at once when `*stopping` is set, which is checked where
+/// the wait starts, so a cancel() that came before it is never missed.
+boost::asio::awaitable<boost::system::error_code> readable(boost::asio::ip::tcp::socket& s,
+                                                           const bool* stopping = nullptr);
 
 /// \brief Reads from `s` (after `first`, bytes already read) until its ClientHello is whole
 /// or judged, or `deadline`: the verdict (`need_more` at the deadline, on EOF, or when
