@@ -182,7 +182,8 @@ outcome<std::vector<backend::socket_file>> socket_files(const std::vector<std::s
 // The plan that runs the command under the helper's status init, which looks it up on the
 // PATH inside the sandbox and reports how it ended (see backend::make_status_init), with what
 // the tree holds until it is gone (the write-deny lease, the call's network).
-outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_options& opts,
+outcome<backend::spawn_plan> wrapped_plan(const asio::any_io_executor& ex, exec_request& req,
+                                          const bwrap_runner_options& opts,
                                           const bwrap_runner::state& st, bwrap::sandbox_view& v,
                                           call_network& network, std::shared_ptr<void> lease)
 {
@@ -226,12 +227,19 @@ outcome<backend::spawn_plan> wrapped_plan(exec_request& req, const bwrap_runner_
     plan.sample_interval = opts.sample_interval;
     plan.setup_timeout = opts.setup_timeout;
     plan.cgroup = opts.cgroup;
-    if (network.host)
-        plan.settle = [host = network.host](std::function<void()> done) {
-            host->settle(std::move(done));
+    auto hold = std::make_shared<tree_hold>(tree_hold{std::move(lease), std::move(network.host)});
+    if (hold->lease || hold->network)
+        plan.settle = [hold, ex](std::function<void()> done) {
+            // The stand-ins first, one per turn of the loop (never a long hold of it), then
+            // the network's records: the result comes after both, as before.
+            bwrap::release_in_turns(hold->lease, ex, [hold, done = std::move(done)]() mutable {
+                if (hold->network)
+                    hold->network->settle(std::move(done));
+                else
+                    done();
+            });
         };
-    plan.tree_resources =
-        std::make_shared<tree_hold>(tree_hold{std::move(lease), std::move(network.host)});
+    plan.tree_resources = hold;
     if (v.isolate_network && holds_unix_socket_policy(opts))
     {
         auto files = socket_files(v.sockets);
@@ -292,7 +300,7 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
         return make_failure(errc::internal, "cannot name the work directory", "work_dir");
-    return wrapped_plan(req, opts, st, v, *network, std::move(protect->lease));
+    return wrapped_plan(ex, req, opts, st, v, *network, std::move(protect->lease));
 }
 
 // Sessions wait for the probe like exec does, then go to the shared registry.

@@ -2,12 +2,17 @@
 // write_deny.hpp).
 #include "write_deny.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -81,19 +86,19 @@ public:
         return it != held_.end() && ++it->second.count > 0;
     }
 
-    void release(const std::vector<std::string>& paths)
+    // Lets go of `path` once; the last holder removes it.
+    void release(const std::string& path)
     {
         std::lock_guard l(mu_);
-        for (auto p = paths.rbegin(); p != paths.rend(); ++p) // deepest first
-            if (auto it = held_.find(*p); it != held_.end() && --it->second.count == 0)
-            {
-                // Only as made: whatever the host put there, or wrote, stays.
-                if (it->second.kind == stand_in::directory)
-                    ::rmdir(p->c_str());
-                else if (unchanged_file(*p, it->second.made))
-                    ::unlink(p->c_str());
-                held_.erase(it);
-            }
+        if (auto it = held_.find(path); it != held_.end() && --it->second.count == 0)
+        {
+            // Only as made: whatever the host put there, or wrote, stays.
+            if (it->second.kind == stand_in::directory)
+                ::rmdir(path.c_str());
+            else if (unchanged_file(path, it->second.made))
+                ::unlink(path.c_str());
+            held_.erase(it);
+        }
     }
 
 private:
@@ -109,8 +114,52 @@ private:
 
 struct lease
 {
-    std::vector<std::string> paths;
-    ~lease() { stand_ins::instance().release(paths); }
+    std::vector<std::string> paths; // outermost first: released deepest first
+    ~lease()
+    {
+        for (auto p = paths.rbegin(); p != paths.rend(); ++p)
+            stand_ins::instance().release(*p);
+    }
+};
+
+// Lets go of `left` (the last first) one path per turn of the loop of `ex`, then calls
+// `done`. Whatever is left when the handler is destroyed without running (its execution
+// context shut down) goes at once, and `done` is not called.
+class releaser
+{
+public:
+    releaser(std::vector<std::string> left, boost::asio::any_io_executor ex,
+             std::function<void()> done)
+        : left_(std::move(left)), ex_(std::move(ex)), done_(std::move(done))
+    {}
+    releaser(releaser&& o) noexcept
+        : left_(std::move(o.left_)), ex_(std::move(o.ex_)), done_(std::move(o.done_))
+    {
+        o.left_.clear();
+    }
+    releaser& operator=(releaser&&) = delete;
+    ~releaser()
+    {
+        for (; !left_.empty(); left_.pop_back())
+            stand_ins::instance().release(left_.back());
+    }
+    void operator()()
+    {
+        if (!left_.empty())
+        {
+            stand_ins::instance().release(left_.back());
+            left_.pop_back();
+        }
+        if (!left_.empty())
+            return boost::asio::post(ex_, std::move(*this));
+        auto done = std::move(done_);
+        done();
+    }
+
+private:
+    std::vector<std::string> left_;
+    boost::asio::any_io_executor ex_;
+    std::function<void()> done_;
 };
 
 std::vector<std::string> components(const std::string& rel)
@@ -360,6 +409,15 @@ outcome<write_deny_view> resolve_write_deny(const std::vector<write_deny_target>
     if (!l->paths.empty())
         v.lease = std::move(l);
     return v;
+}
+
+void release_in_turns(const std::shared_ptr<void>& held, const boost::asio::any_io_executor& ex,
+                      std::function<void()> done)
+{
+    auto* l = static_cast<lease*>(held.get());
+    if (!l || l->paths.empty())
+        return done();
+    releaser(std::exchange(l->paths, {}), ex, std::move(done))(); // the first one now
 }
 
 } // namespace sandbox::bwrap

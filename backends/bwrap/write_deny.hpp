@@ -5,6 +5,9 @@
 
 #include "bwrap_args.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +30,8 @@ outcome<std::vector<write_deny_target>> write_deny_targets(const std::vector<std
 
 /// What one command gets: the paths to bind (sorted, so a directory is bound before what lies
 /// below it) and the stand-in directories it holds (removed when the last command holding
-/// them lets go, each only while as made).
+/// them lets go, each only while as made: by `release_in_turns`, or at once when the lease
+/// is destroyed holding them).
 struct write_deny_view
 {
     std::vector<bound_path> paths;
@@ -47,7 +51,15 @@ struct write_deny_view
 /// directory itself, and for an entry that is a symbolic link there, the command
 /// is refused (`errc::internal`, `errc::validation`).
 outcome<write_deny_view> resolve_write_deny(const std::vector<write_deny_target>& targets,
-                                   const std::vector<std::string>& writable_dirs);
+                                            const std::vector<std::string>& writable_dirs);
+
+/// \brief Lets go of the stand-ins `lease` (a `write_deny_view::lease`, or null) holds, one
+/// per turn of `ex`'s loop (a removal can take a quarter of a millisecond: twenty in one
+/// handler held the caller's loop 5 ms), then calls `done` there; the first goes at once.
+/// The lease then holds nothing. Queued turns destroyed unrun (the execution context shut
+/// down) let go of the rest at once and never call `done`.
+void release_in_turns(const std::shared_ptr<void>& lease, const boost::asio::any_io_executor& ex,
+                      std::function<void()> done);
 
 } // namespace sandbox::bwrap
 

@@ -809,6 +809,66 @@ BOOST_FIXTURE_TEST_CASE(a_missing_git_cannot_be_created_and_nothing_is_left, bwr
     BOOST_TEST(!fs::exists(root.path() / ".git")); // the stand-in went with the last command
 }
 
+// The stand-ins go one per turn of the caller's loop after the command (a removal can take a
+// quarter of a millisecond; twenty in one handler held the loop 5 ms), before the result
+// comes. A loop stopped halfway through them, and its context then destroyed with the rest
+// of those turns queued, still leaves nothing behind.
+BOOST_AUTO_TEST_CASE(stand_ins_go_in_turns_before_the_result_and_with_the_context)
+{
+    namespace fs = std::filesystem;
+    const std::vector<std::string> names{".bashrc", ".git",   ".zshrc",   ".vscode",
+                                         ".idea",   ".envrc", ".profile", ".claude"};
+    for (const bool stop_halfway : {false, true})
+    {
+        sandbox_dir root;
+        auto present = [&] {
+            int n = 0;
+            for (const auto& p : names)
+                n += fs::exists(root.path() / p);
+            return n;
+        };
+        bool done = false, stopped = false;
+        {
+            asio::io_context ioc;
+            sandbox::bwrap_runner_options o;
+            o.root = root.str();
+            sandbox::bwrap_runner runner(ioc.get_executor(), o);
+            sandbox::exec_request req;
+            req.command = "/bin/sh";
+            req.args = {"-c", "test -d .bashrc && test -d .git && test -d .vscode && echo held"};
+            req.options.timeout = 20s;
+            sandbox::async_exec(runner, std::move(req),
+                                [&](boost::system::error_code ec, sandbox::exec_result r) {
+                                    BOOST_TEST(!ec, r.diag);
+                                    BOOST_TEST(r.out.data == "held\n");
+                                    BOOST_TEST(present() == 0); // gone before the result
+                                    done = true;
+                                });
+            // Each turn: once some stand-ins went and some are left, stop the loop there.
+            int most = 0, turns = 0;
+            std::function<void()> watch = [&] {
+                const int now = present();
+                most = std::max(most, now);
+                if (stop_halfway && now > 0 && now < most)
+                {
+                    stopped = true;
+                    ioc.stop();
+                    return;
+                }
+                if (!done && ++turns < 5'000'000)
+                    asio::post(ioc, watch);
+            };
+            asio::post(ioc, watch);
+            ioc.run_for(30s);
+            BOOST_TEST(most == static_cast<int>(names.size()));
+        }
+        BOOST_TEST(done == !stop_halfway);
+        BOOST_TEST(stopped == stop_halfway);
+        BOOST_TEST(present() == 0);
+        BOOST_TEST(sbx_test::helper_processes().empty());
+    }
+}
+
 BOOST_AUTO_TEST_CASE(extra_write_deny_paths_and_their_refusals)
 {
     namespace fs = std::filesystem;
