@@ -60,7 +60,7 @@ class stand_ins
 public:
     static stand_ins& instance()
     {
-        static stand_ins s;
+        static stand_ins& s = *new stand_ins; // never destroyed: a lease may outlive statics
         return s;
     }
 

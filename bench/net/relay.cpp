@@ -51,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -409,40 +410,20 @@ void run_stall(proxy_rig& px, sink& s, const options& o)
 
 } // namespace
 
-/// tinyproxy on 127.0.0.1 (a port the kernel chose a moment before), in the foreground as a
-/// child of ours, its output discarded; killed (by pid) and reaped at destruction.
+namespace {
+
+/// tinyproxy on 127.0.0.1 (a port the kernel chose a moment before; tried again on another
+/// when it cannot listen there), in the foreground as a child of ours, its output discarded;
+/// killed (by pid) and reaped at destruction, and by an exit handler when a failed figure
+/// ends the program with std::exit. Throws std::runtime_error when it cannot be started
+/// (nothing of it is left then).
 class tinyproxy
 {
 public:
     static constexpr const char* program = "/usr/bin/tinyproxy";
 
-    tinyproxy()
+    tinyproxy() : dir_(make_dir())
     {
-        port_ = free_port();
-        char dir[] = "/tmp/net-bench-tinyproxy-XXXXXX";
-        if (!::mkdtemp(dir))
-            throw std::runtime_error("mkdtemp");
-        dir_ = dir;
-        conf_ = dir_ + "/tinyproxy.conf";
-        // No ConnectPort line: CONNECT to any port. Root drops to nobody, as packaged.
-        std::ofstream(conf_) << "User nobody\nGroup nogroup\nPort " << port_
-                             << "\nListen 127.0.0.1\nTimeout 600\nMaxClients 1000\n"
-                                "LogLevel Critical\nAllow 127.0.0.1\nDisableViaHeader Yes\n";
-        posix_spawn_file_actions_t fa;
-        ::posix_spawn_file_actions_init(&fa);
-        for (int fd : {0, 1, 2})
-            ::posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY,
-                                               0);
-        std::string c = conf_;
-        char* argv[] = {const_cast<char*>(program), const_cast<char*>("-d"),
-                        const_cast<char*>("-c"), c.data(), nullptr};
-        const int rc = ::posix_spawn(&pid_, program, &fa, nullptr, argv, environ);
-        ::posix_spawn_file_actions_destroy(&fa);
-        if (rc != 0)
-            throw std::runtime_error(std::string("posix_spawn tinyproxy: ") + std::strerror(rc));
-        // A figure that fails ends the program with std::exit: no destructor runs then.
-        running = pid_;
-        running_dir = dir_;
         static const bool once = std::atexit([] {
                                      if (running > 0)
                                          ::kill(running, SIGKILL), ::waitpid(running, nullptr, 0);
@@ -451,11 +432,37 @@ public:
                                          std::filesystem::remove_all(running_dir, ignored);
                                  }) == 0;
         (void)once;
-        wait_listening();
+        running_dir = dir_.path;
+        std::string why;
+        for (int attempt = 0; attempt < 3; ++attempt)
+            if (try_start(why))
+                return;
+        throw std::runtime_error(why);
     }
     tinyproxy(const tinyproxy&) = delete;
     tinyproxy& operator=(const tinyproxy&) = delete;
-    ~tinyproxy()
+    ~tinyproxy() { stop(); }
+    std::uint16_t port() const { return port_; }
+
+private:
+    struct temp_dir
+    {
+        std::string path;
+        ~temp_dir()
+        {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+            running_dir.clear();
+        }
+    };
+    static temp_dir make_dir()
+    {
+        char dir[] = "/tmp/net-bench-tinyproxy-XXXXXX";
+        if (!::mkdtemp(dir))
+            throw std::runtime_error("mkdtemp");
+        return temp_dir{dir};
+    }
+    void stop()
     {
         if (pid_ > 0)
         {
@@ -463,52 +470,100 @@ public:
             while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR)
             {}
         }
-        running = -1;
-        running_dir.clear();
-        std::filesystem::remove_all(dir_);
+        pid_ = running = -1;
     }
-    std::uint16_t port() const { return port_; }
-
-private:
+    // Spawns it on a fresh port and waits until it answers a CONNECT there. False (why set,
+    // nothing left running) when it did not.
+    bool try_start(std::string& why)
+    {
+        port_ = free_port();
+        if (port_ == 0)
+            return why = "no free port", false;
+        const std::string conf = dir_.path + "/tinyproxy.conf";
+        // No ConnectPort line: CONNECT to any port. Root drops to nobody, as packaged.
+        std::ofstream(conf) << "User nobody\nGroup nogroup\nPort " << port_
+                            << "\nListen 127.0.0.1\nTimeout 600\nMaxClients 1000\n"
+                               "LogLevel Critical\nAllow 127.0.0.1\nDisableViaHeader Yes\n";
+        posix_spawn_file_actions_t fa;
+        ::posix_spawn_file_actions_init(&fa);
+        for (int fd : {0, 1, 2})
+            ::posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY,
+                                               0);
+        std::string c = conf;
+        char* argv[] = {const_cast<char*>(program), const_cast<char*>("-d"),
+                        const_cast<char*>("-c"), c.data(), nullptr};
+        const int rc = ::posix_spawn(&pid_, program, &fa, nullptr, argv, environ);
+        ::posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0)
+        {
+            pid_ = -1;
+            return why = std::string("posix_spawn tinyproxy: ") + std::strerror(rc), false;
+        }
+        running = pid_;
+        if (answers())
+            return true;
+        stop();
+        why = "tinyproxy did not answer a CONNECT on port " + std::to_string(port_) + " within 5 s";
+        return false;
+    }
     static std::uint16_t free_port()
     {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return 0;
         sockaddr_in a = loopback(0);
         socklen_t len = sizeof a;
-        ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 &&
+                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
         ::close(fd);
-        return ntohs(a.sin_port);
+        return ok ? ntohs(a.sin_port) : 0;
     }
-    void wait_listening()
+    // True once a CONNECT to the proxy's own port gets "HTTP/1.x 200": it is tinyproxy
+    // listening there, not another program nor a loopback self-connect.
+    bool answers()
     {
         for (int i = 0; i < 500; ++i)
         {
-            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            const sockaddr_in a = loopback(port_);
-            const bool up = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
-            ::close(fd);
-            if (up)
-                return;
             if (::waitpid(pid_, nullptr, WNOHANG) == pid_)
             {
-                pid_ = -1;
-                throw std::runtime_error("tinyproxy exited at start");
+                pid_ = running = -1;
+                return false;
             }
+            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            const sockaddr_in a = loopback(port_);
+            if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0)
+            {
+                const timeval t{1, 0};
+                ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+                const std::string head = "CONNECT 127.0.0.1:" + std::to_string(port_) +
+                                         " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+                char buf[64] = {};
+                const bool ok = ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) ==
+                                    static_cast<ssize_t>(head.size()) &&
+                                ::recv(fd, buf, sizeof buf - 1, 0) > 12 &&
+                                (std::strncmp(buf, "HTTP/1.0 200", 12) == 0 ||
+                                 std::strncmp(buf, "HTTP/1.1 200", 12) == 0);
+                ::close(fd);
+                if (ok)
+                    return true;
+            }
+            else
+                ::close(fd);
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
-        throw std::runtime_error("tinyproxy did not listen within 5 s");
+        return false;
     }
 
     static inline pid_t running = -1; // for the exit handler
     static inline std::string running_dir{};
+    temp_dir dir_;
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;
-    std::string dir_, conf_;
 };
 
 /// Accepts on 127.0.0.1; to each connection sends the number of bytes its first line asks
 /// for, then closes (a download: no half-close needed, which tinyproxy does not pass on).
+/// A connection silent for 10 s, or whose peer goes away, is closed.
 class source
 {
 public:
@@ -529,6 +584,8 @@ private:
     }
     static void serve(int fd)
     {
+        const timeval t{10, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
         std::string line;
         char c;
         while (line.size() < 32 && ::recv(fd, &c, 1, 0) == 1 && c != '\n')
@@ -537,10 +594,13 @@ private:
         std::vector<char> buf(1 << 20, 'y');
         while (left > 0)
         {
-            const std::size_t k =
-                static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
-            send_all(fd, buf.data(), k);
-            left -= k;
+            const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+            const ssize_t n = ::send(fd, buf.data(), k, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break; // the client or the proxy went away: the client's count says so
+            left -= static_cast<std::uint64_t>(n);
         }
         ::close(fd);
     }
@@ -575,8 +635,9 @@ double download_via(std::uint16_t proxy_port, const source& src, std::uint64_t t
     return static_cast<double>(total) / dt / 1e6;
 }
 
-/// The same client, sink and bytes through our tunnel and through tinyproxy's, interleaved.
-void run_peer(proxy_rig& px, sink& s, const options& o)
+/// The same client, source and bytes through our tunnel and through tinyproxy's, rounds
+/// and setups interleaved (which goes first alternates).
+void run_peer(proxy_rig& px, const options& o)
 {
     if (::access(tinyproxy::program, X_OK) != 0)
     {
@@ -586,12 +647,28 @@ void run_peer(proxy_rig& px, sink& s, const options& o)
                      tinyproxy::program);
         return;
     }
-    tinyproxy peer;
+    std::optional<tinyproxy> peer;
+    try
+    {
+        peer.emplace();
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "net_bench: peer_tinyproxy skipped: %s\n", e.what());
+        return;
+    }
     source src;
     const std::uint64_t total = o.quick ? (16ull << 20) : (1ull << 30);
-    auto t = bench::measure_rounds(o.quick ? 1 : 3, [&] {
-        const double theirs = download_via(peer.port(), src, total);
-        return std::pair{download_via(px.port(), src, total), theirs};
+    int round = 0;
+    auto t = bench::measure_rounds(o.quick ? 1 : 4, [&] {
+        double ours = 0, theirs = 0;
+        if (round++ % 2 == 0)
+            theirs = download_via(peer->port(), src, total),
+            ours = download_via(px.port(), src, total);
+        else
+            ours = download_via(px.port(), src, total),
+            theirs = download_via(peer->port(), src, total);
+        return std::pair{ours, theirs};
     });
     bench::print_json(bench_name, "peer_tinyproxy_throughput", t.ours_median(), "MB/s",
                       t.base_median());
@@ -600,18 +677,20 @@ void run_peer(proxy_rig& px, sink& s, const options& o)
     auto setup = [&](std::uint16_t port, std::vector<double>& into) {
         const auto t0 = clock_type::now();
         const int fd = dial(port);
-        open_tunnel(fd, s.port());
+        open_tunnel(fd, src.port());
         into.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
         ::close(fd);
     };
     for (int i = 0; i < n; ++i)
         if (i % 2 == 0)
-            setup(peer.port(), theirs), setup(px.port(), ours);
+            setup(peer->port(), theirs), setup(px.port(), ours);
         else
-            setup(px.port(), ours), setup(peer.port(), theirs);
+            setup(px.port(), ours), setup(peer->port(), theirs);
     bench::print_json(bench_name, "peer_tinyproxy_setup_p50", bench::percentile(ours, 50), "us",
                       bench::percentile(theirs, 50));
 }
+
+} // namespace
 
 void run_relay(const options& o)
 {
@@ -619,7 +698,7 @@ void run_relay(const options& o)
     proxy_rig px;
     run_throughput(px, s, o);
     run_setup(px, s, o);
-    run_peer(px, s, o);
+    run_peer(px, o);
     run_stall(px, s, o);
     const stalled_figures stalled = run_stalled(px, s, o);
     const double idle = run_idle(px, s, o);

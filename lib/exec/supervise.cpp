@@ -268,6 +268,7 @@ void supervision::fail(failure f)
     if (!machine_.on({detail::exec_event::kind::failed}).has(detail::act_fail))
         return;
     plan_.tree_resources.reset();
+    plan_.settle = nullptr; // it may hold them too (bwrap's releases the stand-ins)
     exec_outcome o = not_run(f.code, std::move(f.diag));
     o.result.diag.backend = plan_.backend_name;
     // Posted: the initiating function has not returned yet.
