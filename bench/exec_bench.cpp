@@ -3,6 +3,12 @@
 // Cases (each prints a table and one JSON line per figure; ratio = value / baseline):
 //   seq_true               sequential /bin/true, stdout+stderr captured: median and p99 us
 //   seq_true_bwrap         the same inside bwrap, against the local backend: median us
+//   seq_true_instance      sequential /bin/true in one bwrap instance (opened once, not
+//                          timed), against the raw floor of seq_true: median us
+//   conc64_true_instance   the same with 64 in flight, against the raw concurrent floor
+//   workload_instance      a git + build sequence (8 commands: git status, add, commit, cc,
+//                          the program, git log, ls) in one instance, its open included,
+//                          against the same commands as cold bwrap execs: ms per sequence
 //   seq_true_chain         the same through the policy chain (defaults, approval whose
 //                          predicates do not match, command gate), against the bare local
 //                          runner: median us
@@ -38,6 +44,7 @@
 #include <sandbox/bwrap_runner.hpp>
 #include <sandbox/exec_request.hpp>
 #include <sandbox/exec_result.hpp>
+#include <sandbox/instance.hpp>
 #include <sandbox/local_runner.hpp>
 #include <sandbox/policy.hpp>
 #include <sandbox/runner.hpp>
@@ -97,11 +104,22 @@ struct config
     bool want(const std::string& name) const { return cases.empty() || cases.count(name) > 0; }
 };
 
-const char* const all_cases[] = {
-    "seq_true",       "conc64_true",    "seq_true_cgroup",    "conc64_true_cgroup",
-    "out512_discard", "out512_cap1m",   "sampler_1tree_10ms", "sampler_100trees_50ms",
-    "seq_true_bwrap", "seq_true_chain", "proc_cap",           "sampler_1tree_reaper",
-    "idle_workers"};
+const char* const all_cases[] = {"seq_true",
+                                 "conc64_true",
+                                 "seq_true_cgroup",
+                                 "conc64_true_cgroup",
+                                 "out512_discard",
+                                 "out512_cap1m",
+                                 "sampler_1tree_10ms",
+                                 "sampler_100trees_50ms",
+                                 "seq_true_bwrap",
+                                 "seq_true_chain",
+                                 "proc_cap",
+                                 "sampler_1tree_reaper",
+                                 "idle_workers",
+                                 "seq_true_instance",
+                                 "conc64_true_instance",
+                                 "workload_instance"};
 
 [[noreturn]] void fail(const std::string& what)
 {
@@ -352,6 +370,58 @@ std::vector<double> bwrap_sequential(const sandbox::exec_request& proto, int n)
     asio::io_context ioc;
     sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
     return sequential_on(ioc, runner, proto, n);
+}
+
+// `body(ioc, instance)` in a bwrap instance opened before it (not timed) and closed after.
+// The body runs the loop itself until its work is done (the open instance keeps the loop
+// busy: ioc.run() would not return).
+template <class Body> auto in_instance(Body body)
+{
+    asio::io_context ioc;
+    sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
+    std::shared_ptr<sandbox::instance> inst;
+    asio::co_spawn(ioc, runner.open({}),
+                   [&](std::exception_ptr e, std::shared_ptr<sandbox::instance> i) {
+                       if (e)
+                           fail("cannot open a bwrap instance");
+                       inst = std::move(i);
+                   });
+    while (!inst && ioc.run_one() > 0)
+    {}
+    auto out = body(ioc, *inst);
+    asio::co_spawn(ioc, inst->close(), [&](std::exception_ptr) { inst.reset(); });
+    ioc.run();
+    return out;
+}
+
+// `n` execs of `proto` in an instance with `inflight` at a time: each one's microseconds
+// (sequential), and the wall seconds of all.
+std::pair<std::vector<double>, double> instance_runs(const sandbox::exec_request& proto, int n,
+                                                     int inflight)
+{
+    return in_instance([&](asio::io_context& ioc, sandbox::instance& inst) {
+        std::vector<double> us;
+        us.reserve(static_cast<std::size_t>(n));
+        int launched = 0;
+        std::function<void()> start = [&] {
+            if (launched >= n)
+                return;
+            ++launched;
+            auto t0 = clock_type::now();
+            sandbox::async_exec(inst, proto,
+                                [&, t0](boost::system::error_code ec, sandbox::exec_result r) {
+                                    us.push_back(seconds_since(t0) * 1e6);
+                                    check_exited(ec, r, "ours /bin/true in an instance");
+                                    start();
+                                });
+        };
+        const auto t0 = clock_type::now();
+        for (int i = 0; i < inflight; ++i)
+            start();
+        while (static_cast<int>(us.size()) < n && ioc.run_one() > 0)
+        {}
+        return std::pair{us, seconds_since(t0)};
+    });
 }
 
 // The runner's own bwrap command line for `/bin/true`, read from /proc while a session of
@@ -784,6 +854,162 @@ void case_seq_true_bwrap(const config& cfg)
                  "the sandbox user, against the bare line as root",
                  "ours: the chain on bwrap_runner: also the supervisor, the status init as pid 1 "
                  "(one more exec and fork), write-deny resolution"});
+}
+
+// A bwrap instance's commands against the plain spawn floor of seq_true, alternating which
+// goes first: what a kept sandbox costs per command.
+void case_seq_true_instance(const config& cfg)
+{
+    const command floor_cmd({"/bin/true"});
+    const auto req = make_request("/bin/true", {});
+    raw_floor::run_sequential(floor_cmd, 10);
+    instance_runs(req, 10, 1);
+    auto figs = per_exec_rounds("seq_true_instance", cfg.rounds, [&](int r) {
+        std::vector<double> f, o;
+        if (r % 2 == 0)
+            f = raw_floor::run_sequential(floor_cmd, cfg.n), o = instance_runs(req, cfg.n, 1).first;
+        else
+            o = instance_runs(req, cfg.n, 1).first, f = raw_floor::run_sequential(floor_cmd, cfg.n);
+        return std::pair{f, o};
+    });
+    print_block("seq_true_instance: sequential /bin/true in one bwrap instance, N=" +
+                    std::to_string(cfg.n) + " x " + std::to_string(cfg.rounds) +
+                    " rounds (time per exec; ratio = ours/floor)",
+                "floor", figs.with_target(1.30),
+                {"floor: the seq_true floor (posix_spawn on the host, pipes, pidfd, epoll)",
+                 "ours: async_exec on an instance of the bwrap runner (opened once, not timed): "
+                 "a worker inside the sandbox per command (kept idle between them), its own "
+                 "subreaper, deadline and tree kill"});
+}
+
+// The workload's commands, run in `work` (a repository under the bwrap root).
+std::vector<sandbox::exec_request> workload(const std::string& work)
+{
+    const std::vector<std::vector<std::string>> lines{
+        {"git", "status", "--short"},
+        {"sh", "-c", "echo 'int main(void) { return 0; }' > m.c"},
+        {"git", "add", "m.c"},
+        {"git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m",
+         "x"},
+        {"cc", "-o", "m", "m.c"},
+        {"./m"},
+        {"git", "log", "--oneline", "-1"},
+        {"ls", "-la"}};
+    std::vector<sandbox::exec_request> out;
+    for (const auto& l : lines)
+    {
+        auto req = make_request(l[0], {l.begin() + 1, l.end()});
+        req.options.work_dir = work;
+        out.push_back(std::move(req));
+    }
+    return out;
+}
+
+// Runs `reqs` one after another on `r` (the loop run until each completes); ms in all.
+double run_sequence(asio::io_context& ioc, sandbox::runner& r,
+                    const std::vector<sandbox::exec_request>& reqs)
+{
+    const auto t0 = clock_type::now();
+    for (const auto& req : reqs)
+    {
+        bool done = false;
+        sandbox::async_exec(r, req, [&](boost::system::error_code ec, sandbox::exec_result res) {
+            check_exited(ec, res, ("workload: " + req.command).c_str());
+            done = true;
+        });
+        if (ioc.stopped())
+            ioc.restart();
+        while (!done && ioc.run_one() > 0)
+        {}
+    }
+    return seconds_since(t0) * 1e3;
+}
+
+void case_workload_instance(const config& cfg)
+{
+    const std::string work = bwrap_root() + "/work";
+    std::string cmd = "mkdir -p " + work + " && cd " + work +
+                      " && git init -q . && git -c user.name=b -c user.email=b@b commit -q "
+                      "--allow-empty -m init";
+    if (::geteuid() == 0)
+        cmd += " && { chown -R nobody:nogroup " + work + " 2>/dev/null || chown -R 65534:65534 " +
+               work + "; }";
+    if (std::system(cmd.c_str()) != 0)
+        fail("cannot make the workload's repository " + work);
+    const auto reqs = workload(work);
+    auto cold = [&] {
+        asio::io_context ioc;
+        sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
+        return run_sequence(ioc, runner, reqs);
+    };
+    auto kept = [&] {
+        asio::io_context ioc;
+        sandbox::bwrap_runner runner(ioc.get_executor(), bwrap_options());
+        const auto t0 = clock_type::now();
+        std::shared_ptr<sandbox::instance> inst;
+        asio::co_spawn(ioc, runner.open({}),
+                       [&](std::exception_ptr e, std::shared_ptr<sandbox::instance> i) {
+                           if (e)
+                               fail("workload: cannot open an instance");
+                           inst = std::move(i);
+                       });
+        while (!inst && ioc.run_one() > 0)
+        {}
+        const double open_ms = seconds_since(t0) * 1e3;
+        const double ms = open_ms + run_sequence(ioc, *inst, reqs);
+        asio::co_spawn(ioc, inst->close(), [&](std::exception_ptr) { inst.reset(); });
+        ioc.run();
+        return ms;
+    };
+    cold();
+    kept();
+    figure f{"workload_instance", "ms per sequence (8 commands)", "ms"};
+    const int rounds = std::max(cfg.rounds, 5);
+    for (int r = 0; r < rounds; ++r)
+    {
+        double c = 0, k = 0;
+        if (r % 2 == 0)
+            c = cold(), k = kept();
+        else
+            k = kept(), c = cold();
+        f.rounds.add(k, c);
+    }
+    f.value = f.rounds.ours_median();
+    f.baseline = f.rounds.base_median();
+    print_block("workload_instance: git status, add, commit, cc, the program, git log, ls in "
+                "one bwrap instance (its open counted) vs the same as cold bwrap execs, " +
+                    std::to_string(rounds) + " rounds (ms; ratio = instance/cold)",
+                "cold", {f},
+                {"cold: each command a bwrap_runner exec (its own sandbox)",
+                 "ours: runner.open() then the 8 commands in the instance, then its close"});
+}
+
+void case_conc64_true_instance(const config& cfg)
+{
+    const int inflight = 64;
+    const command floor_cmd({"/bin/true"});
+    const auto req = make_request("/bin/true", {});
+    figure f{"conc64_true_instance", "execs per second", "execs/s"};
+    f.better = "higher";
+    for (int r = 0; r < cfg.rounds; ++r)
+    {
+        double fw = raw_floor::run_concurrent(floor_cmd, cfg.n, inflight);
+        double ow = instance_runs(req, cfg.n, inflight).second;
+        f.rounds.base.push_back(cfg.n / fw);
+        f.rounds.ours.push_back(cfg.n / ow);
+    }
+    f.value = median(f.rounds.ours);
+    f.baseline = median(f.rounds.base);
+    f.target = "ratio >= 0.80";
+    f.pass = f.ratio() >= 0.8;
+    print_block("conc64_true_instance: " + std::to_string(cfg.n) +
+                    " x /bin/true in one bwrap "
+                    "instance, " +
+                    std::to_string(inflight) + " in flight, " + std::to_string(cfg.rounds) +
+                    " rounds (rate; ratio = ours/floor)",
+                "floor", {f},
+                {"floor: the conc64_true floor (one epoll loop over every child)",
+                 "ours: 64 async_exec chains on one instance of the bwrap runner"});
 }
 
 // What the policy chain adds to an exec: the composed chain against the bare local runner,
@@ -1355,6 +1581,12 @@ int main(int argc, char** argv)
         case_proc_cap(cfg);
     if (cfg.want("conc64_true"))
         case_conc64_true(cfg);
+    if (cfg.want("seq_true_instance"))
+        case_seq_true_instance(cfg);
+    if (cfg.want("conc64_true_instance"))
+        case_conc64_true_instance(cfg);
+    if (cfg.want("workload_instance"))
+        case_workload_instance(cfg);
     if (cfg.want("seq_true_cgroup") || cfg.want("conc64_true_cgroup"))
     {
         if (const auto why = cgroup_path_missing(); !why.empty())

@@ -5,6 +5,7 @@
 #define SANDBOX_HELPER_BPF_BUILDER_HPP
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,9 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace sandbox::detail {
 
@@ -121,6 +125,18 @@ private:
     std::array<std::size_t, Labels> at_{};
     std::size_t count_ = 0;
 };
+
+/// Puts `prog` on the calling thread, after no_new_privs (which a filter without
+/// CAP_SYS_ADMIN needs; everything the thread starts inherits both). 0, or the errno.
+inline int install_filter(const std::vector<sock_filter>& prog)
+{
+    const sock_fprog fp{static_cast<unsigned short>(prog.size()),
+                        const_cast<sock_filter*>(prog.data())};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0u, &fp) != 0)
+        return errno;
+    return 0;
+}
 
 } // namespace sandbox::detail
 

@@ -74,12 +74,7 @@ std::vector<sock_filter> setid_filter_program()
 
 int install_setid_filter()
 {
-    auto prog = setid_filter_program();
-    const sock_fprog fp{static_cast<unsigned short>(prog.size()), prog.data()};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0u, &fp) != 0)
-        return errno;
-    return 0;
+    return install_filter(setid_filter_program());
 }
 
 } // namespace sandbox::detail

@@ -3,8 +3,11 @@
 // leak check of a sanitizer build: it never allocated on its own behalf).
 #include "helper/status_init.hpp"
 
+#include "helper/instance_filter.hpp"
+#include "helper/serve.hpp"
 #include "helper/setid_filter.hpp"
 #include "protocol/net_bridge.hpp"
+#include "protocol/protocol.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -221,8 +224,8 @@ void set_proxy_environment(std::uint16_t port)
 }
 
 // --net-bridge: listeners in our network namespace, sent to the host's proxy over
-// `bridge`, which is closed after; then the command's proxy environment.
-void hand_over_listeners(int bridge)
+// `bridge`, which is closed after; then the command's proxy environment. Returns the port.
+std::uint16_t hand_over_listeners(int bridge)
 {
     std::uint16_t port = 0;
     int fds[net_bridge_max_fds];
@@ -242,20 +245,26 @@ void hand_over_listeners(int bridge)
         ::close(fds[i]);
     ::close(bridge);
     set_proxy_environment(port);
+    return port;
 }
 
 // Nothing else of the wrapper's reaches the command: our own program's descriptor (how
-// bwrap ran us) and anything above the status pipe, but for the bridge (closed later).
-void close_inherited(int status_fd, int bridge)
+// bwrap ran us) and anything above the status pipe, but for the bridge (closed later) and
+// an instance's control socket.
+void close_inherited(int status_fd, int bridge, int control)
 {
-    if (bridge < 0)
+    int keep[2] = {bridge, control};
+    std::sort(std::begin(keep), std::end(keep));
+    int from = status_fd + 1;
+    for (int k : keep)
     {
-        ::syscall(SYS_close_range, status_fd + 1, ~0u, 0u);
-        return;
+        if (k < from)
+            continue;
+        if (k > from)
+            ::syscall(SYS_close_range, from, k - 1, 0u);
+        from = k + 1;
     }
-    if (bridge > status_fd + 1)
-        ::syscall(SYS_close_range, status_fd + 1, bridge - 1, 0u);
-    ::syscall(SYS_close_range, bridge + 1, ~0u, 0u);
+    ::syscall(SYS_close_range, from, ~0u, 0u);
 }
 
 volatile pid_t g_child = 0;
@@ -278,23 +287,74 @@ void forward(int sig)
 
 } // namespace
 
+namespace {
+
+// The command line after "--init FD": the bridge, then either the command or --serve.
+struct init_args
+{
+    int status = -1;
+    int bridge = -1;
+    int control = -1; // --serve: an instance's control socket
+    char** command = nullptr;
+};
+
+bool parse(int argc, char** argv, init_args& a)
+{
+    if (argc < 4)
+        return false;
+    a.status = std::atoi(argv[2]);
+    int i = 3;
+    if (argc > i + 1 && std::strcmp(argv[i], "--net-bridge") == 0)
+    {
+        a.bridge = std::atoi(argv[i + 1]);
+        i += 2;
+    }
+    if (argc == i + 2 && std::strcmp(argv[i], "--serve") == 0)
+    {
+        a.control = std::atoi(argv[i + 1]);
+        return a.control > a.status && a.control != a.bridge;
+    }
+    if (argc < i + 2 || std::strcmp(argv[i], "--") != 0)
+        return false;
+    a.command = argv + i + 1;
+    return true;
+}
+
+// An instance's init (--serve): it tells the library it is ready on the control socket,
+// then forks a worker inside the sandbox for each channel the library hands it
+// (serve.hpp); as pid 1 it also gets every orphan, and kills those of a dead worker. When
+// the library closes the socket it kills every worker's tree and exits, and the kernel
+// ends the namespace with it.
+[[noreturn]] void serve(int control, std::uint16_t port)
+{
+    const std::string body = port ? net_bridge_body(port) : std::string();
+    if (proto::send_message(control, proto::msg_type::ready, 0, body) != 0)
+        ::_exit(125);
+    serve_workers(control, -1, {}, true);
+}
+
+} // namespace
+
 void run_status_init(int argc, char** argv)
 {
     // argv: sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]
-    const bool bridged = argc > 4 && std::strcmp(argv[3], "--net-bridge") == 0;
-    const int dashes = bridged ? 5 : 3;
-    if (argc < dashes + 2 || std::strcmp(argv[dashes], "--") != 0)
+    //       sandbox-supervisor --init FD [--net-bridge FD2] --serve FD3
+    init_args a;
+    if (!parse(argc, argv, a))
     {
-        std::fprintf(stderr,
-                     "sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND [ARG...]\n");
+        std::fprintf(stderr, "sandbox-supervisor --init FD [--net-bridge FD2] -- COMMAND "
+                             "[ARG...]\n   or: sandbox-supervisor --init FD [--net-bridge FD2] "
+                             "--serve FD3\n");
         ::_exit(125);
     }
-    const int fd = std::atoi(argv[2]);
-    const int bridge = bridged ? std::atoi(argv[4]) : -1;
+    const int fd = a.status;
+    const int bridge = a.bridge;
+    const bool bridged = bridge >= 0;
     if (fd < 3 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 ||
-        (bridged && (bridge <= fd || ::fcntl(bridge, F_SETFD, FD_CLOEXEC) != 0)))
+        (bridged && (bridge <= fd || ::fcntl(bridge, F_SETFD, FD_CLOEXEC) != 0)) ||
+        (a.control >= 0 && ::fcntl(a.control, F_SETFD, FD_CLOEXEC) != 0))
         ::_exit(125);
-    close_inherited(fd, bridge);
+    close_inherited(fd, bridge, a.control);
     ::prctl(PR_SET_NAME, "sandbox-init");
     ::prctl(PR_SET_DUMPABLE, 0); // the command cannot ptrace us to forge its own report
     ::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the command behind our back
@@ -304,6 +364,25 @@ void run_status_init(int argc, char** argv)
         std::fprintf(stderr, "sandbox-supervisor --init: cannot install the seccomp filter "
                              "against set-id bits: %s\n", std::strerror(err));
         ::_exit(125);
+    }
+    if (a.control >= 0)
+    {
+        // Its commands run as its workers' user: none may lower a worker's limits or
+        // priority (instance_filter.hpp).
+        if (const int err = install_instance_filter(); err != 0)
+        {
+            std::fprintf(stderr,
+                         "sandbox-supervisor --init: cannot install the instance's "
+                         "seccomp filter: %s\n",
+                         std::strerror(err));
+            ::_exit(125);
+        }
+        // The proxy's variables go into each command's environment from the library,
+        // which learns the port with "ready".
+        const std::uint16_t port = bridged ? hand_over_listeners(bridge) : 0;
+        if (!say(fd, "started", 0, false))
+            ::_exit(125);
+        serve(a.control, port);
     }
     sigset_t jobs, old;
     sigemptyset(&jobs);
@@ -329,7 +408,7 @@ void run_status_init(int argc, char** argv)
         ::_exit(125);
     }
     if (child == 0)
-        exec_command(fd, argv + dashes + 1);
+        exec_command(fd, a.command);
     g_child = child;
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     // As the namespace's pid 1 we also reap what the command's tree orphans; when the

@@ -24,6 +24,15 @@
 // "started" it creates the proxy's listeners in the sandbox's network namespace, hands them
 // to the host over FD2 and closes FD2 (protocol/net_bridge.hpp), and the command gets the
 // proxy variables; a failure there is exit 125 without "started", too.
+//
+//   sandbox-supervisor --init FD [--net-bridge FD2] --serve FD3
+//
+// An instance's init (backends/bwrap/instance.hpp): the same set-up and "started", then,
+// instead of a command, "ready" on the control socket FD3 (with the proxy's port when
+// bridged) and the helper's serve loop on it (serve.hpp): a worker inside the sandbox for
+// each channel the library hands over; a worker that stops is killed. The job signals are
+// not caught: as pid 1 the init then ignores them from inside. When FD3 closes, every
+// worker's tree is killed and the init exits, which ends the namespace.
 #ifndef SANDBOX_HELPER_STATUS_INIT_HPP
 #define SANDBOX_HELPER_STATUS_INIT_HPP
 

@@ -9,6 +9,7 @@
 #include "helper/channel.hpp"
 #include "helper/connect_broker.hpp"
 #include "helper/fork_gate.hpp"
+#include "helper/inside_paths.hpp"
 #include "helper/sampled_caps.hpp"
 #include "helper/spawn.hpp"
 #include "helper/subtree.hpp"
@@ -69,6 +70,32 @@ bool spawn_args_of(const proto::plan& p, const std::vector<unique_fd>& fds, spaw
     return true;
 }
 
+// A plan for a worker inside an instance (proto::opt_inside): its work directory, opened
+// here in the sandbox's view into `dir`, and its command looked up on its own PATH. 0, or
+// the errno and the stage it belongs to.
+int resolve_inside(const proto::plan& p, spawn_args& a, unique_fd& dir, proto::spawn_stage& stage)
+{
+    if (!p.work_dir_path.empty())
+    {
+        dir.reset(::open(p.work_dir_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!dir)
+        {
+            stage = proto::stage_work_dir;
+            return errno;
+        }
+        a.work_dir_fd = dir.get();
+    }
+    if (a.executable.find('/') != std::string::npos)
+        return 0;
+    int err = 0;
+    const std::string cwd = p.work_dir_path.empty() ? std::string(".") : p.work_dir_path;
+    std::string found = find_on_path(a.executable, path_of(a.envp), cwd, probe_executable, err);
+    if (found.empty())
+        return err;
+    a.executable = std::move(found);
+    return 0;
+}
+
 // The status pipe that came with a plan (proto::fd_started), taken out of `fds`.
 unique_fd started_of(const proto::plan_fixed& f, std::vector<unique_fd>& fds)
 {
@@ -87,6 +114,16 @@ void worker::start_exec(const proto::plan& p)
     spawn_args a;
     if (!spawn_args_of(p, plan_fds_, a))
         return spawn_failed(EPROTO);
+    unique_fd inside_dir;
+    if (f.options & proto::opt_inside)
+    {
+        proto::spawn_stage stage = proto::stage_command;
+        if (int err = resolve_inside(p, a, inside_dir, stage); err != 0)
+        {
+            plan_fds_.clear();
+            return spawn_failed(err, stage);
+        }
+    }
     exec_cgroup cg;
     if (int err = make_leaf(f, cg); err != 0)
         return spawn_failed(err, proto::stage_cgroup);

@@ -31,6 +31,7 @@ public:
         case errc::internal: return "internal error";
         case errc::sequence_gap: return "output at that offset was already dropped";
         case errc::session_closed: return "the session is closed";
+        case errc::instance_closed: return "the instance is closed";
         }
         return "unknown sandbox error";
     }
@@ -98,6 +99,7 @@ const char* to_string(errc e) noexcept
     case errc::internal: return "internal";
     case errc::sequence_gap: return "sequence_gap";
     case errc::session_closed: return "session_closed";
+    case errc::instance_closed: return "instance_closed";
     }
     return "unknown";
 }

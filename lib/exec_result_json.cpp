@@ -151,7 +151,7 @@ std::pair<boost::system::error_code, exec_result> exec_result_from_json(std::str
         const auto& eo = e->get_object();
         ec = errc::internal;
         if (auto* c = eo.if_contains("code"); c && c->is_string())
-            for (int i = 1; i <= static_cast<int>(errc::session_closed); ++i)
+            for (int i = 1; i <= static_cast<int>(errc::instance_closed); ++i)
                 if (c->get_string() == sandbox::to_string(static_cast<errc>(i)))
                     ec = static_cast<errc>(i);
         if (auto* m = eo.if_contains("message"); m && m->is_string())

@@ -119,6 +119,18 @@ void launch(boost::asio::any_io_executor ex, boost::asio::awaitable<T> body, dia
             })));
 }
 
+/// The value of `o`, or its failure thrown as `sandbox::error` (the edge of `open`, `start`:
+/// the one place their failures become exceptions).
+template <class T> T value_or_throw(outcome<T> o)
+{
+    if (!o)
+    {
+        failure f = std::move(o).error();
+        throw error(f.code, std::move(f.diag));
+    }
+    return std::move(*o);
+}
+
 /// Throws what a failed exec outcome says: `sandbox::error` with the partial result, or
 /// without one when nothing ran (status `not_started`).
 [[noreturn]] void throw_failed(boost::system::error_code ec, exec_result&& r);

@@ -83,6 +83,8 @@ std::string encode_plan(const plan& p)
             put_string(out, sf.path);
         }
     }
+    if (f.options & opt_inside)
+        put_string(out, p.work_dir_path);
     return out;
 }
 
@@ -108,6 +110,8 @@ std::optional<plan> decode_plan(std::string_view in)
     if ((p.fixed.options & opt_tty) && !get_string(in, p.tty_path))
         return std::nullopt;
     if ((p.fixed.options & opt_connect_broker) && !get_socket_files(in, p.allowed_sockets))
+        return std::nullopt;
+    if ((p.fixed.options & opt_inside) && !get_string(in, p.work_dir_path))
         return std::nullopt;
     if (!in.empty())
         return std::nullopt;

@@ -24,13 +24,14 @@
 namespace sandbox::detail::proto {
 
 /// Bumped whenever a message changes; passed to the helper as `--protocol N`.
-inline constexpr std::uint32_t version = 11; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
+inline constexpr std::uint32_t version = 12; // 2: cap_limits::max_tasks; 3: terminals; 4: sessions;
                                              // 5: extra descriptors, ignored job signals;
                                              // 6: the worker keeps the deadline;
                                              // 7: the cgroup path; 8: set-up, then timeout;
                                              // 9: idle workers retire, cap watches;
                                              // 10: the connect broker;
                                              // 11: allowed sockets name their path
+                                             // 12: instances (ready, paths inside)
 
 /// The helper's exit status when it was started with another protocol version.
 inline constexpr int exit_protocol_mismatch = 3;
@@ -40,9 +41,11 @@ inline constexpr std::size_t max_payload = 32 * 1024;
 
 /// Descriptors that can travel with one message (SCM_MAX_FD is 253; we need 5 plus the
 /// extra descriptors of a wrapped command).
-inline constexpr std::size_t max_fds = 9;
-/// Extra descriptors a plan can hand to the command (as fds 3, 4, ...).
-inline constexpr std::size_t max_extra_fds = 4;
+inline constexpr std::size_t max_fds = 10;
+/// Extra descriptors a plan can hand to the command (as fds 3, 4, ...): a bwrap instance
+/// passes five (the status pipe, the init's program, the bridge, the trust bundle, the
+/// instance's control socket).
+inline constexpr std::size_t max_extra_fds = 5;
 
 enum class msg_type : std::uint32_t
 {
@@ -54,6 +57,8 @@ enum class msg_type : std::uint32_t
     spawned,          // worker → library, with opt_report_spawn: the command's pid
     signal,           // library → worker: a signal for the command's process group
     retire,           // library → idle worker: retire_msg; fd: its idle_claim's memfd
+    ready,            // an instance's init → library: it serves spawn_worker (see
+                      // helper/status_init.hpp, --serve)
 };
 
 inline constexpr std::uint32_t flag_last = 1;
@@ -116,6 +121,11 @@ enum plan_option : std::uint32_t
     /// by the worker; a path-named unix socket is reached only when it is one of
     /// `plan::allowed_sockets` or one the tree serves itself.
     opt_connect_broker = 64,
+    /// A plan for a worker inside an instance (helper/status_init.hpp, --serve): the work
+    /// directory is `plan::work_dir_path`, opened by the worker inside the sandbox (a
+    /// descriptor of the host's would reach past the sandbox's mounts), and an executable
+    /// without a slash is looked up on the PATH of the plan's environment there.
+    opt_inside = 128,
 };
 
 /// A socket file by its device (st_dev) and inode, and the host path it was found at (the
@@ -160,7 +170,8 @@ struct plan
     std::vector<std::string> argv;
     std::vector<std::string> envp;
     std::string tty_path{}; // with opt_tty, after envp
-    std::vector<socket_file> allowed_sockets{}; // with opt_connect_broker, last
+    std::vector<socket_file> allowed_sockets{}; // with opt_connect_broker
+    std::string work_dir_path{};                // with opt_inside, last (empty: keep ours)
 };
 
 std::string encode_plan(const plan& p);
@@ -208,6 +219,7 @@ enum spawn_stage : std::uint32_t
     stage_fork_gate = 1,      // setting up the fork gate a process cap needs (fork_gate.hpp)
     stage_cgroup = 2,         // making the execution's cgroup (helper/cgroup.hpp)
     stage_connect_filter = 3, // the unix-socket policy's filter (helper/connect_filter.hpp)
+    stage_work_dir = 4,       // opening plan::work_dir_path (opt_inside)
 };
 
 /// exit_report_msg::flags bits.

@@ -7,6 +7,7 @@
 #include <sandbox/backend/supervise.hpp>
 
 #include "bwrap_args.hpp"
+#include "instance.hpp"
 #include "net/bridge.hpp"
 #include "net/tls/inspector.hpp"
 #include "net/tls/trust.hpp"
@@ -182,10 +183,14 @@ outcome<std::vector<backend::socket_file>> socket_files(const std::vector<std::s
 // The plan that runs the command under the helper's status init, which looks it up on the
 // PATH inside the sandbox and reports how it ended (see backend::make_status_init), with what
 // the tree holds until it is gone (the write-deny lease, the call's network).
+// With `inst`, the plan of an instance's tree instead (instance.hpp): the init serves on
+// the control socket's end `inst->init_end` (passed last) and the trust variables are kept
+// for the instance's commands.
 outcome<backend::spawn_plan> wrapped_plan(const asio::any_io_executor& ex, exec_request& req,
                                           const bwrap_runner_options& opts,
                                           const bwrap_runner::state& st, bwrap::sandbox_view& v,
-                                          call_network& network, std::shared_ptr<void> lease)
+                                          call_network& network, std::shared_ptr<void> lease,
+                                          bwrap::instance_parts* inst)
 {
     const exec_options& o = req.options;
     auto init = backend::make_status_init();
@@ -204,6 +209,17 @@ outcome<backend::spawn_plan> wrapped_plan(const asio::any_io_executor& ex, exec_
         v.data_files.emplace_back(static_cast<int>(4 + init->fds.size()),
                                   std::string(net::tls::bundle_path_inside));
     }
+    std::string command = req.command;
+    std::vector<std::string> args = req.args;
+    if (inst) // "--serve FD" in place of "-- COMMAND": the control socket comes last
+    {
+        init->argv.pop_back();
+        command = "--serve";
+        args = {std::to_string(3 + init->fds.size() + (network.host ? 1 : 0) +
+                               (trust.bundle.get() >= 0 ? 1 : 0))};
+        inst->bridged = network.host != nullptr;
+        inst->trust_env = trust.environment;
+    }
     v.init = std::move(init->argv);
     backend::spawn_plan plan;
     plan.envp = backend::build_environment(o.env, backend::host_environment());
@@ -212,7 +228,7 @@ outcome<backend::spawn_plan> wrapped_plan(const asio::any_io_executor& ex, exec_
     if (st.user && !o.env.inject.count("HOME"))
         set_home(plan.envp);
     plan.executable = st.bwrap;
-    plan.argv = bwrap::build_args(v, req.command, req.args);
+    plan.argv = bwrap::build_args(v, command, args);
     plan.extra_fds = std::move(init->fds);
     if (network.host) // the init's end of the hand-off socket: fd 5, after the status pipe
         plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(network.init_end)));
@@ -221,6 +237,8 @@ outcome<backend::spawn_plan> wrapped_plan(const asio::any_io_executor& ex, exec_
         plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(trust.bundle)));
         set_trust_environment(plan.envp, trust.environment, o.env);
     }
+    if (inst)
+        plan.extra_fds.push_back(std::make_shared<const unique_fd>(std::move(inst->init_end)));
     plan.inner_status = std::move(init->status);
     plan.inner_command = req.command;
     backend::take_pass_through(req, opts.default_max_output_bytes, "bwrap", plan);
@@ -263,7 +281,8 @@ failure bwrap_missing()
 
 outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_request& req,
                                      const bwrap_runner_options& opts,
-                                     const bwrap_runner::state& st)
+                                     const bwrap_runner::state& st,
+                                     bwrap::instance_parts* inst = nullptr)
 {
     if (st.setup_error)
         return *st.setup_error;
@@ -300,8 +319,43 @@ outcome<backend::spawn_plan> prepare(const asio::any_io_executor& ex, exec_reque
     v.work_dir = fd_path(dir->get());
     if (v.work_dir.empty())
         return make_failure(errc::internal, "cannot name the work directory", "work_dir");
-    return wrapped_plan(ex, req, opts, st, v, *network, std::move(protect->lease));
+    return wrapped_plan(ex, req, opts, st, v, *network, std::move(protect->lease), inst);
 }
+
+} // namespace
+
+namespace bwrap {
+
+outcome<backend::spawn_plan> prepare_instance_tree(const asio::any_io_executor& ex,
+                                                   exec_request& req,
+                                                   const bwrap_runner_options& opts,
+                                                   const bwrap_runner::state& st,
+                                                   instance_parts& parts)
+{
+    return prepare(ex, req, opts, st, &parts);
+}
+
+std::vector<std::string>
+command_environment(const exec_options& o, bool sandbox_user,
+                    const std::vector<std::pair<std::string, std::string>>& trust_env)
+{
+    auto envp = backend::build_environment(o.env, backend::host_environment());
+    if (!o.env.inject.count("TMPDIR"))
+        set_tmpdir(envp);
+    if (sandbox_user && !o.env.inject.count("HOME"))
+        set_home(envp);
+    set_trust_environment(envp, trust_env, o.env);
+    return envp;
+}
+
+std::string path_of_fd(int fd)
+{
+    return fd_path(fd);
+}
+
+} // namespace bwrap
+
+namespace {
 
 // Sessions wait for the probe like exec does, then go to the shared registry.
 class bwrap_sessions final : public process_manager
@@ -560,6 +614,20 @@ enforcement_report bwrap_runner::enforcement() const
     e.command_gid = st_->user ? st_->user->gid : static_cast<std::uint32_t>(::getegid());
     e.unwritable_paths = st_->unwritable;
     return e;
+}
+
+// An instance waits for the probe as sessions do: its open is no command's run.
+asio::awaitable<outcome<std::shared_ptr<instance>>> bwrap_runner::try_open(instance_spec spec)
+{
+    if (auto ec = co_await ensure_usable())
+    {
+        failure f;
+        f.code = ec;
+        f.diag.message = "cancelled while waiting for bubblewrap's availability probe; nothing ran";
+        f.diag.backend = "bwrap";
+        co_return f;
+    }
+    co_return co_await bwrap::open_instance(ex_, opts_, st_, enforcement(), std::move(spec));
 }
 
 // No probe before a call: a call's own run is the probe. A command that ran proves bwrap

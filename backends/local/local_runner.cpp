@@ -2,6 +2,7 @@
 #include <sandbox/local_runner.hpp>
 
 #include <sandbox/backend/environment.hpp>
+#include <sandbox/backend/instance.hpp>
 #include <sandbox/backend/request.hpp>
 #include <sandbox/backend/supervise.hpp>
 
@@ -75,6 +76,13 @@ local_runner::~local_runner() = default; // the registry kills the sessions stil
 enforcement_report local_runner::enforcement() const
 {
     return backend::supervised_enforcement(opts_.cgroup);
+}
+
+// The host is this backend's sandbox: an instance keeps nothing between commands, so each
+// command runs as a cold exec would (backend::open_forwarding_instance).
+asio::awaitable<outcome<std::shared_ptr<instance>>> local_runner::try_open(instance_spec spec)
+{
+    co_return backend::open_forwarding_instance(*this, std::move(spec));
 }
 
 asio::awaitable<exec_outcome> local_runner::try_exec(exec_request req)

@@ -45,6 +45,9 @@ enum class errc : int
     /// The session was closed (by `close()` or after its retention); only `wait()` and
     /// `info()` still answer.
     session_closed,
+    /// The instance was closed, or its sandbox ended: nothing more runs in it, and what
+    /// ran in it was killed with it.
+    instance_closed,
 };
 
 /// \brief Groups of `errc` values, for `ec == sandbox::condition::x` tests.

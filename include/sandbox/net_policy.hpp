@@ -82,6 +82,8 @@ struct net_rule
     net_action action = net_action::deny;
     std::string host{};
     int port = 0;
+
+    friend bool operator==(const net_rule&, const net_rule&) = default;
 };
 
 /// \brief A rule for the HTTP requests inside inspected tunnels (`mitm_policy::requests`).
@@ -98,6 +100,8 @@ struct http_request_rule
 {
     net_action action = net_action::allow;
     std::string pattern{};
+
+    friend bool operator==(const http_request_rule&, const http_request_rule&) = default;
 };
 
 /// \brief A header the proxy adds to the requests it inspects for chosen hosts, from a value
@@ -115,6 +119,8 @@ struct header_injection
     /// A request that carries the header already: its value replaced (true), or the request
     /// refused with 403 (false).
     bool replace = false;
+
+    friend bool operator==(const header_injection&, const header_injection&) = default;
 };
 
 /// \brief Roots the egress proxy trusts for the origins of some hosts only: a private CA
@@ -126,6 +132,8 @@ struct scoped_origin_ca
     std::string host{};
     /// One or more PEM certificates.
     std::string pem{};
+
+    friend bool operator==(const scoped_origin_ca&, const scoped_origin_ca&) = default;
 };
 
 /// \brief TLS inspection by the egress proxy (modes allow_list and proxy; the bwrap backend):
@@ -158,6 +166,8 @@ struct mitm_policy
     std::vector<http_request_rule> requests{};
     /// Headers added to the requests of inspected tunnels.
     std::vector<header_injection> inject_headers{};
+
+    friend bool operator==(const mitm_policy&, const mitm_policy&) = default;
 };
 
 /// \brief Network policy for one execution.
@@ -193,6 +203,8 @@ struct net_policy
     /// `inherit`, a proxy URL outside `proxy` mode, MITM without the host proxy) and a `proxy`
     /// mode without a proxy URL.
     SANDBOX_DECL outcome<> validate() const;
+
+    friend bool operator==(const net_policy&, const net_policy&) = default;
 };
 
 } // namespace sandbox

@@ -15,9 +15,13 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/deferred.hpp>
 
+#include <memory>
+
 namespace sandbox {
 
 class process_manager;
+class instance;
+struct instance_spec;
 
 /// \brief Runs one command under policy. Backends and policy decorators implement it.
 ///
@@ -65,6 +69,19 @@ public:
     /// caller that needs sessions refuses then (`errc::not_available`), it never falls back.
     /// Sessions go through the same policy checks as `exec`.
     virtual process_manager* sessions() noexcept { return nullptr; }
+
+    /// \brief Opens a sandbox that runs many commands (`<sandbox/instance.hpp>`): the
+    /// instance once it is set up, or why not, as a value. The default refuses
+    /// (`errc::not_available`): a runner without instances never falls back to something
+    /// else. The local backend and bwrap have them; so does the policy chain above them.
+    ///
+    /// \par Per-operation cancellation
+    /// `terminal` and `partial`: the open is abandoned (`operation_aborted`) and what it
+    /// started is killed.
+    virtual boost::asio::awaitable<outcome<std::shared_ptr<instance>>> try_open(instance_spec spec);
+
+    /// `try_open` for callers that prefer an exception (`sandbox::error`).
+    boost::asio::awaitable<std::shared_ptr<instance>> open(instance_spec spec);
 };
 
 /// \brief A runner that runs nothing: every call succeeds with an empty result (exit code 0)

@@ -109,7 +109,9 @@ void supervision::finish(bool pipes_abandoned)
     const bool tree_gone = rep ? rep->reason != end_reason::supervisor_lost
                                : std::holds_alternative<not_spawned>(ending_);
     // A worker that reported is idle again and serves the next execution.
-    if (tree_gone)
+    if (tree_gone && plan_.release_channel)
+        plan_.release_channel(unique_fd(channel_.release()));
+    else if (tree_gone)
         svc_.release(unique_fd(channel_.release()));
     boost::system::error_code ignored;
     channel_.close(ignored);
@@ -146,6 +148,18 @@ failure cgroup_unavailable(int err, const std::string& cgroup)
     return f;
 }
 
+// An instance's worker could not enter the work directory, in the sandbox's view.
+failure work_dir_unusable(int err, const std::string& dir)
+{
+    failure f = make_failure(errc_from_errno(err),
+                             "cannot enter the work directory " + dir +
+                                 " inside the instance: " + std::strerror(err),
+                             "work_dir");
+    f.diag.path = dir;
+    f.diag.cause = boost::system::error_code(err, boost::system::system_category());
+    return f;
+}
+
 } // namespace
 
 // The result the ending stands for. Once the worker has said the tree is gone (a report, or
@@ -158,8 +172,9 @@ exec_outcome supervision::ended(bool pipes_abandoned)
         plan_.tree_resources.reset();
         failure f = n->stage == proto::stage_fork_gate ? fork_gate_unavailable(n->err)
                     : n->stage == proto::stage_cgroup  ? cgroup_unavailable(n->err, plan_.cgroup)
-                    : n->stage == proto::stage_connect_filter
-                        ? connect_filter_unavailable(n->err)
+                    : n->stage == proto::stage_connect_filter ? connect_filter_unavailable(n->err)
+                    : n->stage == proto::stage_work_dir
+                        ? work_dir_unusable(n->err, plan_.inside_work_dir.value_or(""))
                         : spawn_failure(n->err, plan_.executable);
         return not_run(f.code, std::move(f.diag));
     }

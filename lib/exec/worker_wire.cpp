@@ -46,9 +46,12 @@ void supervision::start()
     if (!cgroup)
         return fail(cgroup.error());
     cgroup_options_ = *cgroup;
-    svc_.async_acquire(ex_, [self = shared_from_this()](outcome<unique_fd> channel) {
+    auto take = [self = shared_from_this()](outcome<unique_fd> channel) {
         self->on_channel(std::move(channel));
-    });
+    };
+    if (plan_.acquire_channel)
+        return std::exchange(plan_.acquire_channel, nullptr)(std::move(take));
+    svc_.async_acquire(ex_, std::move(take));
 }
 
 void supervision::on_channel(outcome<unique_fd> channel)
@@ -125,6 +128,11 @@ proto::plan supervision::plan_message()
     }
     if (plan_.inner_status)
         p.fixed.options |= proto::opt_ignore_job_signals;
+    if (plan_.inside_work_dir)
+    {
+        p.fixed.options |= proto::opt_inside;
+        p.work_dir_path = *plan_.inside_work_dir;
+    }
     p.executable = plan_.executable;
     p.argv = std::move(plan_.argv);
     p.envp = std::move(plan_.envp);

@@ -30,6 +30,8 @@ const char* to_string(audit_event e) noexcept
     case audit_event::connection: return "connection";
     case audit_event::connection_closed: return "connection_closed";
     case audit_event::http_request: return "http_request";
+    case audit_event::instance_opened: return "instance_opened";
+    case audit_event::instance_closed: return "instance_closed";
     }
     return "unknown";
 }
@@ -90,6 +92,8 @@ boost::json::object to_json(const audit_record& r)
     o["tty"] = r.tty;
     if (!r.session_id.empty())
         o["session"] = sanitize_utf8(r.session_id);
+    if (!r.instance_id.empty())
+        o["instance"] = sanitize_utf8(r.instance_id);
     if (r.requested_by)
         o["requested_by"] = to_json(*r.requested_by);
     if (!r.reason.empty())

@@ -4,11 +4,13 @@
 
 #include "front_end.hpp"
 
+#include <sandbox/backend/instance.hpp>
 #include <sandbox/policy/predicates.hpp>
 #include <sandbox/session.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
 
@@ -138,21 +140,23 @@ trail policy_runner::open_trail(const call_ref& call)
             call.tty.has_value(), call.session_id);
     t.name(layers_.name);
     t.requested_by(call.requested_by);
+    t.instance(call.instance_id);
     return t;
 }
 
 // The thread rule: the chain's state is touched on its executor, whoever calls.
 asio::awaitable<exec_outcome> policy_runner::try_exec(exec_request req)
 {
-    return on_executor(get_executor(), exec_here(std::move(req)));
+    return on_executor(get_executor(), exec_here(std::move(req), *inner_));
 }
 
-asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req)
+asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req, runner& target,
+                                                       std::string instance_id)
 {
     const bool own_stdin = req.stdin_fd != nullptr || req.tty.has_value();
     const std::string no_session;
-    call_ref call{call_kind::exec, req.command, req.args,  req.options,
-                  req.tty,         no_session,  own_stdin, req.requested_by};
+    call_ref call{call_kind::exec, req.command, req.args,         req.options, req.tty,
+                  no_session,      own_stdin,   req.requested_by, instance_id};
     outcome<trail> admitted = co_await admit(call);
     if (!admitted)
     {
@@ -160,11 +164,116 @@ asio::awaitable<exec_outcome> policy_runner::exec_here(exec_request req)
         co_return not_run(f.code, std::move(f.diag));
     }
     trail t = std::move(*admitted);
-    req.on_net_record = t.net_handler(std::move(req.on_net_record));
+    if (!instance_id.empty()) // its network's records are the instance's own trail's
+        req.on_net_record = nullptr;
+    else
+        req.on_net_record = t.net_handler(std::move(req.on_net_record));
     // An inner runner of the caller's may throw.
-    exec_outcome o = co_await catching(inner_->try_exec(std::move(req)), outcome_of);
+    exec_outcome o = co_await catching(target.try_exec(std::move(req)), outcome_of);
     t.ended(&o.result, o.ec, o.ec ? to_string(o.result.diag) : std::string{});
     co_return o;
+}
+
+/// An instance of the inner runner whose commands go through the chain; its open and close
+/// are recorded in the trail of the open.
+class policy_runner::gated_instance final : public instance,
+                                            public std::enable_shared_from_this<gated_instance>
+{
+public:
+    gated_instance(policy_runner& owner, std::shared_ptr<instance> inner, trail t,
+                   exec_options options)
+        : owner_(owner), inner_(std::move(inner)), trail_(std::move(t))
+    {
+        spec_.options = std::move(options);
+    }
+    ~gated_instance() override { note_closed(); }
+
+    executor_type get_executor() const noexcept override { return inner_->get_executor(); }
+    enforcement_report enforcement() const override { return inner_->enforcement(); }
+    const std::string& id() const noexcept override { return inner_->id(); }
+    bool is_open() const noexcept override { return inner_->is_open(); }
+    const exec_outcome* ended() const noexcept override { return inner_->ended(); }
+
+    asio::awaitable<exec_outcome> try_exec(exec_request req) override
+    {
+        // The chain's executor: its state (call numbers, approvals) is touched there.
+        return on_executor(owner_.get_executor(), exec_in(shared_from_this(), std::move(req)));
+    }
+    asio::awaitable<void> close() override
+    {
+        auto keep = shared_from_this();
+        const bool throws = co_await asio::this_coro::throw_if_cancelled();
+        co_await asio::this_coro::throw_if_cancelled(false); // never fails
+        co_await inner_->close();
+        co_await asio::this_coro::throw_if_cancelled(throws);
+        note_closed();
+    }
+
+private:
+    // Narrowed to the instance first, so that the gate and the predicates judge what runs
+    // (the instance's network, with its sockets and injected headers; its defaults).
+    static asio::awaitable<exec_outcome> exec_in(std::shared_ptr<gated_instance> self,
+                                                 exec_request req)
+    {
+        if (auto n = backend::narrow_to_instance(self->spec_, req); !n)
+            co_return not_run(n.error().code, std::move(n.error().diag));
+        co_return co_await self->owner_.exec_here(std::move(req), *self->inner_,
+                                                  self->inner_->id());
+    }
+    void note_closed()
+    {
+        if (closed_noted_ || !trail_.active())
+            return;
+        closed_noted_ = true;
+        trail_.note(audit_event::instance_closed, "backend");
+    }
+
+    policy_runner& owner_;
+    std::shared_ptr<instance> inner_;
+    instance_spec spec_; // its options, as opened (the defaults merged in)
+    trail trail_;
+    bool closed_noted_ = false;
+};
+
+asio::awaitable<outcome<std::shared_ptr<instance>>> policy_runner::try_open(instance_spec spec)
+{
+    return on_executor(get_executor(), open_here(std::move(spec)));
+}
+
+asio::awaitable<outcome<std::shared_ptr<instance>>> policy_runner::open_here(instance_spec spec)
+{
+    // What the sandbox is made of comes from the defaults too (network, environment, work
+    // directory); the defaults' timeout, caps and input are each command's, not the
+    // instance's.
+    if (layers_.defaults)
+    {
+        exec_options merged = merge_defaults(spec.options, *layers_.defaults);
+        spec.options.net = std::move(merged.net);
+        spec.options.env = std::move(merged.env);
+        spec.options.work_dir = std::move(merged.work_dir);
+    }
+    const std::uint64_t n = layers_.call_numbers ? ++*layers_.call_numbers : ++calls_;
+    trail t;
+    if (layers_.audit)
+    {
+        const std::vector<std::string> no_args;
+        t = trail(layers_.audit, n, call_kind::instance, {}, no_args, spec.options.work_dir, false,
+                  {});
+        t.name(layers_.name);
+    }
+    spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
+    exec_options options = spec.options;
+    auto opened = co_await catching(inner_->try_open(std::move(spec)), failure_of);
+    if (!opened)
+    {
+        t.ended(nullptr, opened.error().code, to_string(opened.error().diag));
+        co_return std::move(opened).error();
+    }
+    t.instance((*opened)->id());
+    if (auto refused = t.vouch(audit_event::instance_opened, "backend")) // fail closed
+        co_return std::move(*refused); // the instance goes with `opened`: killed
+    co_return std::shared_ptr<instance>(std::make_shared<gated_instance>(
+        *this, std::move(*opened), std::move(t), std::move(options)));
 }
 
 asio::awaitable<outcome<trail>> policy_runner::admit(call_ref call)

@@ -4,6 +4,7 @@
 #ifndef SANDBOX_LIB_POLICY_POLICY_RUNNER_HPP
 #define SANDBOX_LIB_POLICY_POLICY_RUNNER_HPP
 
+#include <sandbox/instance.hpp>
 #include <sandbox/policy/decorators.hpp>
 #include <sandbox/process_manager.hpp>
 
@@ -43,6 +44,8 @@ struct call_ref
     /// The call brings its own stdin or cannot take one: the defaults' input does not apply.
     bool own_stdin;
     const std::optional<requester>& requested_by;
+    /// The instance the call runs in (empty: none), named in its records.
+    std::string instance_id{};
 };
 
 struct asked;
@@ -57,11 +60,20 @@ public:
     boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override { return inner_->enforcement(); }
     process_manager* sessions() noexcept override;
+    /// The inner runner's instance, opened with the defaults merged in and recorded; each
+    /// command in it goes through the chain's steps as an exec does.
+    boost::asio::awaitable<outcome<std::shared_ptr<instance>>>
+    try_open(instance_spec spec) override;
 
 private:
     class gated_sessions;
+    class gated_instance;
 
-    boost::asio::awaitable<exec_outcome> exec_here(exec_request req);
+    boost::asio::awaitable<outcome<std::shared_ptr<instance>>> open_here(instance_spec spec);
+    /// An exec judged by the chain, run by `target` (the inner runner, or an instance of it
+    /// named `instance_id`). By value: a coroutine's reference would outlive a temporary.
+    boost::asio::awaitable<exec_outcome> exec_here(exec_request req, runner& target,
+                                                   std::string instance_id = {});
     /// Merges the defaults into `call.options`, opens the call's audit trail, then judges
     /// it: the gate, then approval. A refusal (recorded in the trail) is the failure.
     boost::asio::awaitable<outcome<trail>> admit(call_ref call);

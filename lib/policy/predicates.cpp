@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 
 const char* to_string(call_kind k) noexcept
 {
-    return k == call_kind::session ? "session" : "exec";
+    return k == call_kind::session ? "session" : k == call_kind::instance ? "instance" : "exec";
 }
 
 std::ostream& operator<<(std::ostream& os, call_kind k)

@@ -36,6 +36,13 @@ public:
     /// Names the chain in every record (a config document's sandbox).
     void name(const std::string& chain) { proto_.sandbox = chain; }
     void requested_by(const std::optional<requester>& who) { proto_.requested_by = who; }
+    /// Names the instance the call runs in (or opens) in every record.
+    void instance(const std::string& id)
+    {
+        proto_.instance_id = id;
+        if (net_proto_)
+            net_proto_->instance_id = id;
+    }
     /// How a call that reached the backend ended: `finished` when it ran (a result, or an
     /// error with a partial result), `refused` when the backend refused it.
     void ended(const exec_result* result, const boost::system::error_code& ec,

@@ -21,12 +21,7 @@ process_manager::~process_manager() = default;
 asio::awaitable<std::shared_ptr<session>> process_manager::start(session_spec spec)
 {
     outcome<std::shared_ptr<session>> s = co_await try_start(std::move(spec));
-    if (!s) // the edge for callers that prefer exceptions
-    {
-        failure f = std::move(s).error();
-        throw error(f.code, std::move(f.diag));
-    }
-    co_return std::move(*s);
+    co_return detail::value_or_throw(std::move(s)); // the edge for callers that prefer exceptions
 }
 
 struct session_registry::state : std::enable_shared_from_this<state>

@@ -9,6 +9,7 @@
 #include <sandbox/bwrap_runner.hpp>
 #include <sandbox/config/document.hpp>
 #include <sandbox/config/registry.hpp>
+#include <sandbox/instance.hpp>
 #include <sandbox/local_runner.hpp>
 #include <sandbox/policy.hpp>
 #include <sandbox/process_manager.hpp>

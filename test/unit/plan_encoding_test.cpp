@@ -15,12 +15,13 @@ namespace {
 proto::plan sample()
 {
     proto::plan p;
-    p.fixed.options = proto::opt_tty | proto::opt_connect_broker;
+    p.fixed.options = proto::opt_tty | proto::opt_connect_broker | proto::opt_inside;
     p.executable = "/bin/sh";
     p.argv = {"sh", "-c", "true"};
     p.envp = {"PATH=/usr/bin"};
     p.tty_path = "/dev/pts/7";
     p.allowed_sockets = {{1, 2, "/run/a.sock"}, {0xffffffffffffffffull, 42, ""}};
+    p.work_dir_path = "/work/inside dir";
     return p;
 }
 
@@ -38,6 +39,7 @@ BOOST_AUTO_TEST_CASE(a_plan_with_allowed_sockets_comes_back_whole)
     BOOST_TEST((back->envp == p.envp));
     BOOST_TEST(back->tty_path == p.tty_path);
     BOOST_TEST((back->allowed_sockets == p.allowed_sockets));
+    BOOST_TEST(back->work_dir_path == p.work_dir_path);
 }
 
 BOOST_AUTO_TEST_CASE(every_truncation_is_refused)
@@ -55,6 +57,7 @@ BOOST_AUTO_TEST_CASE(a_socket_count_beyond_the_message_is_refused)
     proto::plan p = sample();
     p.fixed.options = proto::opt_connect_broker;
     p.allowed_sockets.clear();
+    p.work_dir_path.clear();
     std::string bytes = proto::encode_plan(p); // ends with the count, 0
     BOOST_TEST_REQUIRE(proto::decode_plan(bytes).has_value());
     const std::uint32_t huge = 0xffffffffu;

@@ -27,7 +27,8 @@ http::status status_for(const boost::system::error_code& ec)
     case errc::forbidden:
     case errc::policy_denied: return http::status::forbidden;
     case errc::not_found:
-    case errc::session_closed: return http::status::not_found;
+    case errc::session_closed:
+    case errc::instance_closed: return http::status::not_found;
     case errc::conflict:
     case errc::sequence_gap: return http::status::conflict;
     case errc::not_available: return http::status::not_implemented;

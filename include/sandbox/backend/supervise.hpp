@@ -80,7 +80,7 @@ struct spawn_plan
     std::string cgroup{};
     /// Configured values, echoed in diagnostics.
     std::string backend_name{};
-    /// Handed to the spawned program as fds 3, 4, ... (at most 4).
+    /// Handed to the spawned program as fds 3, 4, ... (at most 5).
     std::vector<std::shared_ptr<const unique_fd>> extra_fds{};
     /// Set by a backend that wraps the command (bwrap) under the helper's status init (see
     /// `make_status_init`): the read end of the status pipe. The command's own end (its wait
@@ -116,6 +116,18 @@ struct spawn_plan
     /// tree in a network namespace of its own (then IP and abstract addresses are its own
     /// too). Spawning fails `not_available` where the filter cannot be installed.
     std::optional<std::vector<socket_file>> unix_socket_policy{};
+    /// Where the worker comes from when not from the supervisor service's pool (an
+    /// instance's, inside its sandbox): called once, with the function to call (on the
+    /// supervision's executor, once) with the channel or why there is none.
+    std::function<void(std::function<void(outcome<unique_fd>)>)> acquire_channel{};
+    /// With `acquire_channel`: takes the channel back once its worker has reported the tree
+    /// gone (the worker may serve another command). Not called when the worker was lost.
+    std::function<void(unique_fd)> release_channel{};
+    /// A command run by a worker inside a sandbox (an instance): the worker enters this
+    /// directory (a path in the sandbox's view; empty: its own) and looks an executable
+    /// without a slash up on the PATH of `envp` there. `work_dir` and
+    /// `borrowed_work_dir_fd` are not used then.
+    std::optional<std::string> inside_work_dir{};
 };
 
 /// Whether the unix-socket policy can be held here: seccomp user notification with a

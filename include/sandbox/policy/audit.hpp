@@ -38,6 +38,10 @@ enum class audit_event : int
     /// One HTTP request inside an inspected tunnel (`net`, with `net->http`: method, the
     /// request rule, status, injected header names; never a path, a query or a value).
     http_request,
+    /// An instance was opened (`instance`: its id) or could not be (`error`, `reason`).
+    instance_opened,
+    /// An instance was closed (or dropped): everything in it was killed.
+    instance_closed,
 };
 
 SANDBOX_DECL const char* to_string(audit_event e) noexcept;
@@ -62,6 +66,8 @@ struct audit_record
     std::string work_dir{};
     bool tty = false;
     std::string session_id{};
+    /// The instance the call ran in (`runner::try_open`), or the instance opened or closed.
+    std::string instance_id{};
     /// Who asked for the call, when it was asked on someone's behalf
     /// (`exec_request::requested_by`): written as `requested_by: {uid, gid, pid}`.
     std::optional<requester> requested_by{};

@@ -22,6 +22,9 @@ enum class call_kind : int
 {
     exec = 0,    ///< `runner::exec`
     session = 1, ///< `process_manager::start`
+    /// `runner::try_open`: an instance opened (recorded; the gate and approval judge each
+    /// command run in it, as execs, not the open).
+    instance = 2,
 };
 
 SANDBOX_DECL const char* to_string(call_kind k) noexcept;

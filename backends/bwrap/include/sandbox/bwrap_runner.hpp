@@ -131,6 +131,9 @@ public:
     boost::asio::awaitable<exec_outcome> try_exec(exec_request req) override;
     enforcement_report enforcement() const override;
     process_manager* sessions() noexcept override { return sessions_.get(); }
+    /// An instance (`<sandbox/instance.hpp>`); see the class comment.
+    boost::asio::awaitable<outcome<std::shared_ptr<instance>>>
+    try_open(instance_spec spec) override;
 
     const std::string& root() const noexcept { return opts_.root; }
 

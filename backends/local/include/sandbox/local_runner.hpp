@@ -38,6 +38,9 @@ public:
     enforcement_report enforcement() const override;
     /// Sessions with the same checks, caps and containment as `exec`.
     process_manager* sessions() noexcept override { return sessions_.get(); }
+    /// An instance (`<sandbox/instance.hpp>`); see the class comment.
+    boost::asio::awaitable<outcome<std::shared_ptr<instance>>>
+    try_open(instance_spec spec) override;
 
     /// The canonical root.
     const std::string& root() const noexcept { return opts_.root; }
