@@ -38,7 +38,9 @@ SANDBOX_DECL std::optional<std::uint16_t> parse_net_bridge_body(std::string_view
 /// without any variable whose upper-cased name is HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
 /// NO_PROXY or GRPC_PROXY, then both cases of each of them: `http://127.0.0.1:PORT`, and
 /// `localhost,127.0.0.1,::1` for NO_PROXY.
-std::vector<std::string> proxy_environment(std::vector<std::string> env, std::uint16_t port);
+/// Exported from libsandbox: an instance's commands get it from the bwrap backend.
+SANDBOX_DECL std::vector<std::string> proxy_environment(std::vector<std::string> env,
+                                                       std::uint16_t port);
 
 } // namespace sandbox::detail
 

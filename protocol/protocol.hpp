@@ -9,6 +9,7 @@
 #define SANDBOX_PROTOCOL_PROTOCOL_HPP
 
 #include <sandbox/backend/caps.hpp>
+#include <sandbox/config.hpp>
 #include <sandbox/unique_fd.hpp>
 
 #include <array>
@@ -258,13 +259,15 @@ struct message
 
 /// Sends one message (MSG_NOSIGNAL | MSG_DONTWAIT). Returns 0 or an errno value (EAGAIN
 /// when the socket is full).
-int send_message(int sock, msg_type type, std::uint32_t flags, std::string_view payload,
-                 std::span<const int> fds = {});
+/// Exported from libsandbox (SANDBOX_DECL), like the receive: the bwrap backend speaks to an
+/// instance's init with them.
+SANDBOX_DECL int send_message(int sock, msg_type type, std::uint32_t flags,
+                              std::string_view payload, std::span<const int> fds = {});
 
 /// Receives one message without blocking (received fds are close-on-exec). Returns 0, or
 /// EAGAIN, or an errno value; `eof` is set when the peer closed the channel. A message
 /// whose descriptors were cut (MSG_CTRUNC) or that is malformed is EPROTO.
-int receive_message(int sock, message& out, bool& eof);
+SANDBOX_DECL int receive_message(int sock, message& out, bool& eof);
 
 template <class T>
 std::string_view as_bytes(const T& v)
