@@ -6,6 +6,11 @@
 //   seq_true_instance      sequential /bin/true in one bwrap instance (opened once, not
 //                          timed), against the raw floor of seq_true: median us
 //   conc64_true_instance   the same with 64 in flight, against the raw concurrent floor
+//   seq_true_bwrap_pool    one-shot /bin/true on a bwrap runner with warm = 2, each call
+//                          started with a warm sandbox ready (the wait for its replacement
+//                          not timed), against the raw floor of seq_true; and back to back
+//                          (the replacements open while the calls run), against cold
+//                          bwrap execs: median us
 //   workload_instance      a git + build sequence (8 commands: git status, add, commit, cc,
 //                          the program, git log, ls) in one instance, its open included,
 //                          against the same commands as cold bwrap execs: ms per sequence
@@ -51,13 +56,15 @@
 #include <sandbox/sampler.hpp>
 #include <sandbox/worker_pool.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <sandbox/process_manager.hpp>
 #include <sandbox/session.hpp>
-#include <boost/asio/io_context.hpp>
 
 #include <algorithm>
 #include <cinttypes>
@@ -118,6 +125,7 @@ const char* const all_cases[] = {"seq_true",
                                  "sampler_1tree_reaper",
                                  "idle_workers",
                                  "seq_true_instance",
+                                 "seq_true_bwrap_pool",
                                  "conc64_true_instance",
                                  "workload_instance"};
 
@@ -422,6 +430,50 @@ std::pair<std::vector<double>, double> instance_runs(const sandbox::exec_request
         {}
         return std::pair{us, seconds_since(t0)};
     });
+}
+
+// `n` one-shot execs of `proto` on a bwrap runner with a warm pool of 2: each one's
+// microseconds. With `ready`, each call starts once both warm sandboxes are ready (the wait
+// is not timed); without, back to back. The pool keeps the loop busy until the runner goes.
+std::vector<double> pool_runs(const sandbox::exec_request& proto, int n, bool ready)
+{
+    asio::io_context ioc;
+    auto o = bwrap_options();
+    o.warm = 2;
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(n));
+    {
+        sandbox::bwrap_runner runner(ioc.get_executor(), o);
+        bool done = false;
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                (void)co_await runner.check(); // bwrap known to work: the pool fills
+                asio::steady_timer t(ioc);
+                for (int i = 0; i < n; ++i)
+                {
+                    for (int w = 0; w < 20000 && (i == 0 || ready) && runner.warm_ready() < 2; ++w)
+                    {
+                        t.expires_after(std::chrono::microseconds(500));
+                        co_await t.async_wait(asio::use_awaitable);
+                    }
+                    auto t0 = clock_type::now();
+                    auto [ec, r] = co_await sandbox::async_exec(
+                        runner, proto, asio::as_tuple(asio::use_awaitable));
+                    us.push_back(seconds_since(t0) * 1e6);
+                    check_exited(ec, r, "ours one-shot /bin/true from a warm pool");
+                }
+                done = true;
+            },
+            [](std::exception_ptr e) {
+                if (e)
+                    fail("the warm pool's calls failed");
+            });
+        while (!done && ioc.run_one() > 0)
+        {}
+    }
+    ioc.run(); // the runner's end killed its warm sandboxes: their ends complete
+    return us;
 }
 
 // The runner's own bwrap command line for `/bin/true`, read from /proc while a session of
@@ -880,6 +932,49 @@ void case_seq_true_instance(const config& cfg)
                  "ours: async_exec on an instance of the bwrap runner (opened once, not timed): "
                  "a worker inside the sandbox per command (kept idle between them), its own "
                  "subreaper, deadline and tree kill"});
+}
+
+// One-shot calls served by warm sandboxes: with one ready, against the plain spawn floor
+// (the target); back to back, against cold bwrap execs in the same run.
+void case_seq_true_bwrap_pool(const config& cfg)
+{
+    const command floor_cmd({"/bin/true"});
+    const auto req = make_request("/bin/true", {});
+    const int n = std::max(10, cfg.n / 4);
+    raw_floor::run_sequential(floor_cmd, 10);
+    pool_runs(req, 5, true);
+    auto ready = per_exec_rounds("seq_true_bwrap_pool", cfg.rounds, [&](int r) {
+        std::vector<double> f, o;
+        if (r % 2 == 0)
+            f = raw_floor::run_sequential(floor_cmd, n), o = pool_runs(req, n, true);
+        else
+            o = pool_runs(req, n, true), f = raw_floor::run_sequential(floor_cmd, n);
+        return std::pair{f, o};
+    });
+    auto figs = ready.with_target(1.50);
+    auto sustained = per_exec_rounds(
+        "seq_true_bwrap_pool_sustained", cfg.rounds,
+        [&](int r) {
+            std::vector<double> c, o;
+            if (r % 2 == 0)
+                c = bwrap_sequential(req, n), o = pool_runs(req, n, false);
+            else
+                o = pool_runs(req, n, false), c = bwrap_sequential(req, n);
+            return std::pair{c, o};
+        },
+        "per exec, back to back vs cold");
+    figs.insert(figs.end(), {sustained.med, sustained.p99});
+    print_block("seq_true_bwrap_pool: one-shot /bin/true on a bwrap runner with warm = 2, N=" +
+                    std::to_string(n) + " x " + std::to_string(cfg.rounds) +
+                    " rounds (time per exec; ratio = ours/baseline)",
+                "floor", figs,
+                {"floor: the seq_true floor (posix_spawn on the host, pipes, pidfd, epoll)",
+                 "ours: async_exec on the runner; a warm sandbox takes the call and is closed "
+                 "(its tree gone) before the call completes; a replacement opens meanwhile",
+                 "seq_true_bwrap_pool: each call with a warm sandbox ready (waiting for the "
+                 "replacement is not timed)",
+                 "seq_true_bwrap_pool_sustained: back to back, the replacements opening while "
+                 "the calls run; baseline: cold bwrap execs (seq_true_bwrap's)"});
 }
 
 // The workload's commands, run in `work` (a repository under the bwrap root).
@@ -1583,6 +1678,8 @@ int main(int argc, char** argv)
         case_conc64_true(cfg);
     if (cfg.want("seq_true_instance"))
         case_seq_true_instance(cfg);
+    if (cfg.want("seq_true_bwrap_pool"))
+        case_seq_true_bwrap_pool(cfg);
     if (cfg.want("conc64_true_instance"))
         case_conc64_true_instance(cfg);
     if (cfg.want("workload_instance"))

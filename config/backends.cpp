@@ -209,12 +209,15 @@ std::unique_ptr<runner> make_local(const backend_context& ctx)
     return std::make_unique<local_runner>(ctx.executor, std::move(o));
 }
 
+// The most warm sandboxes an entry may keep.
+constexpr std::size_t max_warm = 16;
+
 std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
 {
-    settings_reader s(ctx,
-                      {"default_max_output_bytes", "cgroup", "sample_interval", "binary",
-                       "writable_paths", "read_deny", "write_deny", "unix_sockets", "extra_flags",
-                       "sandbox_user", "max_tunnels", "max_sandbox_tunnels", "setup_timeout"});
+    settings_reader s(ctx, {"default_max_output_bytes", "cgroup", "sample_interval", "binary",
+                            "writable_paths", "read_deny", "write_deny", "unix_sockets",
+                            "extra_flags", "sandbox_user", "max_tunnels", "max_sandbox_tunnels",
+                            "setup_timeout", "warm"});
     bwrap_runner_options o;
     common(s, o);
     s.text("binary", o.bwrap_path);
@@ -228,6 +231,13 @@ std::unique_ptr<runner> make_bwrap(const backend_context& ctx)
     s.count("max_tunnels", o.proxy.limits.max_tunnels);
     s.count("max_sandbox_tunnels", o.proxy.limits.max_sandbox_tunnels);
     s.duration("setup_timeout", o.setup_timeout);
+    std::size_t warm = 0;
+    s.count("warm", warm);
+    if (warm > max_warm)
+        s.fail("warm", "at most " + std::to_string(max_warm) + " (each is a sandbox kept set up)");
+    if (ctx.warm_pools)
+        o.warm = warm;
+    o.warm_net = ctx.default_net; // what the entry's calls get unless they narrow it
     s.done();
     o.read_deny.insert(o.read_deny.end(), ctx.hidden_paths.begin(), ctx.hidden_paths.end());
     for (std::size_t i = 0; i < writable.size(); ++i)

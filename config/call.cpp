@@ -87,4 +87,23 @@ outcome<call_document> parse_call(std::string_view json)
     return detail::failure_of_problems(problems, "");
 }
 
+outcome<exec_options> parse_instance_call(std::string_view json)
+{
+    auto read = detail::read_json(json.empty() ? std::string_view("{}") : json);
+    std::vector<problem> problems = std::move(read.problems);
+    exec_options o;
+    if (read.root)
+    {
+        detail::reader r(problems);
+        const auto& n = *read.root;
+        detail::decode_defaults(r, n, "", o, {"work_dir"});
+        if (n.what == detail::node::kind::object)
+            if (const auto* v = n.member("work_dir"); !absent(v))
+                o.work_dir = r.string(*v, "work_dir").value_or("");
+    }
+    if (problems.empty())
+        return o;
+    return detail::failure_of_problems(problems, "");
+}
+
 } // namespace sandbox::config

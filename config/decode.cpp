@@ -661,6 +661,8 @@ void decode_daemon_bounds(reader& r, const node& n, daemon_config& d)
     decode_count(r, n, "max_connections_per_uid", d.max_connections_per_uid);
     decode_count(r, n, "max_sessions_per_uid", d.max_sessions_per_uid);
     decode_count(r, n, "max_sessions", d.max_sessions);
+    decode_count(r, n, "max_instances_per_uid", d.max_instances_per_uid);
+    decode_count(r, n, "max_instances", d.max_instances);
     if (const node* v = n.member("session_output_budget"); !absent(v))
         if (auto b = r.size(*v, "daemon.session_output_budget"))
         {
@@ -676,9 +678,11 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
     const std::string path = "daemon";
     if (!r.is_object(n, path))
         return;
-    r.known_keys(n, path, {"listen", "allow_uids", "allow_gids", "audit_file", "max_body_bytes",
-                           "idle_timeout", "session_linger", "max_connections_per_uid",
-                           "max_sessions_per_uid", "max_sessions", "session_output_budget"});
+    r.known_keys(n, path,
+                 {"listen", "allow_uids", "allow_gids", "audit_file", "max_body_bytes",
+                  "idle_timeout", "session_linger", "max_connections_per_uid",
+                  "max_sessions_per_uid", "max_sessions", "session_output_budget", "instance_idle",
+                  "max_instances_per_uid", "max_instances"});
     if (const node* v = n.member("listen"); !absent(v))
         if (auto s = r.string(*v, "daemon.listen"))
         {
@@ -720,6 +724,14 @@ void decode_daemon(reader& r, const node& n, daemon_config& d)
                 r.fail("daemon.session_linger", v, "must be positive");
             else
                 d.session_linger = *t;
+        }
+    if (const node* v = n.member("instance_idle"); !absent(v))
+        if (auto t = r.duration(*v, "daemon.instance_idle"))
+        {
+            if (t->count() <= 0)
+                r.fail("daemon.instance_idle", v, "must be positive");
+            else
+                d.instance_idle = *t;
         }
     decode_daemon_bounds(r, n, d);
 }

@@ -300,8 +300,13 @@ std::optional<registry> builder::build_into(runner::executor_type ex, const docu
                                 at_entry(e, "backend", "unknown backend \"" + e.backend + "\""));
         if (problems.size() != before)
             continue;
-        backend_context ctx{ex, *root, e.settings, entry_path(e) + ".settings",
-                            opts.hidden_paths};
+        backend_context ctx{ex,
+                            *root,
+                            e.settings,
+                            entry_path(e) + ".settings",
+                            opts.hidden_paths,
+                            opts.warm_pools,
+                            e.defaults.net};
         auto backend = make_backend(f->second, e, ctx, problems);
         if (!backend)
             continue;

@@ -139,6 +139,17 @@ std::pair<boost::system::error_code, exec_result> exec_result_from_json(std::str
     };
     r.exit_code = o.contains("exit_code") ? integer("exit_code") : -1;
     r.signal = integer("signal");
+    auto capture = [&](const char* name, stream_capture& c) {
+        const std::string n(name);
+        if (auto* d = o.if_contains(n); d && d->is_string())
+            c.data = std::string(d->get_string());
+        if (auto* t = o.if_contains(n + "_truncated"); t && t->is_bool())
+            c.truncated = t->get_bool();
+        if (auto* b = o.if_contains(n + "_dropped_bytes"); b && b->is_int64() && b->get_int64() > 0)
+            c.dropped_bytes = static_cast<std::uint64_t>(b->get_int64());
+    };
+    capture("stdout", r.out);
+    capture("stderr", r.err);
     if (auto* s = o.if_contains("status"); s && s->is_string())
         for (auto st :
              {exec_status::not_started, exec_status::exited, exec_status::signaled,

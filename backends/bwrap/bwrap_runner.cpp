@@ -13,10 +13,14 @@
 #include "net/tls/trust.hpp"
 #include "runner_state.hpp"
 #include "sandbox_user.hpp"
+#include "warm_pool.hpp"
 #include "write_deny.hpp"
 #include <sandbox/backend/launch.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
@@ -415,9 +419,16 @@ bwrap_runner::bwrap_runner(executor_type ex, bwrap_runner_options opts)
         opts_.sessions);
     sessions_ = std::make_unique<bwrap_sessions>(*this, std::move(reg),
                                                  [this] { return ensure_usable(); });
+    if (opts_.warm > 0 && bwrap::pool_usable(opts_.warm_net))
+        pool_ = std::make_shared<bwrap::warm_pool>(ex_, opts_.warm, opts_, st_);
 }
 
 bwrap_runner::~bwrap_runner() = default;
+
+std::size_t bwrap_runner::warm_ready() const noexcept
+{
+    return pool_ ? pool_->ready() : 0;
+}
 
 namespace {
 
@@ -566,6 +577,8 @@ asio::awaitable<std::optional<failure>> bwrap_runner::check()
         throw boost::system::system_error(ec);
     if (st_->setup_error)
         co_return st_->setup_error;
+    if (pool_)
+        pool_->refill(enforcement());
     co_return st_->unusable;
 }
 
@@ -630,12 +643,74 @@ asio::awaitable<outcome<std::shared_ptr<instance>>> bwrap_runner::try_open(insta
     co_return co_await bwrap::open_instance(ex_, opts_, st_, enforcement(), std::move(spec));
 }
 
+namespace {
+
+asio::awaitable<void> close_held(std::shared_ptr<instance> i)
+{
+    co_await i->close();
+}
+
+// A one-shot call in a warm sandbox. The command's tree is gone when the instance answers
+// (its own worker inside kills it whole), and the sandbox is then closed on the side, so
+// the call's completion does not wait for bwrap and the init to end; but when the command
+// took its worker down (its orphans are the init's to kill) or the instance ended under it,
+// the close is awaited: nothing of the call runs past its result. Its network's records
+// stop reaching the call with its end.
+asio::awaitable<exec_outcome> exec_warm(bwrap::warm_instance w, exec_request req)
+{
+    struct detach_records
+    {
+        std::shared_ptr<net_record_handler> slot;
+        ~detach_records() { *slot = nullptr; }
+    } detach{w.records};
+    *w.records = std::move(req.on_net_record);
+    req.on_net_record = nullptr;
+    auto warm = std::move(w.inst);
+    exec_outcome out = co_await warm->try_exec(std::move(req));
+    const bool lost =
+        out.ec == errc::instance_closed ||
+        (out.result.status == exec_status::unenforceable && out.result.diag.limit == "supervisor");
+    if (lost)
+    {
+        co_await warm->close();
+        co_return out;
+    }
+    auto ex = warm->get_executor();
+    asio::post(ex, [ex, warm = std::move(warm)]() mutable {
+        asio::co_spawn(ex, close_held(std::move(warm)), asio::detached);
+    });
+    co_return out;
+}
+
+} // namespace
+
 // No probe before a call: a call's own run is the probe. A command that ran proves bwrap
 // usable here; only a run that bwrap could not set up asks the probe whether the host
 // cannot (then that call, and every later one, gets the probe's verdict at once).
 asio::awaitable<exec_outcome> bwrap_runner::try_exec(exec_request req)
 {
     auto st = st_;
+    bwrap::warm_instance warm;
+    if (pool_ && bwrap::pool_serves(req, opts_.warm_net))
+        warm = pool_->take();
+    if (warm.inst)
+    {
+        // The replacement starts after this call's completion has run, however it ends.
+        struct refill_after
+        {
+            executor_type ex;
+            std::weak_ptr<bwrap::warm_pool> pool;
+            ~refill_after()
+            {
+                asio::post(ex, [w = pool] {
+                    if (auto p = w.lock())
+                        p->refill();
+                });
+            }
+        } refill{ex_, pool_};
+        exec_outcome served = co_await exec_warm(std::move(warm), std::move(req));
+        co_return served;
+    }
     exec_outcome out = co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st), "bwrap");
     if (proves_usable(out.result))
     {
@@ -643,6 +718,10 @@ asio::awaitable<exec_outcome> bwrap_runner::try_exec(exec_request req)
         // short): later calls run.
         st->probed = true;
         st->unusable.reset();
+        if (pool_ && !pool_->has_report())
+            pool_->refill(enforcement());
+        else if (pool_)
+            pool_->refill();
         co_return out;
     }
     if (st->probed || !bwrap_set_up_failed(out))

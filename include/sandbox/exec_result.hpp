@@ -141,6 +141,7 @@ SANDBOX_DECL std::string to_json(const exec_result& r, const boost::system::erro
 
 /// \brief `to_json`'s object read back: the error code (by its `errc` name; a code of
 /// another category reads as `errc::internal`) and the result: exit code, signal, status,
+/// the captured streams (as written: sanitized UTF-8) with their truncation and drop counts,
 /// and diagnostics whose `message` is the written text (`to_string` of the original
 /// diagnostics, details in brackets included), with `limit` and `cause` (the errno) set
 /// again for code that classifies them. Not JSON, or not an object:

@@ -420,6 +420,12 @@ BOOST_AUTO_TEST_CASE(backends_come_from_factories_and_settings_are_strict)
     auto setup = refused(build(cfg::builder(), "bwrap", "    settings: {setup_timeout: 0s}\n"));
     BOOST_TEST(setup.diag.rule == "sandboxes[\"x\"].settings.setup_timeout", setup.diag);
     BOOST_TEST(has(setup.diag.message, "must be positive"), setup.diag.message);
+    for (const char* warm : {"0", "17", "two"})
+    {
+        auto w = refused(
+            build(cfg::builder(), "bwrap", std::string("    settings: {warm: ") + warm + "}\n"));
+        BOOST_TEST(w.diag.rule == "sandboxes[\"x\"].settings.warm", warm << ": " << w.diag);
+    }
     for (const char* escape : {"../escape", "a/../../escape"})
     {
         auto e = refused(build(cfg::builder(), "bwrap",

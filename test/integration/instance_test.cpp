@@ -567,6 +567,72 @@ BOOST_AUTO_TEST_CASE(the_chain_judges_each_command_of_an_instance)
     BOOST_TEST(seen == want, boost::test_tools::per_element());
 }
 
+// bwrap_runner_options::warm: one-shot calls served by sandboxes opened ahead, each used by
+// one call and closed before it completes; calls a warm sandbox would run otherwise go cold.
+BOOST_AUTO_TEST_CASE(one_shot_calls_take_warm_sandboxes_one_each)
+{
+    asio::io_context ioc;
+    owned_dir root;
+    auto o = bwrap_instance_fixture::options(root.str());
+    o.warm = 2;
+    auto r = std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), o);
+    auto wait_ready = [&](std::size_t n) {
+        return finish(ioc, [&]() -> asio::awaitable<bool> {
+            asio::steady_timer t(ioc);
+            for (int i = 0; i < 2000 && r->warm_ready() < n; ++i)
+            {
+                t.expires_after(5ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            co_return r->warm_ready() >= n;
+        }());
+    };
+    BOOST_TEST(r->warm_ready() == 0u); // nothing opens before bwrap is known to work here
+    auto cold = finish(ioc, r->try_exec(sh("cat /proc/1/comm")));
+    BOOST_TEST(!cold.ec, cold.result.diag);
+    BOOST_TEST(cold.result.out.data == "sandbox-init\n");
+    BOOST_REQUIRE(wait_ready(2));
+    BOOST_TEST(!instance_processes().empty());
+    // A warm call leaves a file in its /tmp and a daemon behind; neither reaches the next.
+    auto a = finish(ioc, r->try_exec(sh("echo one > /tmp/left; setsid sleep 1004 & "
+                                        "echo $$; exit 5")));
+    BOOST_TEST(!a.ec, a.result.diag);
+    BOOST_TEST(a.result.exit_code == 5);
+    BOOST_TEST(r->warm_ready() <= 1u); // taken (a replacement may be ready already)
+    BOOST_REQUIRE(wait_ready(2));
+    auto b = finish(ioc, r->try_exec(sh("cat /tmp/left 2>&1; " + list_processes)));
+    BOOST_TEST(!b.ec, b.result.diag);
+    BOOST_TEST(contains(b.result.out.data, "No such file"), b.result.out.data);
+    BOOST_TEST(!contains(b.result.out.data, "sleep 1004"), b.result.out.data);
+    BOOST_TEST(host_processes_running("sleep 1004").empty());
+    // Its own timeout and status, as cold.
+    sandbox::exec_options quick;
+    quick.timeout = 300ms;
+    BOOST_REQUIRE(wait_ready(2));
+    auto t = finish(ioc, r->try_exec(sh("sleep 30", quick)));
+    BOOST_TEST((t.result.status == exec_status::timed_out), t.result.diag);
+    // A call with a network of its own runs cold: no warm sandbox is taken.
+    BOOST_REQUIRE(wait_ready(2));
+    sandbox::exec_options own_net;
+    own_net.net.mode = sandbox::net_mode::deny_all;
+    auto n = finish(ioc, r->try_exec(sh("echo cold", own_net)));
+    BOOST_TEST(n.result.out.data == "cold\n", n.result.diag);
+    BOOST_TEST(r->warm_ready() == 2u);
+    // So does a call with a cap (a cold exec's memory cap bounds its /tmp too).
+    sandbox::exec_options capped;
+    capped.limits.memory_bytes = std::int64_t{256} << 20;
+    auto c = finish(ioc, r->try_exec(sh("echo capped", capped)));
+    BOOST_TEST(c.result.out.data == "capped\n", c.result.diag);
+    BOOST_TEST(r->warm_ready() == 2u);
+    // The runner's end kills its warm sandboxes.
+    BOOST_TEST(!instance_processes().empty());
+    r.reset();
+    BOOST_TEST(drains(ioc));
+    BOOST_TEST(instance_processes().empty());
+    auto left = sbx_test::helper_processes();
+    BOOST_CHECK_MESSAGE(sbx_test::wait_gone(left), "helper processes survived the test");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(instance_local)

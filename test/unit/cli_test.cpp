@@ -1182,10 +1182,17 @@ BOOST_AUTO_TEST_CASE(json_reads_back_what_it_wrote)
     BOOST_TEST(back.diag.cause.value() == ENOMEM);
 
     exec_result ok = result_with(exec_status::exited, 3);
+    ok.out.data = "line one\nline \"two\"\n";
+    ok.err = {"warning\n", true, 4096};
     auto [ok_ec, ok_back] = sandbox::exec_result_from_json(sandbox::to_json(ok));
     BOOST_TEST(!ok_ec);
     BOOST_TEST(ok_back.exit_code == 3);
     BOOST_TEST(ok_back.status == exec_status::exited);
+    BOOST_TEST(ok_back.out.data == ok.out.data); // sandbox-run --connect --instance prints them
+    BOOST_TEST(!ok_back.out.truncated);
+    BOOST_TEST(ok_back.err.data == "warning\n");
+    BOOST_TEST(ok_back.err.truncated);
+    BOOST_TEST(ok_back.err.dropped_bytes == 4096u);
 
     for (const char* bad : {"", "[1]", "{\"exit_code\":", "not json"})
     {

@@ -674,7 +674,8 @@ BOOST_AUTO_TEST_CASE(run_as_and_the_daemon_bounds_are_read)
     const auto doc = cfg::parse_document(
         "version: v1\n"
         "daemon: {max_connections_per_uid: 8, max_sessions_per_uid: 2, max_sessions: 5, "
-        "session_output_budget: 3MiB}\n"
+        "session_output_budget: 3MiB, instance_idle: 90s, max_instances_per_uid: 3, "
+        "max_instances: 7}\n"
         "sandboxes:\n"
         "  shared: {backend: local, root: /tmp, run_as: daemon}\n"
         "  mine: {backend: local, root: /tmp, run_as: caller}\n"
@@ -684,6 +685,15 @@ BOOST_AUTO_TEST_CASE(run_as_and_the_daemon_bounds_are_read)
     BOOST_TEST(doc->daemon.max_sessions_per_uid == 2);
     BOOST_TEST(doc->daemon.max_sessions == 5);
     BOOST_TEST(doc->daemon.session_output_budget == 3 << 20);
+    BOOST_TEST(doc->daemon.instance_idle.count() == 90'000'000'000);
+    BOOST_TEST(doc->daemon.max_instances_per_uid == 3);
+    BOOST_TEST(doc->daemon.max_instances == 7);
+    const auto zero = cfg::parse_document("version: v1\ndaemon: {instance_idle: 0s, "
+                                          "max_instances: 0}\nsandboxes: {}\n");
+    BOOST_TEST_REQUIRE(!zero.has_value());
+    for (const char* part :
+         {"daemon.instance_idle: must be positive", "daemon.max_instances: must be positive"})
+        BOOST_TEST(contains(zero.error().diag.message, part), zero.error().diag.message);
     BOOST_TEST((doc->find("shared")->run_as == cfg::run_as_user::daemon));
     BOOST_TEST((doc->find("mine")->run_as == cfg::run_as_user::caller));
     BOOST_TEST((doc->find("plain")->run_as == cfg::run_as_user::caller)); // the safe default
@@ -1047,6 +1057,26 @@ BOOST_AUTO_TEST_CASE(a_call_is_written_like_the_defaults)
     const auto& m = bad.error().diag.message;
     for (const char* part : {"command: is required", "args[0]", "timeout", "shell: unknown key"})
         BOOST_TEST(m.find(part) != std::string::npos, m << " lacks " << part);
+}
+
+BOOST_AUTO_TEST_CASE(an_instance_is_opened_with_the_options_of_a_call_and_nothing_else)
+{
+    auto o = cfg::parse_instance_call(R"({"work_dir": "src", "timeout": "10m",
+        "env": {"inject": {"A": "1"}}, "resources": {"max_processes": 64}})");
+    BOOST_TEST_REQUIRE(o.has_value(), o.error().diag.message);
+    BOOST_TEST(o->work_dir == "src");
+    BOOST_TEST(o->timeout.count() == 600'000'000'000);
+    BOOST_TEST(o->limits.max_processes == 64);
+    auto empty = cfg::parse_instance_call("");
+    BOOST_TEST_REQUIRE(empty.has_value());
+    BOOST_TEST(empty->work_dir.empty());
+    BOOST_TEST(empty->timeout.count() == 0);
+    auto bad = cfg::parse_instance_call(R"({"command": "ls", "stdin": "x", "tty": true})");
+    BOOST_TEST_REQUIRE(!bad.has_value());
+    BOOST_TEST((bad.error().code == errc::validation));
+    for (const char* part : {"command: unknown key", "stdin: unknown key", "tty: unknown key"})
+        BOOST_TEST(contains(bad.error().diag.message, part), bad.error().diag.message);
+    BOOST_TEST(!cfg::parse_instance_call("[1]").has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -111,6 +111,9 @@ struct run_config
     /// `--connect SOCKET`: run through the sandbox `--sandbox NAME` of the sandboxd listening
     /// there; the flags only narrow its policy (as with `--config`). Empty: none.
     std::string connect{};
+    /// `--instance ID` (with `--connect`): run as one exec in that instance of the sandbox
+    /// (opened with `POST /v1/sandboxes/NAME/instances`). Empty: none.
+    std::string instance{};
     /// `--workspace NAME=DIR`: the workspaces entries of `config_file` may name.
     std::map<std::string, std::string, std::less<>> workspaces{};
     /// The egress proxy's resolver pins (`--resolve`) and limits, for the bwrap runner.

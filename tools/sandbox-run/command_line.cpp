@@ -9,6 +9,7 @@
 #include <boost/program_options/variables_map.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -134,6 +135,24 @@ outcome<void> parse_connect_flags(const po::variables_map& vm, run_config& cfg)
                                     "decides it, or the client cannot do it yet)",
                                 "connect");
     cfg.tty = vm["tty"].as<bool>();
+    if (given(vm, "instance"))
+    {
+        cfg.instance = vm["instance"].as<std::string>();
+        const auto id_char = [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ||
+                   ch == '.' || ch == ':' || ch == '@';
+        };
+        if (cfg.instance.empty() || !std::all_of(cfg.instance.begin(), cfg.instance.end(), id_char))
+            return make_failure(errc::validation,
+                                "--instance: an instance id (as the daemon "
+                                "answered it)",
+                                "instance");
+        if (cfg.tty || given(vm, "stdin-file"))
+            return make_failure(errc::validation,
+                                "--instance runs one exec in the instance: no --tty, no "
+                                "--stdin-file",
+                                "instance");
+    }
     const bool json = vm["json"].as<bool>(); // (cfg.json is set after these flags)
     if (given(vm, "stdin-file") && (cfg.tty || json))
         return make_failure(errc::validation,
@@ -203,6 +222,8 @@ outcome<void> parse_config_flags(const po::variables_map& vm, run_config& cfg)
         }
     if (given(vm, "connect"))
         return parse_connect_flags(vm, cfg);
+    if (given(vm, "instance"))
+        return make_failure(errc::validation, "--instance needs --connect SOCKET", "instance");
     if (!cfg.config_file.empty())
         return check_config_use(vm, cfg);
     for (const char* flag : {"sandbox", "check", "workspace"})

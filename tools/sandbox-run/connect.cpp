@@ -227,6 +227,47 @@ asio::awaitable<int> once(connection& c, run_config& cfg, output_sink& sink)
     co_return exit_status_for(ec, result);
 }
 
+// --instance ID: one exec in the daemon's instance; its output written when it ends (the
+// daemon's answer whole with --json). The caller's signal closes the connection, which the
+// daemon takes as the client gone: it cancels the exec (the command's tree is killed).
+asio::awaitable<int> in_instance(connection& c, run_config& cfg, output_sink& sink,
+                                 const bool& interrupted)
+{
+    answer a;
+    try
+    {
+        a = co_await c.call(http::verb::post,
+                            "/v1/sandboxes/" + cfg.sandbox_name + "/instances/" + cfg.instance +
+                                "/exec",
+                            sandbox::config::call_to_json(cfg.request));
+    }
+    catch (const boost::system::system_error&)
+    {
+        if (interrupted)
+            co_return exit_cancelled;
+        throw;
+    }
+    auto [ec, result] = sandbox::exec_result_from_json(a.body);
+    if (a.status >= 300 && !ec)
+        ec = errc::internal;
+    if (cfg.json)
+    {
+        if (!co_await async_write_output(sink, output_stream::out, a.body))
+            co_return exit_status_for(sink.why());
+        co_return exit_status_for(ec, result);
+    }
+    // A command that ran, or one whose instance was closed under it (its output so far is
+    // kept), writes its output; one that never ran has only the daemon's reason.
+    const bool closed = ec == errc::instance_closed;
+    if (a.status == 200 || closed)
+        if (!co_await async_write_output(sink, output_stream::out, result.out.data) ||
+            !co_await async_write_output(sink, output_stream::err, result.err.data))
+            co_return exit_status_for(sink.why());
+    if (a.status != 200)
+        say(error_message(a));
+    co_return closed ? exit_sandbox_failure : exit_status_for(ec, result);
+}
+
 } // namespace
 
 int run_connected(run_config& cfg)
@@ -242,6 +283,13 @@ int run_connected(run_config& cfg)
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     // A signal ends the session on the daemon (its own connection: ours is busy polling).
     signals.async_wait([&](boost::system::error_code ec, int) {
+        if (!ec && !cfg.instance.empty())
+        {
+            interrupted = true;
+            sink.interrupt(); // a write waiting for our reader ends too
+            c.close();        // the daemon cancels the exec of a client that went
+            return;
+        }
         if (ec || session_id.empty())
             return;
         interrupted = true;
@@ -257,10 +305,15 @@ int run_connected(run_config& cfg)
     asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
         if (auto ec = co_await c.open(cfg.connect))
         {
-            say("--connect " + cfg.connect + ": " + ec.message());
+            if (interrupted)
+                status = exit_cancelled;
+            else
+                say("--connect " + cfg.connect + ": " + ec.message());
             co_return;
         }
-        if (cfg.json)
+        if (!cfg.instance.empty())
+            status = co_await in_instance(c, cfg, sink, interrupted);
+        else if (cfg.json)
             status = co_await once(c, cfg, sink);
         else
             status = co_await streamed(c, cfg, sink, interrupted, session_id);

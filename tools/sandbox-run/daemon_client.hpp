@@ -58,6 +58,14 @@ public:
         co_return answer{res.result_int(), std::move(res.body())};
     }
 
+    /// Ends the connection: a call under way fails; the daemon cancels an exec whose client
+    /// went away.
+    void close()
+    {
+        boost::system::error_code ignored;
+        sock_.close(ignored);
+    }
+
 private:
     local::socket sock_;
     boost::beast::flat_buffer buf_;

@@ -217,6 +217,11 @@ constexpr option_spec option_table[] = {
      "streamed, same exit status; the flags only narrow the\n"
      "sandbox's policy; --tty attaches to a terminal session,\n"
      "--stdin-file is streamed to it; no chain flags"},
+    {"instance", "ID", arity::one,
+     "with --connect: run COMMAND as one exec in the daemon's\n"
+     "instance ID of the sandbox (opened by POST /v1/sandboxes/\n"
+     "NAME/instances): output when it ends, same exit status;\n"
+     "no --tty, no --stdin-file"},
     {"help,h", "", arity::flag, "print this text and exit"},
 };
 

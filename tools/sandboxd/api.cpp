@@ -1,6 +1,7 @@
 // tools/sandboxd/api.cpp: routes and handlers of /v1. Bodies are JSON (a call in the syntax
 // of config defaults: sandbox::config::parse_call), results in sandbox-run --json's shape.
 #include "api.hpp"
+#include "calls.hpp"
 #include "wire.hpp"
 
 #include <sandbox/config/document.hpp>
@@ -27,30 +28,12 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 using sandbox::errc;
 
-namespace {
-
 sandbox::failure failure_of(errc c, std::string message)
 {
     return sandbox::make_failure(c, std::move(message));
 }
 
-struct route_error
-{
-    sandbox::failure f;
-};
-
-// The registry a call starts with, held by the call until it ends: a reload that removes,
-// renames or rebuilds the sandbox meanwhile destroys nothing the call uses, and nothing on a
-// completion path looks the sandbox up by name again.
-struct pinned_sandbox
-{
-    std::shared_ptr<const sandbox::config::registry> registry;
-    sandbox::runner* runner = nullptr;
-    std::string backend;
-};
-
-// A `local` sandbox runs commands as the daemon's user: for another uid only when the
-// document says so (`run_as: daemon`), never silently (a root daemon would run them as root).
+// Never silently: a root daemon would run them as root.
 void check_run_as(const sandbox::config::sandbox_entry& e, const peer& who)
 {
     const auto self = ::geteuid();
@@ -63,7 +46,6 @@ void check_run_as(const sandbox::config::sandbox_entry& e, const peer& who)
                              ": the config must say run_as: daemon to let other uids use it")};
 }
 
-// The sandbox a call of `who` runs in, pinned for the call's lifetime.
 pinned_sandbox pin(daemon& d, const std::string& name, const peer& who)
 {
     pinned_sandbox p{d.registry(), nullptr, {}};
@@ -75,6 +57,8 @@ pinned_sandbox pin(daemon& d, const std::string& name, const peer& who)
     p.backend = entry->backend;
     return p;
 }
+
+namespace {
 
 sandbox::config::call_document call_of(const request& req)
 {
@@ -128,7 +112,8 @@ asio::awaitable<response> list_sandboxes(daemon& d, const request& req)
     co_return json_response(req, http::status::ok, json::object{{"sandboxes", std::move(out)}});
 }
 
-// The client, as approvers and the audit trail name it.
+} // namespace
+
 sandbox::requester requester_of(const peer& who)
 {
     return {who.uid, who.gid, static_cast<std::int32_t>(who.pid)};
@@ -136,23 +121,17 @@ sandbox::requester requester_of(const peer& who)
 
 using sandbox::exec_outcome;
 
-// The exec, cancelled (its tree killed) when the client goes away before it ends, as an HTTP
-// server cancels a request's work. Returns nothing then: nobody is left to answer.
-asio::awaitable<std::optional<exec_outcome>> exec_while_connected(sandbox::runner& r,
-                                                                 sandbox::exec_request x,
-                                                                 const client_watch& gone)
+response exec_answer(const request& req, const sandbox::exec_outcome& done,
+                     const std::string& backend)
 {
-    if (!gone)
-        co_return co_await r.try_exec(std::move(x));
-    using namespace asio::experimental::awaitable_operators;
-    // The entry's runner is a policy chain, whose try_exec turns anything its inner runner
-    // throws into a value too: nothing is thrown for a failed run, so whichever ends first
-    // decides (the other is cancelled).
-    auto first = co_await (r.try_exec(std::move(x)) || gone());
-    if (first.index() == 0)
-        co_return std::get<0>(std::move(first));
-    co_return std::nullopt;
+    // A command that ran answers 200 whatever its end; one that never ran, the error's status.
+    const auto& ec = done.ec;
+    const bool ran = !ec || ec == errc::timeout || ec == errc::budget_exceeded;
+    return text_json(req, ran ? http::status::ok : status_for(ec),
+                     sandbox::to_json(done.result, ec, backend));
 }
+
+namespace {
 
 asio::awaitable<response> exec(daemon& d, const request& req, const std::string& name,
                                const peer& who, const client_watch& gone)
@@ -170,28 +149,27 @@ asio::awaitable<response> exec(daemon& d, const request& req, const std::string&
     x.args = std::move(call.args);
     x.options = std::move(call.options);
     x.requested_by = requester_of(who);
-    auto done = co_await exec_while_connected(*p.runner, std::move(x), gone);
+    auto run = p.runner->try_exec(std::move(x));
+    auto done = co_await while_connected(std::move(run), gone);
     if (!done)
     {
         d.audit({{"event", "client_gone"}, {"sandbox", name}, {"peer_uid", who.uid},
                  {"peer_pid", who.pid}, {"target", std::string(req.target())}});
         throw client_went_away{};
     }
-    // A command that ran answers 200 whatever its end; one that never ran, the error's status.
-    const auto& ec = done->ec;
-    const bool ran = !ec || ec == errc::timeout || ec == errc::budget_exceeded;
-    co_return text_json(req, ran ? http::status::ok : status_for(ec),
-                        sandbox::to_json(done->result, ec, p.backend));
+    co_return exec_answer(req, *done, p.backend);
 }
 
-// A bound of the daemon that a request would pass: 429 (this client's share) or 503 (the
-// daemon's), code budget_exceeded, the config key as the limit.
+} // namespace
+
 response refused(const request& req, const refusal& r)
 {
     json::object e{{"code", "budget_exceeded"}, {"message", r.message}, {"limit", r.limit}};
     return json_response(req, static_cast<http::status>(r.status),
                          json::object{{"error", std::move(e)}});
 }
+
+namespace {
 
 // The cap of a new session's output log, written into its options so that what it reserves
 // of daemon.session_output_budget bounds what it may keep.
@@ -419,6 +397,11 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who,
         if (n == 4 && m == http::verb::post && seg[3] == "sessions")
             {
             response r_ = co_await start_session(d, req, seg[2], who);
+            co_return r_;
+        }
+        if (n >= 4 && seg[3] == "instances")
+        {
+            response r_ = co_await route_instances(d, req, seg, who, gone);
             co_return r_;
         }
     }

@@ -64,6 +64,7 @@ sandbox::outcome<void> daemon::load()
     o.ask = approvals_.approver();
     o.audit = sink;
     o.call_numbers = call_numbers_;
+    o.warm_pools = true; // bwrap entries' settings.warm
     // No command may reach the daemon's socket: hidden where the backend can hide it (bwrap);
     // a local command that connects anyway is refused by `in_own_tree`.
     if (const auto sock = socket_path_for(*doc); !sock.empty())
@@ -160,6 +161,34 @@ bool daemon::may_use(const peer& p, const session_record& r) const
     return p.uid == r.owner.uid || is_operator(p);
 }
 
+bool daemon::may_use(const peer& p, const instance_record& r) const
+{
+    return p.uid == r.owner.uid || is_operator(p);
+}
+
+std::optional<refusal> daemon::admit_instance(const peer& owner) const
+{
+    const auto& c = document().daemon;
+    std::int64_t mine = 0;
+    if (auto it = starting_->instances_by_uid.find(owner.uid);
+        it != starting_->instances_by_uid.end())
+        mine = it->second;
+    for (const auto& [id, r] : instances_)
+        mine += r.owner.uid == owner.uid ? 1 : 0;
+    const auto held = static_cast<std::int64_t>(instances_.size()) + starting_->instances;
+    if (mine >= c.max_instances_per_uid)
+        return refusal{429, "daemon.max_instances_per_uid",
+                       "uid " + std::to_string(owner.uid) + " holds " + std::to_string(mine) +
+                           " instances, the most daemon.max_instances_per_uid allows: close "
+                           "one"};
+    if (held >= c.max_instances)
+        return refusal{503, "daemon.max_instances",
+                       "the daemon holds " + std::to_string(held) +
+                           " instances (open or opening), the most daemon.max_instances "
+                           "allows"};
+    return std::nullopt;
+}
+
 std::optional<refusal> daemon::admit_session(const peer& owner, std::int64_t output_bytes) const
 {
     const auto& c = document().daemon;
@@ -220,6 +249,18 @@ std::shared_ptr<void> daemon::hold_session_start(const peer& owner, std::int64_t
     });
 }
 
+std::shared_ptr<void> daemon::hold_instance_open(const peer& owner)
+{
+    ++starting_->instances_by_uid[owner.uid];
+    ++starting_->instances;
+    return hold_on(starting_, [uid = owner.uid](start_counts& c) {
+        if (auto it = c.instances_by_uid.find(uid);
+            it != c.instances_by_uid.end() && --it->second <= 0)
+            c.instances_by_uid.erase(it);
+        --c.instances;
+    });
+}
+
 std::shared_ptr<void> daemon::claim_session_id(const std::string& id)
 {
     if (sessions_.count(id) || !starting_->ids.insert(id).second)
@@ -249,37 +290,69 @@ void daemon::audit(boost::json::object line)
     (void)!::write(audit_fd_, text.data(), text.size());
 }
 
+void daemon::sweep_sessions(std::vector<std::shared_ptr<sandbox::session>>& ended)
+{
+    const auto linger = document().daemon.session_linger;
+    const auto now = std::chrono::system_clock::now();
+    for (auto it = sessions_.begin(); it != sessions_.end();)
+    {
+        const auto info = it->second.session->info();
+        const bool stale =
+            info.exit &&
+            info.started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                  info.exit->wall_time + linger) <=
+                now;
+        if (!stale)
+        {
+            ++it;
+            continue;
+        }
+        audit({{"event", "session_expired"}, {"session", it->first}});
+        ended.push_back(std::move(it->second.session));
+        it = sessions_.erase(it);
+    }
+}
+
+void daemon::sweep_instances(std::vector<std::shared_ptr<sandbox::instance>>& ended)
+{
+    const auto idle = document().daemon.instance_idle;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = instances_.begin(); it != instances_.end();)
+    {
+        const auto& use = *it->second.use;
+        const bool gone = !it->second.instance->is_open(); // its timeout or limits ended it
+        if (use.busy > 0 || (!gone && now - use.last_used < idle))
+        {
+            ++it;
+            continue;
+        }
+        audit({{"event", gone ? "instance_ended" : "instance_expired"},
+               {"instance", it->first},
+               {"sandbox", it->second.sandbox}});
+        ended.push_back(std::move(it->second.instance));
+        it = instances_.erase(it);
+    }
+}
+
 asio::awaitable<void> daemon::sweep_ended_sessions()
 {
     for (;;)
     {
-        // Looked at often enough for a short linger, at most every 30 s.
-        const auto linger = document().daemon.session_linger;
-        const auto every = std::min<std::chrono::nanoseconds>(std::max<std::chrono::nanoseconds>(
-                                                                   linger / 4, std::chrono::milliseconds(100)),
-                                                               std::chrono::seconds(30));
+        // Looked at often enough for a short linger or idle bound, at most every 30 s.
+        const auto& c = document().daemon;
+        const auto every = std::clamp<std::chrono::nanoseconds>(
+            std::min(c.session_linger, c.instance_idle) / 4, std::chrono::milliseconds(100),
+            std::chrono::seconds(30));
         sweep_timer_.expires_after(every);
         boost::system::error_code ec;
         co_await sweep_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) // a reload: wait again with the new linger
+        if (ec) // a reload: wait again with the new bounds
             continue;
-        const auto now = std::chrono::system_clock::now();
-        std::vector<std::shared_ptr<sandbox::session>> ended;
-        for (auto it = sessions_.begin(); it != sessions_.end();)
-        {
-            const auto info = it->second.session->info();
-            const bool stale = info.exit && info.started_at + std::chrono::duration_cast<std::chrono::system_clock::duration>(info.exit->wall_time + linger) <= now;
-            if (!stale)
-            {
-                ++it;
-                continue;
-            }
-            boost::json::object line{{"event", "session_expired"}, {"session", it->first}};
-            audit(std::move(line));
-            ended.push_back(std::move(it->second.session));
-            it = sessions_.erase(it);
-        }
-        for (auto& s : ended)
+        std::vector<std::shared_ptr<sandbox::session>> sessions;
+        std::vector<std::shared_ptr<sandbox::instance>> instances;
+        sweep_sessions(sessions);
+        sweep_instances(instances);
+        for (auto& s : sessions)
         {
             try
             {
@@ -289,11 +362,21 @@ asio::awaitable<void> daemon::sweep_ended_sessions()
             {
             }
         }
+        for (auto& i : instances)
+            co_await i->close(); // never fails
     }
 }
 
 asio::awaitable<void> daemon::end_sessions(std::chrono::nanoseconds grace)
 {
+    stopping_ = true;
+    while (!instances_.empty()) // an open that completes meanwhile adds one
+    {
+        auto instances = std::move(instances_);
+        instances_.clear();
+        for (auto& [id, rec] : instances)
+            co_await rec.instance->close(); // never fails
+    }
     auto all = std::move(sessions_);
     sessions_.clear();
     for (auto& [id, rec] : all)

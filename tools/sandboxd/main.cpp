@@ -216,7 +216,7 @@ asio::awaitable<void> on_signals(asio::signal_set& signals, sandboxd::daemon& d,
             continue;
         }
         log("stopping: no new connections, ending " + std::to_string(d.sessions().size()) +
-            " session(s)");
+            " session(s) and " + std::to_string(d.instances().size()) + " instance(s)");
         boost::system::error_code ignored;
         acceptor.close(ignored);
         if (!socket_path.empty())

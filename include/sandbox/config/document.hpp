@@ -144,6 +144,13 @@ struct daemon_config
     /// (its `max_output_bytes`, 10 MiB when unset, and never more than this) until it is
     /// closed or swept; a session that would pass it is refused 503.
     std::int64_t session_output_budget = std::int64_t{512} << 20;
+    /// An instance (`POST /v1/sandboxes/NAME/instances`) that runs no command this long is
+    /// closed.
+    std::chrono::nanoseconds instance_idle = std::chrono::minutes(10);
+    /// Instances (opening or open) one uid may hold; past it 429.
+    std::int64_t max_instances_per_uid = 4;
+    /// Instances the daemon holds for everybody; past it 503.
+    std::int64_t max_instances = 32;
 };
 
 /// \brief A parsed and validated document: version "v1", its sandboxes sorted by name, and
@@ -216,6 +223,11 @@ struct call_document
 };
 
 SANDBOX_DECL outcome<call_document> parse_call(std::string_view json);
+
+/// \brief What `sandboxd`'s clients open an instance with (JSON): `parse_call`'s options
+/// (`work_dir`, `timeout`, `kill_grace`, `env`, `net`, `resources`) and nothing else; an
+/// empty text is `{}` (the sandbox's defaults).
+SANDBOX_DECL outcome<exec_options> parse_instance_call(std::string_view json);
 
 /// \brief `r` as the body of a call (`parse_call`'s syntax): the command, its arguments,
 /// and of the options the work dir, timeout, kill grace, env, net and the memory, cpu,

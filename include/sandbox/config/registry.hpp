@@ -39,6 +39,12 @@ struct backend_context
     /// `build_options::hidden_paths`: a backend that can hide paths from its commands hides
     /// these (the bwrap backend adds them to its read-deny list).
     std::vector<std::string> hidden_paths{};
+    /// `build_options::warm_pools`: a backend keeps the warm sandboxes its settings ask for
+    /// (`warm`) only when set.
+    bool warm_pools = false;
+    /// The entry's `defaults.net`: what its calls' network is unless they narrow it (the
+    /// network a backend's warm sandboxes are opened with).
+    net_policy default_net{};
 };
 
 /// \brief Makes the backend runner of an entry. Throws `sandbox::error` to refuse (its code
@@ -63,6 +69,11 @@ struct build_options
     /// sandbox); null: each sandbox numbers its own from 1. sandboxd keeps one across
     /// reloads, started from the clock, so that a call number is unique in its audit file.
     std::shared_ptr<std::atomic<std::uint64_t>> call_numbers{};
+    /// Keep the warm sandboxes of the entries whose settings ask for them (bwrap's `warm`):
+    /// for a long-lived program (sandboxd). Off, `warm` is read and checked but no sandbox
+    /// is opened ahead (a one-shot program such as sandbox-run would only wait for them:
+    /// they are work on its loop until the registry goes).
+    bool warm_pools = false;
 };
 
 class builder;

@@ -18,6 +18,10 @@
 
 namespace sandbox {
 
+namespace bwrap {
+class warm_pool;
+} // namespace bwrap
+
 /// \brief Construction options of `bwrap_runner`: the shared ones (`root`: bound read-write,
 /// and the directory work dirs are confined to; default output cap, sample interval,
 /// sessions), and these.
@@ -82,6 +86,27 @@ struct bwrap_runner_options : common_runner_options
     /// this bound the tree is killed and the call ends `errc::timeout`, `diag.limit`
     /// "setup_timeout", nothing run. Zero: unbounded (a caller can still cancel).
     std::chrono::nanoseconds setup_timeout = std::chrono::seconds(60);
+    /// Sandboxes kept set up for one-shot calls (`try_exec`): this many instances of the
+    /// runner's own policy are opened ahead, in the background on the runner's executor,
+    /// once bwrap is known to work here (a command ran, or `check()`), each primed with one
+    /// `/bin/true`, and dropped after 30 s unused (what they resolved at their open stays
+    /// as fresh as a cold exec's). A call that an instance runs exactly as a cold exec takes
+    /// one: its `net` equal to `warm_net`, which must be without an egress proxy (`inherit`
+    /// or `deny_all`; with another mode nothing is kept), no caps (`memory_bytes`,
+    /// `cpu_millicores`, `max_processes`, `max_tasks`: a cold exec's also bound its /tmp and
+    /// go in its cgroup), no hooks of inspected requests. It runs with everything a cold
+    /// exec has of its own (its supervisor, timeout, classification, tree kill;
+    /// docs/backends.md, "Warm sandboxes"), and the sandbox is killed as the call completes
+    /// (the command's tree is gone by then; bwrap and the init end on the side): no sandbox
+    /// serves two calls, so nothing a command leaves in its /tmp reaches another. A
+    /// replacement opens once the call is done. Other calls, and all calls while none is
+    /// ready, run cold. The pooled sandboxes are work on the executor until the runner is
+    /// destroyed (which kills them): `io_context::run()` does not return before. Zero:
+    /// none.
+    std::size_t warm = 0;
+    /// The network the warm sandboxes are set up with (`inherit` or `deny_all`): only calls
+    /// with this `net` are served warm.
+    net_policy warm_net{};
 };
 
 /// \brief Runs commands inside bubblewrap: host `/` read-only, the root (and the writable
@@ -162,6 +187,9 @@ public:
     /// The bwrap program the runner found (`bwrap_path`, else on the PATH); empty when none.
     const std::string& program() const noexcept;
 
+    /// How many warm sandboxes (`bwrap_runner_options::warm`) are ready now.
+    std::size_t warm_ready() const noexcept;
+
     struct state;
 
 private:
@@ -171,6 +199,7 @@ private:
     bwrap_runner_options opts_;
     std::shared_ptr<state> st_;
     std::unique_ptr<process_manager> sessions_; // the shared registry behind the probe
+    std::shared_ptr<bwrap::warm_pool> pool_;    // null without `warm`
 };
 
 } // namespace sandbox
