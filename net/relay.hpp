@@ -64,6 +64,14 @@ boost::asio::awaitable<relay_totals> relay_one_way(boost::asio::ip::tcp::socket&
                                                    std::string first,
                                                    std::chrono::milliseconds idle_timeout);
 
+/// \brief The splice pipes this process's relays have borrowed (a direction moving bytes, or
+/// stalled with bytes in its pipe), not counting those kept for reuse by the calling
+/// thread: an idle tunnel holds none. For tests and figures (exact when one thread relays).
+std::size_t relay_pipes_borrowed() noexcept;
+
+/// \brief Closes the empty pipes the calling thread keeps for reuse.
+void relay_drop_kept_pipes() noexcept;
+
 } // namespace sandbox::net
 
 #endif // SANDBOX_LIB_NET_RELAY_HPP

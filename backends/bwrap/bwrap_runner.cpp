@@ -682,6 +682,13 @@ asio::awaitable<exec_outcome> exec_warm(bwrap::warm_instance w, exec_request req
     co_return out;
 }
 
+// A warm sandbox that ended while it waited (killed from outside, its init gone) before
+// the pool could know: the command never started in it.
+bool ended_before_start(const exec_outcome& o) noexcept
+{
+    return o.ec == errc::instance_closed && o.result.status == exec_status::not_started;
+}
+
 } // namespace
 
 // No probe before a call: a call's own run is the probe. A command that ran proves bwrap
@@ -708,8 +715,14 @@ asio::awaitable<exec_outcome> bwrap_runner::try_exec(exec_request req)
                 });
             }
         } refill{ex_, pool_};
+        // For a warm sandbox found dead before the command started: a copy of the request,
+        // its input included (a memcpy of at most what the caller gave, against a sandbox
+        // exec's milliseconds).
+        exec_request again = req;
         exec_outcome served = co_await exec_warm(std::move(warm), std::move(req));
-        co_return served;
+        if (!ended_before_start(served))
+            co_return served;
+        req = std::move(again); // nothing of the call ran: it runs cold, as without a pool
     }
     exec_outcome out = co_await backend::exec_plan(ex_, prepare(ex_, req, opts_, *st), "bwrap");
     if (proves_usable(out.result))

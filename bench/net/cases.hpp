@@ -20,6 +20,8 @@ void run_resolver(const options& o);
 /// Tunnel throughput, relay cpu per GiB, setup latency, idle and stalled tunnel memory, 4,000 idle
 /// tunnels, and the caller's loop stall while a tunnel streams (bench/net/relay.cpp).
 void run_relay(const options& o);
+/// Only the setup figures of `run_relay` (`--case setup`; for profiling a setup).
+void run_setup_only(const options& o);
 /// TLS inspection's tunnels against the plain CONNECT tunnel: setup latency and proxy cpu,
 /// throughput, idle memory (bench/net/inspect.cpp).
 void run_inspect(const options& o);

@@ -1,5 +1,5 @@
 // bench/net/main.cpp: net_bench, the egress proxy's figures against same-run baselines.
-//   net_bench [--quick] [--case decision|resolver|relay|tls|inspect]
+//   net_bench [--quick] [--case decision|resolver|relay|setup|tls|inspect]
 #include "cases.hpp"
 
 #include <cstdio>
@@ -19,7 +19,7 @@ int main(int argc, char** argv)
         {
             std::fprintf(
                 stderr,
-                "usage: net_bench [--quick] [--case decision|resolver|relay|tls|inspect]\n");
+                "usage: net_bench [--quick] [--case decision|resolver|relay|setup|tls|inspect]\n");
             return 2;
         }
     }
@@ -29,6 +29,8 @@ int main(int argc, char** argv)
         net_bench::run_resolver(o);
     if (o.only.empty() || o.only == "relay")
         net_bench::run_relay(o);
+    if (o.only == "setup") // the relay's setup figures alone (for profiling the setup)
+        net_bench::run_setup_only(o);
     if (o.only.empty() || o.only == "tls")
         net_bench::run_tls(o);
     if (o.only.empty() || o.only == "inspect")

@@ -692,6 +692,13 @@ void run_peer(proxy_rig& px, const options& o)
 
 } // namespace
 
+void run_setup_only(const options& o)
+{
+    sink s;
+    proxy_rig px;
+    run_setup(px, s, o);
+}
+
 void run_relay(const options& o)
 {
     sink s;

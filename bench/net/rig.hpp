@@ -216,6 +216,7 @@ public:
         port_ = a.local_endpoint().port();
         proxy_->add_listener(std::move(a));
         thread_ = std::thread([this] { ioc_.run(); });
+        ::pthread_setname_np(thread_.native_handle(), "proxy"); // for perf --comm
         ::pthread_getcpuclockid(thread_.native_handle(), &cpu_clock_);
     }
     ~proxy_rig()

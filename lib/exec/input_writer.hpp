@@ -4,6 +4,8 @@
 #ifndef SANDBOX_LIB_EXEC_INPUT_WRITER_HPP
 #define SANDBOX_LIB_EXEC_INPUT_WRITER_HPP
 
+#include <sandbox/config.hpp>
+
 #include <cstddef>
 #include <string_view>
 
@@ -14,6 +16,11 @@ namespace sandbox::detail {
 /// write(2) that cannot raise SIGPIPE in the host process: SIGPIPE is blocked in this thread
 /// for the call and one it caused is consumed. No process-wide handler is touched.
 ssize_t write_no_sigpipe(int fd, const char* data, std::size_t len) noexcept;
+
+/// splice(2) that cannot raise SIGPIPE in the host process (a splice into a socket whose
+/// peer is gone would: splice has no MSG_NOSIGNAL), retried on EINTR. For the egress relay.
+SANDBOX_DECL ssize_t splice_no_sigpipe(int in, int out, std::size_t len,
+                                       unsigned int flags) noexcept;
 
 /// \brief Writes `data` from `off` on to the non-blocking `fd` until it is all written or the
 /// descriptor is full, advancing `off`. Returns 0 when all is written, EAGAIN when full (wait

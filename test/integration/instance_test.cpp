@@ -567,26 +567,37 @@ BOOST_AUTO_TEST_CASE(the_chain_judges_each_command_of_an_instance)
     BOOST_TEST(seen == want, boost::test_tools::per_element());
 }
 
+// A bwrap runner under `root` keeping `n` warm sandboxes.
+std::unique_ptr<sandbox::bwrap_runner> warm_runner(asio::io_context& ioc, const owned_dir& root,
+                                                   std::size_t n)
+{
+    auto o = bwrap_instance_fixture::options(root.str());
+    o.warm = n;
+    return std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), o);
+}
+
+// Waits (at most 10 s) until `r` has `n` warm sandboxes ready.
+bool wait_warm(asio::io_context& ioc, const sandbox::bwrap_runner& r, std::size_t n)
+{
+    return finish(ioc, [&]() -> asio::awaitable<bool> {
+        asio::steady_timer t(ioc);
+        for (int i = 0; i < 2000 && r.warm_ready() < n; ++i)
+        {
+            t.expires_after(5ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        co_return r.warm_ready() >= n;
+    }());
+}
+
 // bwrap_runner_options::warm: one-shot calls served by sandboxes opened ahead, each used by
 // one call and closed before it completes; calls a warm sandbox would run otherwise go cold.
 BOOST_AUTO_TEST_CASE(one_shot_calls_take_warm_sandboxes_one_each)
 {
     asio::io_context ioc;
     owned_dir root;
-    auto o = bwrap_instance_fixture::options(root.str());
-    o.warm = 2;
-    auto r = std::make_unique<sandbox::bwrap_runner>(ioc.get_executor(), o);
-    auto wait_ready = [&](std::size_t n) {
-        return finish(ioc, [&]() -> asio::awaitable<bool> {
-            asio::steady_timer t(ioc);
-            for (int i = 0; i < 2000 && r->warm_ready() < n; ++i)
-            {
-                t.expires_after(5ms);
-                co_await t.async_wait(asio::use_awaitable);
-            }
-            co_return r->warm_ready() >= n;
-        }());
-    };
+    auto r = warm_runner(ioc, root, 2);
+    auto wait_ready = [&](std::size_t n) { return wait_warm(ioc, *r, n); };
     BOOST_TEST(r->warm_ready() == 0u); // nothing opens before bwrap is known to work here
     auto cold = finish(ioc, r->try_exec(sh("cat /proc/1/comm")));
     BOOST_TEST(!cold.ec, cold.result.diag);
@@ -631,6 +642,48 @@ BOOST_AUTO_TEST_CASE(one_shot_calls_take_warm_sandboxes_one_each)
     BOOST_TEST(instance_processes().empty());
     auto left = sbx_test::helper_processes();
     BOOST_CHECK_MESSAGE(sbx_test::wait_gone(left), "helper processes survived the test");
+}
+
+// The parent pid of `p` (its stat's fourth field), -1 when gone.
+pid_t parent_of(pid_t p)
+{
+    std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto close = stat.rfind(')');
+    return close == std::string::npos ? -1 : std::atoi(stat.c_str() + close + 4);
+}
+
+// A warm sandbox killed from outside after the pool last looked at it: the call it is handed
+// to finds it dead before its command starts, and runs cold instead of failing.
+BOOST_AUTO_TEST_CASE(a_warm_sandbox_found_dead_sends_the_call_cold)
+{
+    asio::io_context ioc;
+    owned_dir root;
+    auto r = warm_runner(ioc, root, 1);
+    auto first = finish(ioc, r->try_exec(sh("true")));
+    BOOST_TEST(!first.ec, first.result.diag);
+    BOOST_REQUIRE(wait_warm(ioc, *r, 1));
+    // The warm sandbox's init and its primed worker, and bwrap above them; killed while the
+    // loop does not run, so the pool cannot have seen the end.
+    auto inside = instance_processes();
+    BOOST_REQUIRE(!inside.empty());
+    const auto init = std::find_if(inside.begin(), inside.end(), [&](pid_t p) {
+        return std::find(inside.begin(), inside.end(), parent_of(p)) == inside.end();
+    });
+    BOOST_REQUIRE(init != inside.end());
+    const pid_t bwrap = parent_of(*init);
+    BOOST_REQUIRE(bwrap > 1);
+    BOOST_REQUIRE(::kill(*init, SIGKILL) == 0);
+    inside.push_back(bwrap);
+    BOOST_REQUIRE(sbx_test::wait_gone(inside));
+    BOOST_TEST(r->warm_ready() == 1u); // still counted: its end is not handled yet
+    auto c = finish(ioc, r->try_exec(sh("echo ran; cat /proc/1/comm")));
+    BOOST_TEST(!c.ec, c.result.diag);
+    BOOST_TEST(c.result.out.data == "ran\nsandbox-init\n");
+    r.reset();
+    BOOST_TEST(drains(ioc));
+    BOOST_TEST(instance_processes().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 
 #include "net/http_front.hpp"
 #include "net/proxy.hpp"
+#include "net/relay.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -18,6 +19,12 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <csignal>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 BOOST_TEST_DONT_PRINT_LOG_VALUE(sandbox::net_verdict)
 BOOST_TEST_DONT_PRINT_LOG_VALUE(sandbox::net_protocol)
@@ -362,6 +369,8 @@ BOOST_AUTO_TEST_CASE(connect_moves_data_both_ways)
         BOOST_TEST(starts_with(head, "HTTP/1.1 200 "));
         co_await send(c, "hello");
         BOOST_TEST(extra + co_await read_n(c, 5 - extra.size()) == "hello");
+        // The bytes moved, the tunnel idle: both directions gave their splice pipes back.
+        BOOST_TEST(co_await eventually([] { return net::relay_pipes_borrowed() == 0; }));
         c.shutdown(tcp::socket::shutdown_send);
         BOOST_TEST(co_await read_all(c) == "");
         BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
@@ -517,6 +526,16 @@ std::string pattern(std::size_t offset, std::size_t n)
 // A receiver that stops reading stalls its direction: the bytes it has not taken stay in
 // the kernel (the relay peeks, writes what the receiver takes, drops exactly that), so none
 // is lost, doubled or reordered when it reads again, in both directions at once.
+// The tunnel's one `closed` record: bytes each way and why it ended.
+void closed_once_with(const proxy_fixture& f, std::uint64_t up, std::uint64_t down,
+                      std::string_view reason)
+{
+    BOOST_REQUIRE_EQUAL(f.count(net_event::closed), 1u);
+    BOOST_TEST(f.records.back().bytes_up == up);
+    BOOST_TEST(f.records.back().bytes_down == down);
+    BOOST_TEST(f.records.back().reason == reason);
+}
+
 BOOST_AUTO_TEST_CASE(stalled_directions_lose_nothing_when_reading_resumes)
 {
     // More than the kernel buffers of both legs hold (the proxy's sockets autotune to a few
@@ -562,6 +581,8 @@ BOOST_AUTO_TEST_CASE(stalled_directions_lose_nothing_when_reading_resumes)
         co_await t.async_wait(asio::use_awaitable);
         BOOST_TEST(!origin_sent_all);
         BOOST_TEST(!client_sent_all);
+        // Each stalled direction holds one pipe with bytes in it, nothing more.
+        BOOST_TEST(net::relay_pipes_borrowed() == 2u);
         origin_may_read = true;
         const std::string got = extra + co_await read_all(c);
         BOOST_TEST(got.size() == total);
@@ -572,10 +593,130 @@ BOOST_AUTO_TEST_CASE(stalled_directions_lose_nothing_when_reading_resumes)
     });
     BOOST_TEST(origin_got.size() == total);
     BOOST_TEST((origin_got == pattern(0, total)));
+    closed_once_with(f, total, total, "eof");
+}
+
+// With no descriptor left for a splice pipe (the table full), a tunnel's directions copy
+// through the thread's buffer instead: every byte arrives, both ways, and half-closes pass.
+BOOST_AUTO_TEST_CASE(without_descriptors_for_pipes_a_tunnel_copies)
+{
+    constexpr std::size_t total = 4u << 20;
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    // Fills the descriptor table (the soft limit lowered to at most 4,096) until no pipe
+    // can be made; its end (also on a failed assertion) gives everything back.
+    struct full_table
+    {
+        rlimit before{};
+        std::vector<int> filler{};
+        full_table() { ::getrlimit(RLIMIT_NOFILE, &before); }
+        ~full_table() { empty(); }
+        void fill(int open_fd)
+        {
+            rlimit low = before;
+            low.rlim_cur = std::min<rlim_t>(before.rlim_cur, 4096);
+            BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+            for (int fd; (fd = ::fcntl(open_fd, F_DUPFD_CLOEXEC, 0)) >= 0;)
+                filler.push_back(fd);
+            BOOST_REQUIRE(errno == EMFILE);
+            int p[2];
+            BOOST_REQUIRE(::pipe(p) != 0); // no pipe can be made now
+        }
+        void empty()
+        {
+            for (int fd : filler)
+                ::close(fd);
+            filler.clear();
+            ::setrlimit(RLIMIT_NOFILE, &before);
+        }
+    } table;
+    std::string got;
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        net::relay_drop_kept_pipes();
+        table.fill(c.native_handle());
+        auto writer = [&]() -> asio::awaitable<void> {
+            co_await send(c, pattern(0, total));
+            c.shutdown(tcp::socket::shutdown_send);
+        };
+        asio::co_spawn(c.get_executor(), writer(), asio::detached);
+        got = extra + co_await read_all(c);
+        BOOST_TEST(net::relay_pipes_borrowed() == 0u);
+        table.empty();
+        BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
+        o.close();
+    });
+    table.empty();
+    BOOST_TEST(got.size() == total);
+    BOOST_TEST((got == pattern(0, total)));
+    closed_once_with(f, total, total, "eof");
+}
+
+// Urgent data (MSG_OOB) stops TCP's splice at its mark while bytes wait behind it: the
+// relay steps over it (copying that chunk) and the bytes after it still arrive. The urgent
+// byte itself is out of band: it is not relayed.
+BOOST_AUTO_TEST_CASE(urgent_data_does_not_stall_a_direction)
+{
+    proxy_fixture f;
+    origin o(f.ioc);
+    o.serve(echo);
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        co_await send(c, "before|");
+        BOOST_TEST(extra + co_await read_n(c, 7 - extra.size()) == "before|");
+        BOOST_REQUIRE(::send(c.native_handle(), "!", 1, MSG_OOB) == 1);
+        co_await send(c, "after");
+        c.shutdown(tcp::socket::shutdown_send);
+        BOOST_TEST(co_await read_all(c) == "after");
+        BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
+        o.close();
+    });
+    closed_once_with(f, 12, 12, "eof");
+}
+
+// A client that half-closes, then resets while its destination still sends: the relay's
+// writes into the dead socket fail with EPIPE, never a SIGPIPE (which would end this whole
+// process: the test leaves SIGPIPE at its default).
+BOOST_AUTO_TEST_CASE(a_reset_receiver_raises_no_sigpipe)
+{
+    BOOST_REQUIRE(::signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+    proxy_fixture f;
+    origin o(f.ioc);
+    bool origin_done = false;
+    o.serve([&](tcp::socket s) -> asio::awaitable<void> {
+        // Sends until the tunnel is gone.
+        const std::string chunk = pattern(0, 64 * 1024);
+        for (;;)
+        {
+            auto [ec, n] = co_await asio::async_write(s, asio::buffer(chunk),
+                                                      asio::as_tuple(asio::use_awaitable));
+            if (ec)
+                break;
+        }
+        origin_done = true;
+    });
+    f.run([&]() -> asio::awaitable<void> {
+        auto c = co_await dial(f.port);
+        co_await send(c, connect_head(o.port()));
+        std::string extra;
+        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        co_await read_n(c, 4096); // the download flows
+        c.shutdown(tcp::socket::shutdown_send);
+        c.set_option(asio::socket_base::linger(true, 0));
+        c.close(); // a reset: the proxy's next writes to it fail
+        BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));
+        BOOST_TEST(co_await eventually([&] { return origin_done; }));
+        o.close();
+    });
     BOOST_REQUIRE_EQUAL(f.count(net_event::closed), 1u);
-    BOOST_TEST(f.records.back().bytes_up == total);
-    BOOST_TEST(f.records.back().bytes_down == total);
-    BOOST_TEST(f.records.back().reason == "eof");
+    BOOST_TEST(f.records.back().reason == "reset");
 }
 
 BOOST_AUTO_TEST_CASE(absolute_form_get_is_forwarded_with_host_rebuilt)
