@@ -29,9 +29,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <fcntl.h>
@@ -86,13 +88,30 @@ constexpr int buffers_per_turn = 1;
 /// The bytes a splice pipe holds: one chunk (a 64 KiB pipe cost 10-15 % more cpu per byte).
 constexpr int pipe_bytes = 256 * 1024;
 
-/// Whether pipes may be enlarged past the kernel's default (64 KiB) without spending the
-/// user's pipe allowance (fs.pipe-user-pages-soft binds users without CAP_SYS_RESOURCE: past
-/// it, every new pipe of the uid, the commands' own included, gets two pages). Root only.
+/// Whether this process is exempt from the user's pipe allowance (fs.pipe-user-pages-soft:
+/// past it, every new pipe of the uid, the commands' own included, gets two pages): it holds
+/// CAP_SYS_RESOURCE or CAP_SYS_ADMIN in its effective set. Not "euid 0": root in a container
+/// without those capabilities is bound like anyone.
+bool exempt_from_pipe_allowance()
+{
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("CapEff:", 0) == 0)
+        {
+            const std::uint64_t eff = std::strtoull(line.c_str() + 7, nullptr, 16);
+            constexpr std::uint64_t sys_admin = std::uint64_t{1} << 21;
+            constexpr std::uint64_t sys_resource = std::uint64_t{1} << 24;
+            return (eff & (sys_admin | sys_resource)) != 0;
+        }
+    return false;
+}
+
+/// Whether pipes may be enlarged past the kernel's default (64 KiB): only when that spends no
+/// user's allowance.
 bool may_enlarge_pipes()
 {
-    static const bool root = ::geteuid() == 0;
-    return root;
+    static const bool exempt = exempt_from_pipe_allowance();
+    return exempt;
 }
 
 /// Pipes open for splicing in this process (in use or kept): at most a sixteenth of the
