@@ -8,6 +8,8 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,12 +41,13 @@ private:
     sigset_t old_;
 };
 
+// Into the cgroup `cgroup_fd`, or (-1) the caller's.
 clone_args into_cgroup(int cgroup_fd, std::uint64_t flags)
 {
     clone_args ca{};
-    ca.flags = flags | CLONE_VFORK | CLONE_INTO_CGROUP;
+    ca.flags = flags | CLONE_VFORK | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
     ca.exit_signal = SIGCHLD;
-    ca.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+    ca.cgroup = cgroup_fd >= 0 ? static_cast<std::uint64_t>(cgroup_fd) : 0;
     return ca;
 }
 
@@ -122,6 +125,24 @@ int start(int cgroup_fd, child_entry entry, void* arg, pid_t& pid)
     char* const stack = child_stack::of_this_thread();
     if (!stack)
         return ENOMEM;
+    if (cgroup_fd < 0) // clone(2): a fork filter over the tree (an instance's) refuses clone3
+    {
+        struct call
+        {
+            child_entry entry;
+            void* arg;
+        } c{entry, arg};
+        auto run = [](void* p) -> int {
+            auto* c = static_cast<call*>(p);
+            c->entry(c->arg);
+            return 127; // (never reached)
+        };
+        const int r = ::clone(run, stack + clone_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+        if (r < 0)
+            return errno;
+        pid = r;
+        return 0;
+    }
     clone_args ca = into_cgroup(cgroup_fd, CLONE_VM);
     ca.stack = reinterpret_cast<std::uintptr_t>(stack);
     ca.stack_size = clone_stack_size;
@@ -137,6 +158,19 @@ int start(int cgroup_fd, child_entry entry, void* arg, pid_t& pid)
 // A copy of us, as fork() makes, waited for until it executes a program or ends.
 int start(int cgroup_fd, child_entry entry, void* arg, pid_t& pid)
 {
+    if (cgroup_fd < 0) // fork(): a fork filter over the tree (an instance's) refuses clone3
+    {
+        const pid_t r = ::fork();
+        if (r == 0)
+        {
+            entry(arg);
+            ::_exit(127); // (never reached: entry executes a program or ends the child)
+        }
+        if (r < 0)
+            return errno;
+        pid = r;
+        return 0;
+    }
     clone_args ca = into_cgroup(cgroup_fd, 0);
     const long r = ::syscall(SYS_clone3, &ca, sizeof ca);
     if (r == 0)
@@ -164,7 +198,8 @@ int move_to(int from, int to)
 // The process group or session, the dispositions and the mask. 0 or errno.
 int set_up_signals(const spawn_args& a)
 {
-    if ((a.tty_path.empty() ? ::setpgid(0, 0) : ::setsid()) < 0)
+    const bool terminal = !a.tty_path.empty() || a.tty_fd >= 0;
+    if ((terminal ? ::setsid() : ::setpgid(0, 0)) < 0)
         return errno;
     struct sigaction dfl{};
     dfl.sa_handler = SIG_DFL;
@@ -185,7 +220,15 @@ int set_up_files(const spawn_args& a, int stdin_fd, std::span<const int> extra, 
     if (a.work_dir_fd >= 0 && ::fchdir(a.work_dir_fd) != 0)
         return errno;
     int in = stdin_fd, out = a.stdout_fd, err = a.stderr_fd;
-    if (!a.tty_path.empty())
+    if (a.tty_fd >= 0) // a session leader by now: the terminal becomes its controlling one
+    {
+        if (int rc = move_to(a.tty_fd, 0); rc != 0)
+            return rc;
+        if (::ioctl(0, TIOCSCTTY, 0) != 0)
+            return errno;
+        in = out = err = 0;
+    }
+    else if (!a.tty_path.empty())
     {
         ::close(0);
         const int t = ::open(a.tty_path.c_str(), O_RDWR); // becomes the controlling terminal

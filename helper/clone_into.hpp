@@ -48,11 +48,13 @@ using child_entry = void (*)(void* arg);
 inline constexpr std::size_t clone_stack_size = 64 * 1024;
 
 /// \brief Runs `entry(arg)` in a new process made by clone3(CLONE_VM | CLONE_VFORK |
-/// CLONE_INTO_CGROUP) in the cgroup `cgroup_fd` (a cgroup v2 directory), on a stack of its
-/// own, SIGCHLD at its end. Returns once the child has executed a program or ended: 0 with
-/// `pid`, or the errno of clone3 (ENOSYS or E2BIG/EINVAL before Linux 5.7, EBUSY,
-/// EOPNOTSUPP, EACCES from the cgroup). Every signal is blocked in the caller meanwhile, so
-/// the child starts with all of them blocked and no handler of ours runs in it.
+/// CLONE_INTO_CGROUP) in the cgroup `cgroup_fd` (a cgroup v2 directory; -1: the caller's, made
+/// by clone(2) instead, which a fork filter over the caller's tree lets through where it
+/// refuses clone3), on a stack of its own, SIGCHLD at its end. Returns once the child
+/// has executed a program or ended: 0 with `pid`, or the errno of clone3 (ENOSYS or E2BIG/EINVAL
+/// before Linux 5.7, EBUSY, EOPNOTSUPP, EACCES from the cgroup). Every signal is blocked in the
+/// caller meanwhile, so the child starts with all of them blocked and no handler of ours runs in
+/// it.
 ///
 /// Under AddressSanitizer or ThreadSanitizer (whose per-thread state a child sharing our
 /// memory on a stack of its own would corrupt) and on architectures other than x86-64, the

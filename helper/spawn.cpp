@@ -289,7 +289,7 @@ int spawn_command(const spawn_args& a, pid_t& pid)
         extra.push_back(moved.back().get());
     }
     const std::vector<char*> argv = c_strings(a.argv), envp = c_strings(a.envp);
-    if (a.cgroup_fd >= 0)
+    if (a.cgroup_fd >= 0 || a.tty_fd >= 0)
         return spawn_into_cgroup(a, stdin_src, extra, argv.data(), envp.data(), pid);
     return spawn_posix(a, stdin_src, extra, argv.data(), envp.data(), pid);
 }

@@ -24,6 +24,12 @@ struct spawn_args
     /// a new session, the terminal opened as fd 0 (so it becomes the controlling terminal)
     /// and duplicated onto 1 and 2.
     std::string tty_path{};
+    /// Instead of `tty_path`: a terminal's descriptor (a worker inside a sandbox got it with
+    /// the plan; the host's name for it is not in the sandbox's /dev). The child, a session
+    /// leader, makes it fd 0 and its controlling terminal (TIOCSCTTY: no permission on the
+    /// device node needed), then 1 and 2. Started as a cgroup child is (clone_into_cgroup),
+    /// with or without a cgroup: posix_spawn has no action for it.
+    int tty_fd = -1;
     /// Handed to the command as fds 3, 4, ... (none: everything from 3 up is closed).
     std::vector<int> extra_fds{};
     /// Start with the job signals (status_init.hpp) ignored instead of at their defaults.

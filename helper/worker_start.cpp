@@ -71,10 +71,16 @@ bool spawn_args_of(const proto::plan& p, const std::vector<unique_fd>& fds, spaw
 }
 
 // A plan for a worker inside an instance (proto::opt_inside): its work directory, opened
-// here in the sandbox's view into `dir`, and its command looked up on its own PATH. 0, or
-// the errno and the stage it belongs to.
+// here in the sandbox's view into `dir`, its command looked up on its own PATH, and its terminal
+// by the descriptor that came with the plan (the host's name for it, /dev/pts/N, is not in
+// the sandbox's /dev). 0, or the errno and the stage it belongs to.
 int resolve_inside(const proto::plan& p, spawn_args& a, unique_fd& dir, proto::spawn_stage& stage)
 {
+    if (!a.tty_path.empty())
+    {
+        a.tty_fd = a.stdout_fd; // the slave, held until the spawn
+        a.tty_path.clear();
+    }
     if (!p.work_dir_path.empty())
     {
         dir.reset(::open(p.work_dir_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));

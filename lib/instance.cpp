@@ -4,6 +4,9 @@
 #include <sandbox/backend/instance.hpp>
 
 #include "front_end.hpp"
+#include "session/session_state.hpp"
+
+#include <sandbox/process_manager.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -71,15 +74,12 @@ bool default_env(const env_policy& e)
 
 } // namespace
 
-outcome<> narrow_to_instance(const instance_spec& inst, exec_request& req)
+namespace {
+
+// The rules of both kinds of call: what they run with, and their own network hooks.
+outcome<> narrow_options(const instance_spec& inst, exec_options& o, bool own_hooks)
 {
-    auto& o = req.options;
-    if (req.tty)
-        return make_failure(errc::not_available,
-                            "terminals inside an instance are not built yet: start a session "
-                            "of the runner for a command that needs one",
-                            "tty");
-    if (req.on_net_record || !req.http.empty())
+    if (own_hooks)
         return make_failure(errc::validation,
                             "a command in an instance has no network hooks of its own: the "
                             "instance's network reports to instance_spec::on_net_record and "
@@ -100,7 +100,134 @@ outcome<> narrow_to_instance(const instance_spec& inst, exec_request& req)
     return {};
 }
 
+} // namespace
+
+outcome<> narrow_to_instance(const instance_spec& inst, exec_request& req)
+{
+    return narrow_options(inst, req.options, req.on_net_record || !req.http.empty());
+}
+
+outcome<> narrow_to_instance(const instance_spec& inst, session_spec& spec)
+{
+    return narrow_options(inst, spec.options, spec.on_net_record || !spec.http.empty());
+}
+
 namespace {
+
+// A forwarding instance's sessions: its runner's, narrowed to the instance. Its books hold
+// only the sessions started through it (list, find and terminate see no others); the
+// instance's close, and its destruction, end those still running. A member of the instance:
+// `keep` holds the instance across the waits of a start or a terminate.
+class forwarded_sessions final : public process_manager
+{
+public:
+    forwarded_sessions(runner& r, const instance_spec& spec,
+                       std::function<std::optional<failure>()> closed,
+                       std::function<std::shared_ptr<void>()> keep)
+        : r_(r), spec_(spec), closed_(std::move(closed)), keep_(std::move(keep))
+    {}
+    ~forwarded_sessions() override
+    {
+        for (const auto& w : started_) // nothing outlives the instance
+            if (auto s = w.lock(); s && s->running())
+                detail::session_access::state(*s)->child->terminate(std::chrono::nanoseconds(0));
+    }
+
+    executor_type get_executor() const noexcept override { return r_.get_executor(); }
+
+    // The thread rule: the books are touched on the runner's executor only.
+    asio::awaitable<outcome<std::shared_ptr<session>>> try_start(session_spec spec) override
+    {
+        return detail::on_executor(get_executor(), start_body(keep_(), this, std::move(spec)));
+    }
+
+    std::vector<session_info> list() const override
+    {
+        std::vector<session_info> rows =
+            r_.sessions() ? r_.sessions()->list() : std::vector<session_info>{};
+        std::erase_if(rows, [this](const session_info& i) { return !ours(i.id); });
+        return rows;
+    }
+
+    std::shared_ptr<session> find(std::string_view id) const override { return ours(id); }
+
+    asio::awaitable<exec_result> terminate(std::string id, std::chrono::nanoseconds grace) override
+    {
+        return detail::on_executor(get_executor(),
+                                   terminate_body(keep_(), this, std::move(id), grace));
+    }
+
+    // Ends every session started here that still runs, and waits for each one's end (one
+    // that another caller is closing meanwhile is that caller's to wait for). Never throws.
+    asio::awaitable<void> terminate_all()
+    {
+        for (const auto& w : std::vector(started_))
+            if (auto s = w.lock(); s && s->running())
+            {
+                detail::session_access::state(*s)->child->terminate(std::chrono::nanoseconds(0));
+                try
+                {
+                    co_await s->wait();
+                }
+                catch (const std::exception&)
+                {}
+            }
+    }
+
+private:
+    // By value: the instance (`keep`) owns `self`; a start may wait long (a chain's approval
+    // on the runner's manager, the spawn).
+    static asio::awaitable<outcome<std::shared_ptr<session>>>
+    start_body([[maybe_unused]] std::shared_ptr<void> keep, forwarded_sessions* self,
+               session_spec spec)
+    {
+        if (auto f = self->closed_())
+            co_return std::move(*f);
+        process_manager* pm = self->r_.sessions();
+        if (!pm)
+            co_return make_failure(errc::not_available, "the runner has no sessions");
+        if (auto n = narrow_to_instance(self->spec_, spec); !n)
+            co_return std::move(n).error();
+        auto s = co_await pm->try_start(std::move(spec));
+        if (!s)
+            co_return s;
+        if (auto f = self->closed_()) // closed while it started: it goes too
+        {
+            co_await (*s)->close();
+            co_return std::move(*f);
+        }
+        std::erase_if(self->started_, [](const auto& w) { return w.expired(); });
+        self->started_.push_back(*s);
+        co_return s;
+    }
+
+    static asio::awaitable<exec_result> terminate_body([[maybe_unused]] std::shared_ptr<void> keep,
+                                                       forwarded_sessions* self, std::string id,
+                                                       std::chrono::nanoseconds grace)
+    {
+        auto s = self->ours(id);
+        if (!s)
+            detail::throw_failure(errc::not_found, "no session \"" + id + "\" in this instance",
+                                  "id");
+        co_return co_await s->terminate(grace);
+    }
+
+    std::shared_ptr<session> ours(std::string_view id) const
+    {
+        process_manager* pm = r_.sessions();
+        auto s = pm ? pm->find(id) : nullptr;
+        for (const auto& w : started_)
+            if (s && w.lock() == s)
+                return s;
+        return nullptr;
+    }
+
+    runner& r_;
+    const instance_spec& spec_;
+    std::function<std::optional<failure>()> closed_;
+    std::function<std::shared_ptr<void>()> keep_;
+    std::vector<std::weak_ptr<session>> started_;
+};
 
 // One runner's commands, narrowed to the spec; close() cancels those running (their trees
 // are killed, as for any cancelled exec) and refuses the rest.
@@ -110,7 +237,15 @@ class forwarding_instance final : public instance,
 public:
     forwarding_instance(runner& r, instance_spec spec)
         : r_(r), spec_(std::move(spec)), id_(next_instance_id()),
-          idle_(r.get_executor(), asio::steady_timer::time_point::max())
+          idle_(r.get_executor(), asio::steady_timer::time_point::max()),
+          sessions_(
+              r, spec_,
+              [this]() -> std::optional<failure> {
+                  if (ended_)
+                      return closed_failure();
+                  return std::nullopt;
+              },
+              [this] { return std::shared_ptr<void>(shared_from_this()); })
     {}
 
     executor_type get_executor() const noexcept override { return r_.get_executor(); }
@@ -118,6 +253,7 @@ public:
     const std::string& id() const noexcept override { return id_; }
     bool is_open() const noexcept override { return !ended_; }
     const exec_outcome* ended() const noexcept override { return ended_ ? &*ended_ : nullptr; }
+    process_manager* sessions() noexcept override { return r_.sessions() ? &sessions_ : nullptr; }
 
     // The command runs with a cancellation signal of ours, which the caller's cancellation
     // (terminal and partial) and close() both reach; a command cut by close() keeps what it
@@ -175,8 +311,12 @@ public:
             for (const auto& sig : std::vector(running_))
                 sig->emit(asio::cancellation_type::terminal);
         }
+        const bool throws = co_await asio::this_coro::throw_if_cancelled();
+        co_await asio::this_coro::throw_if_cancelled(false); // never fails
         while (!running_.empty())
             co_await idle_.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await sessions_.terminate_all();
+        co_await asio::this_coro::throw_if_cancelled(throws);
     }
 
 private:
@@ -201,6 +341,7 @@ private:
     asio::steady_timer idle_;
     std::vector<std::shared_ptr<asio::cancellation_signal>> running_;
     std::optional<exec_outcome> ended_;
+    forwarded_sessions sessions_;
 };
 
 } // namespace

@@ -80,11 +80,6 @@ void finish(relay_state& st, std::string_view reason)
     st.server.cancel(ignored);
 }
 
-/// Chunks one handler moves before it lets the loop run others (a post): 256 KiB, tens of
-/// microseconds of splicing or copying, so the loop it shares stays responsive. (Measured,
-/// net_bench: two chunks per turn moved no more bytes and doubled the loop's p99 lateness.)
-constexpr int buffers_per_turn = 1;
-
 /// The bytes a splice pipe holds: one chunk (a 64 KiB pipe cost 10-15 % more cpu per byte).
 constexpr int pipe_bytes = 256 * 1024;
 
@@ -297,6 +292,15 @@ next_wait broken(relay_state& st)
     return next_wait::ended;
 }
 
+/// Calls `call` (a system call: < 0 with errno on failure) again while it is interrupted.
+template <class Call> ssize_t retrying(Call call)
+{
+    ssize_t n;
+    while ((n = call()) < 0 && errno == EINTR)
+    {}
+    return n;
+}
+
 /// Moves one chunk without ever holding bytes the receiver did not take: peeks at what
 /// `from` has (MSG_PEEK), writes what `to` takes now, then drops exactly that much from
 /// `from` (MSG_TRUNC discards on TCP without a copy). Whatever `to` refuses stays in the
@@ -306,11 +310,9 @@ next_wait broken(relay_state& st)
 next_wait move_chunk(relay_state& st, tcp::socket& from, tcp::socket& to, std::uint64_t& count)
 {
     char* buf = scratch_buffer();
-    ssize_t n;
-    while ((n = ::recv(from.native_handle(), buf, buffer_bytes, MSG_PEEK | MSG_DONTWAIT)) < 0 &&
-           errno == EINTR)
-    {
-    }
+    const int fd = from.native_handle();
+    const ssize_t n =
+        retrying([&] { return ::recv(fd, buf, buffer_bytes, MSG_PEEK | MSG_DONTWAIT); });
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return next_wait::readable;
     if (n == 0)
@@ -327,12 +329,8 @@ next_wait move_chunk(relay_state& st, tcp::socket& from, tcp::socket& to, std::u
         return broken(st);
     if (wrote > 0)
     {
-        ssize_t dropped;
-        while ((dropped = ::recv(from.native_handle(), nullptr, wrote, MSG_TRUNC | MSG_DONTWAIT)) <
-                   0 &&
-               errno == EINTR)
-        {
-        }
+        const ssize_t dropped =
+            retrying([&] { return ::recv(fd, nullptr, wrote, MSG_TRUNC | MSG_DONTWAIT); });
         if (dropped != static_cast<ssize_t>(wrote))
             return broken(st);
         count += wrote;
@@ -363,10 +361,7 @@ next_wait drain_pipe(relay_state& st, direction& d, tcp::socket& to, std::uint64
 ssize_t peek_one(tcp::socket& from)
 {
     char c;
-    ssize_t n;
-    while ((n = ::recv(from.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT)) < 0 && errno == EINTR)
-    {}
-    return n;
+    return retrying([&] { return ::recv(from.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT); });
 }
 
 /// Moves one chunk through the direction's pipe: what the pipe still holds first, then what
@@ -385,11 +380,10 @@ next_wait splice_chunk(relay_state& st, direction& d, tcp::socket& from, tcp::so
             d.pipe.emplace(std::move(*p));
     if (!d.pipe)
         return move_chunk(st, from, to, count);
-    ssize_t n;
-    while ((n = ::splice(from.native_handle(), nullptr, d.pipe->write_end(), nullptr, pipe_bytes,
-                         splice_flags)) < 0 &&
-           errno == EINTR)
-    {}
+    const ssize_t n = retrying([&] {
+        return ::splice(from.native_handle(), nullptr, d.pipe->write_end(), nullptr, pipe_bytes,
+                        splice_flags);
+    });
     if (n > 0)
     {
         d.held = static_cast<std::size_t>(n);
@@ -403,19 +397,14 @@ next_wait splice_chunk(relay_state& st, direction& d, tcp::socket& from, tcp::so
     return errno == EAGAIN || errno == EWOULDBLOCK ? next_wait::readable : broken(st);
 }
 
-/// Moves what `from` has now, a few chunks per turn. Returns what to wait for.
+/// Moves one chunk of what `from` has now, then lets the loop run others (`yield`: a post):
+/// 256 KiB, tens of microseconds of splicing or copying, so the loop it shares stays
+/// responsive. (Measured, net_bench: two chunks per turn moved no more bytes and doubled the
+/// loop's p99 lateness.) Returns what to wait for.
 next_wait move_ready(relay_state& st, direction& d, tcp::socket& from, tcp::socket& to,
                      std::uint64_t& count)
 {
-    for (int turn = 0; turn < buffers_per_turn; ++turn)
-    {
-        if (st.stopping)
-            return next_wait::ended;
-        const next_wait w = splice_chunk(st, d, from, to, count);
-        if (w != next_wait::yield)
-            return w;
-    }
-    return next_wait::yield;
+    return st.stopping ? next_wait::ended : splice_chunk(st, d, from, to, count);
 }
 
 /// Waits for what `w` names. False when the relay is ending.

@@ -6,6 +6,7 @@
 #include <sandbox/backend/launch.hpp>
 #include <sandbox/backend/request.hpp>
 
+#include <sandbox/process_manager.hpp>
 #include <sandbox/sampler.hpp>
 
 #include "protocol/net_bridge.hpp"
@@ -125,6 +126,8 @@ public:
         co_return r;
     }
     asio::awaitable<exec_outcome> try_exec(exec_request req) override;
+    process_manager* sessions() noexcept override { return sessions_.get(); }
+    void open_sessions(session_registry_options o);
     // Never fails, a cancelled caller's close included: the wait is for the kill it asked.
     asio::awaitable<void> close() override
     {
@@ -164,6 +167,7 @@ private:
     std::shared_ptr<tree_state> tree_;
     asio::posix::stream_descriptor control_;
     std::vector<unique_fd> idle_;
+    std::unique_ptr<session_registry> sessions_; // its destructor kills the sessions running
     std::uint16_t port_ = 0;
     std::vector<std::pair<std::string, std::string>> trust_env_;
     enforcement_report enforcement_;
@@ -249,9 +253,16 @@ outcome<std::uint16_t> bwrap_instance::read_ready()
 // can go at once: it waits in the channel until the worker reads it).
 void bwrap_instance::acquire(std::function<void(outcome<unique_fd>)> take)
 {
+    // Posted; a channel the instance closed meanwhile is its close, said so.
     auto give = [this, take = std::move(take)](outcome<unique_fd> c) mutable {
         auto held = std::make_shared<outcome<unique_fd>>(std::move(c));
-        asio::post(ex_, [take = std::move(take), held] { take(std::move(*held)); });
+        std::weak_ptr<bwrap_instance> w = weak_from_this();
+        asio::post(ex_, [w, take = std::move(take), held] {
+            auto self = w.lock();
+            if (*held && (!self || !self->is_open()))
+                *held = closed_failure(self ? self->id_ : "", self ? self->ended() : nullptr);
+            take(std::move(*held));
+        });
     };
     if (!is_open())
         return give(closed_failure(id_, ended()));
@@ -336,7 +347,35 @@ outcome<backend::spawn_plan> bwrap_instance::command_plan(exec_request& req)
         if (auto self = w.lock())
             self->release(std::move(c));
     };
+    plan.explain_lost = [w, id = id_](exec_outcome& o) { // a session has no try_exec
+        auto self = w.lock();
+        if (self && self->is_open())
+            return; // (an end by its own caps may not be known yet: try_exec waits for it)
+        failure f = closed_failure(id, self ? self->ended() : nullptr);
+        o.ec = f.code;
+        if (o.result.status != exec_status::not_started)
+            o.result.status = exec_status::cancelled;
+        o.result.diag = std::move(f.diag);
+    };
     return plan;
+}
+
+// Sessions inside the instance: the shared registry, each plan made as a command's (narrowed
+// to the instance, its worker from it). Once the instance is closed a start fails with
+// `instance_closed` (no worker to be had).
+void bwrap_instance::open_sessions(session_registry_options o)
+{
+    std::weak_ptr<bwrap_instance> w = weak_from_this();
+    sessions_ = std::make_unique<session_registry>(
+        ex_,
+        [w](const session_spec& spec) -> outcome<backend::spawn_plan> {
+            auto self = w.lock();
+            if (!self)
+                return make_failure(errc::instance_closed, "the instance is closed", "instance");
+            exec_request req = backend::request_of(spec);
+            return self->command_plan(req);
+        },
+        o);
 }
 
 // A command: the exec core with a worker inside the instance. A worker lost because the
@@ -363,6 +402,8 @@ asio::awaitable<exec_outcome> bwrap_instance::try_exec(exec_request req)
         co_return out; // the instance lives on: the command's tree took its worker down
     failure f = closed_failure(id_, ended());
     out.ec = f.code;
+    if (out.result.status != exec_status::not_started) // it ran: killed with the instance
+        out.result.status = exec_status::cancelled;
     out.result.diag = std::move(f.diag);
     co_return out;
 }
@@ -376,6 +417,7 @@ open_instance(asio::any_io_executor ex, const bwrap_runner_options& opts,
     if (auto c = backend::check_instance_spec(spec); !c)
         co_return c.error();
     auto i = std::make_shared<bwrap_instance>(ex, opts, st, std::move(spec));
+    i->open_sessions(opts.sessions);
     if (auto r = co_await i->start(opts, std::move(e)); !r)
     {
         failure f = std::move(r).error();

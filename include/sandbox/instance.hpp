@@ -43,9 +43,9 @@ struct instance_spec
 /// and may signal each other while they run (see docs/security.md).
 ///
 /// A command's options may narrow the instance's, never widen them: its `net` must be the
-/// instance's (or left default); terminals (`tty`), extra descriptors and per-command
-/// network hooks are refused (`errc::not_available`, `errc::validation`). `sessions()` is
-/// null.
+/// instance's (or left default); per-command network hooks are refused (`errc::validation`).
+/// A command may have a terminal (`tty`). `sessions()` starts sessions inside the instance
+/// (each one a command of it, narrowed the same way); it lists and finds only those.
 ///
 /// `close()`, the destruction of the last handle, the end of the runner's `io_context`
 /// and the death of the calling process each kill everything in the instance. A command

@@ -113,6 +113,8 @@ void supervision::finish(bool pipes_abandoned)
         plan_.release_channel(unique_fd(channel_.release()));
     else if (tree_gone)
         svc_.release(unique_fd(channel_.release()));
+    else if (plan_.explain_lost)
+        plan_.explain_lost(o);
     boost::system::error_code ignored;
     channel_.close(ignored);
     auto settle = std::move(plan_.settle);

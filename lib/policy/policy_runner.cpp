@@ -13,6 +13,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <functional>
 
 namespace sandbox::detail {
 
@@ -44,18 +45,28 @@ asio::awaitable<void> audit_session_end(std::shared_ptr<session> s, trail t)
 } // namespace
 
 /// Sessions through the same steps as exec; everything after the start is the inner
-/// manager's (the session object returned is the inner one).
+/// manager's (the session object returned is the inner one). The runner's, or an
+/// instance's: then each spec is narrowed to the instance first (as its commands are) and
+/// its records name the instance.
 class policy_runner::gated_sessions final : public process_manager
 {
 public:
-    explicit gated_sessions(policy_runner& owner) : owner_(owner) {}
+    explicit gated_sessions(policy_runner& owner)
+        : owner_(owner), target_([&owner] { return owner.inner_->sessions(); })
+    {}
+    // An instance's: `keep` holds the instance (which owns this manager) across a start.
+    gated_sessions(policy_runner& owner, instance& inner, const instance_spec& narrowed_to,
+                   std::function<std::shared_ptr<void>()> keep)
+        : owner_(owner), target_([&inner] { return inner.sessions(); }), instance_(&inner),
+          narrowed_to_(&narrowed_to), instance_id_(inner.id()), keep_(std::move(keep))
+    {}
 
     executor_type get_executor() const noexcept override { return owner_.get_executor(); }
 
     // The thread rule: the chain's state (call count, approvals) is touched on its executor.
     asio::awaitable<outcome<std::shared_ptr<session>>> try_start(session_spec spec) override
     {
-        return on_executor(get_executor(), start_here(std::move(spec)));
+        return on_executor(get_executor(), start_here(keep_ ? keep_() : nullptr, std::move(spec)));
     }
 
     std::vector<session_info> list() const override { return inner().list(); }
@@ -66,19 +77,29 @@ public:
     }
 
 private:
-    asio::awaitable<outcome<std::shared_ptr<session>>> start_here(session_spec spec)
+    asio::awaitable<outcome<std::shared_ptr<session>>>
+    start_here([[maybe_unused]] std::shared_ptr<void> keep, session_spec spec)
     {
-        process_manager* pm = owner_.inner_->sessions(); // nobody is asked for what cannot start
+        process_manager* pm = target_(); // nobody is asked for what cannot start
         if (!pm)
             co_return make_failure(errc::not_available, "the inner runner has no sessions");
+        if (instance_ && !instance_->is_open())
+            co_return make_failure(
+                errc::instance_closed,
+                "instance " + instance_id_ + " is closed: nothing more runs in it", "instance");
+        if (narrowed_to_)
+            if (auto n = backend::narrow_to_instance(*narrowed_to_, spec); !n)
+                co_return std::move(n).error();
         // In its own statement: GCC 12 mishandles braced temporaries inside co_await.
         call_ref call{call_kind::session, spec.command, spec.args, spec.options,
-                      spec.tty,           spec.id,      true,      spec.requested_by};
+                      spec.tty,           spec.id,      true,      spec.requested_by,
+                      instance_id_};
         outcome<trail> admitted = co_await owner_.admit(call);
         if (!admitted)
             co_return std::move(admitted).error();
         trail t = std::move(*admitted);
-        spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
+        if (!narrowed_to_) // an instance's network reports to the instance's own trail
+            spec.on_net_record = t.net_handler(std::move(spec.on_net_record));
         // An inner manager of the caller's may throw.
         auto s = co_await catching(pm->try_start(std::move(spec)), failure_of);
         if (!s)
@@ -97,12 +118,17 @@ private:
 
     process_manager& inner() const
     {
-        process_manager* pm = owner_.inner_->sessions();
+        process_manager* pm = target_();
         if (!pm)
             refuse(errc::not_available, "the inner runner has no sessions");
         return *pm;
     }
     policy_runner& owner_;
+    std::function<process_manager*()> target_;
+    instance* instance_ = nullptr;
+    const instance_spec* narrowed_to_ = nullptr;
+    std::string instance_id_;
+    std::function<std::shared_ptr<void>()> keep_;
 };
 
 policy_runner::policy_runner(std::unique_ptr<runner> inner, chain_layers layers)
@@ -185,6 +211,8 @@ public:
         : owner_(owner), inner_(std::move(inner)), trail_(std::move(t))
     {
         spec_.options = std::move(options);
+        sessions_ = std::make_unique<gated_sessions>(
+            owner_, *inner_, spec_, [this] { return std::shared_ptr<void>(shared_from_this()); });
     }
     ~gated_instance() override { note_closed(); }
 
@@ -193,6 +221,10 @@ public:
     const std::string& id() const noexcept override { return inner_->id(); }
     bool is_open() const noexcept override { return inner_->is_open(); }
     const exec_outcome* ended() const noexcept override { return inner_->ended(); }
+    process_manager* sessions() noexcept override
+    {
+        return inner_->sessions() ? sessions_.get() : nullptr;
+    }
 
     asio::awaitable<exec_outcome> try_exec(exec_request req) override
     {
@@ -231,6 +263,7 @@ private:
     policy_runner& owner_;
     std::shared_ptr<instance> inner_;
     instance_spec spec_; // its options, as opened (the defaults merged in)
+    std::unique_ptr<gated_sessions> sessions_;
     trail trail_;
     bool closed_noted_ = false;
 };

@@ -220,8 +220,6 @@ asio::awaitable<outcome<std::shared_ptr<session>>> start_session(asio::any_io_ex
             co_return std::move(r).error();
     auto s = std::make_shared<session>(st); // from here on, dropping it kills the tree
     start_child(st, std::move(plan));
-    if (st->tty)
-        copy_terminal(*st);
     while (st->pid == 0 && !st->exited)
         if (auto ec = co_await st->next_change()) // cancelled: dropping `s` kills the tree
         {
@@ -232,6 +230,8 @@ asio::awaitable<outcome<std::shared_ptr<session>>> start_session(asio::any_io_ex
         }
     if (st->pid == 0)
         co_return failure{st->start_error, st->exit.diag};
+    if (st->tty) // open by now (not before: a worker may come later, an instance's)
+        copy_terminal(*st);
     co_return s;
 }
 

@@ -81,6 +81,23 @@ def wait_gone(pid, seconds=10.0):
     return not alive(pid)
 
 
+def read_pty_until(fd, text, timeout=30):
+    """What a pseudo-terminal's master `fd` gives until `text` shows, it ends or time runs out."""
+    import select
+    got, end = b"", time.time() + timeout
+    while text.encode() not in got and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
 def children_of(pid):
     out = []
     for p in os.listdir("/proc"):

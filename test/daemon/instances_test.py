@@ -3,6 +3,7 @@
 --instance: open, exec in, close; what commands of one bwrap instance share and what they do
 not; bounds per uid and for the daemon; idle expiry; a client that goes; reload and SIGTERM.
 Usage: instances_test.py SANDBOXD SANDBOX_RUN [unittest args]"""
+import base64
 import json
 import os
 import shutil
@@ -121,6 +122,106 @@ class InstancesTest(hostile_test.Fixture):
                          200)
         for pid in tree:
             self.assertTrue(wait_gone(pid, 10), f"pid {pid} of the instance outlived its close")
+
+    def read_session(self, sid, needle=None, seconds=30):
+        """The session's output from the start: up to its end, or until `needle` shows."""
+        data, offset, end = b"", 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            status, out = self.d.request(
+                "GET", f"/v1/sessions/{sid}/output?offset={offset}&wait=1000")
+            self.assertEqual(status, 200, out)
+            for c in out["chunks"]:
+                data += c["data"].encode() if "data" in c else base64.b64decode(c["data_base64"])
+            offset = out["next"]
+            if out["eof"] or (needle and needle in data):
+                return data
+        self.fail(f"no end of session {sid} (got {data!r})")
+
+    @unittest.skipUnless(HAVE_BWRAP, "bubblewrap is not installed")
+    def test_sessions_inside_a_bwrap_instance_with_curl(self):
+        self.add_bwrap_box(self.d.root)
+        i = self.open("walled")
+        base = f"/v1/sandboxes/walled/instances/{i['id']}"
+        tree = instance_trees(self.d.proc.pid)
+        status, r = self.run_in("walled", i["id"], {"command": "sh",
+                                                    "args": ["-c", "echo kept > /tmp/note"]})
+        self.assertEqual((status, r["exit_code"]), (200, 0), r)
+        # On pipes: the instance's /tmp and pid namespace, input, wait, output.
+        code, s = self.d.curl("POST", base + "/sessions", {"command": "sh", "args": [
+            "-c", "cat /tmp/note; cat /proc/1/comm; read x; echo got $x"]})
+        self.assertEqual((code, s["instance"], s["sandbox"], s["tty"]),
+                         (201, i["id"], "walled", False), s)
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{s['id']}/input", b"hi\n")[0], 200)
+        code, r = self.d.curl("POST", f"/v1/sessions/{s['id']}/wait")
+        self.assertEqual((code, r["status"], r["exit_code"]), (200, "exited", 0), r)
+        self.assertEqual(self.read_session(s["id"]), b"kept\nsandbox-init\ngot hi\n")
+        code, listed = self.d.curl("GET", "/v1/sessions")
+        self.assertIn((s["id"], i["id"]), [(x["id"], x.get("instance")) for x in listed["sessions"]])
+        self.assertEqual(self.d.curl("DELETE", f"/v1/sessions/{s['id']}")[0], 200)
+        # On a terminal: its size, a resize, Ctrl-C to the foreground program.
+        code, t = self.d.curl("POST", base + "/sessions", {"command": "sh", "tty": True, "args": [
+            "-c", "stty size; read x; stty size; exec cat"]})
+        self.assertEqual((code, t["tty"]), (201, True), t)
+        self.assertIn(b"24 80", self.read_session(t["id"], b"24 80"))
+        self.assertEqual(self.d.curl("POST", f"/v1/sessions/{t['id']}/resize",
+                                     {"rows": 33, "cols": 77})[0], 200)
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{t['id']}/input", b"go\n")[0], 200)
+        self.assertIn(b"33 77", self.read_session(t["id"], b"33 77"))
+        self.assertEqual(self.d.request("POST", f"/v1/sessions/{t['id']}/input", b"ping\n")[0],
+                         200)
+        self.read_session(t["id"], b"ping\r\nping\r\n")  # cat runs: ^C goes to it
+        code, r = self.d.curl("POST", f"/v1/sessions/{t['id']}/signal", {"signal": "interrupt"})
+        self.assertEqual(code, 200, r)
+        code, r = self.d.curl("POST", f"/v1/sessions/{t['id']}/wait")
+        self.assertEqual((r["status"], r["signal"]), ("signaled", signal.SIGINT), r)
+        self.assertEqual(self.d.curl("GET", base)[1]["running"], 1)  # until it is closed
+        self.assertEqual(self.d.curl("DELETE", f"/v1/sessions/{t['id']}")[0], 200)
+        self.assertEqual(self.d.curl("GET", base)[1]["running"], 0)
+        # An open session keeps the instance busy (no idle expiry); closing the instance
+        # ends it.
+        code, left = self.d.curl("POST", base + "/sessions", {"command": "sleep", "args": ["300"]})
+        self.assertEqual(code, 201, left)
+        self.assertEqual(self.d.curl("GET", base)[1]["running"], 1)
+        self.assertEqual(self.d.curl("DELETE", base)[0], 200)
+        code, r = self.d.curl("POST", f"/v1/sessions/{left['id']}/wait")
+        self.assertEqual(code, 200, r)
+        self.assertEqual(r["status"], "cancelled", r)  # killed with the instance
+        code, r = self.d.curl("POST", base + "/sessions", {"command": "true"})
+        self.assertEqual((code, r["error"]["code"]), (404, "not_found"), r)
+        for pid in tree:
+            self.assertTrue(wait_gone(pid, 10), f"pid {pid} of the instance outlived its close")
+
+    @unittest.skipUnless(HAVE_BWRAP, "bubblewrap is not installed")
+    def test_sandbox_run_connect_tty_instance(self):
+        """--tty --instance: a terminal session inside the instance, on a pty of ours."""
+        import fcntl
+        import pty
+        import struct
+        import termios
+        self.add_bwrap_box(self.d.root)
+        i = self.open("walled")
+        self.assertEqual(self.run_in("walled", i["id"], {"command": "sh", "args": [
+            "-c", "echo kept > /tmp/note"]})[0], 200)
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 29, 91, 0, 0))
+                os.execv(SANDBOX_RUN, [SANDBOX_RUN, "--connect", self.d.sock, "--sandbox",
+                                       "walled", "--instance", i["id"], "--tty", "--", "sh",
+                                       "-c", "read x; echo got:$x; cat /tmp/note; stty size; "
+                                       "exit 5"])
+            finally:
+                os._exit(99)
+        try:
+            time.sleep(0.3)
+            os.write(fd, b"hi\r")
+            got = daemon_test.read_pty_until(fd, "29 91")
+            self.assertIn(b"got:hi", got)
+            self.assertIn(b"kept", got)  # the instance's /tmp
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 5)
+        finally:
+            os.close(fd)
 
     def test_a_client_that_goes_away_cancels_its_exec_and_the_instance_goes_on(self):
         i = self.open("box")
@@ -285,7 +386,9 @@ class InstancesTest(hostile_test.Fixture):
                  404, "not_found"),
                 (base + "/exec", {"command": "true", "tty": True}, 400, "validation"),
                 (base + "/exec", {"args": ["x"]}, 400, "validation"),
-                (base + "/sessions", {"command": "cat"}, 501, "not_available"),
+                (base + "/sessions", {"args": ["x"]}, 400, "validation"),
+                (base + "/sessions", {"command": "cat", "net": {"mode": "deny_all"}}, 400,
+                 "validation"),
                 (base + "/nothing", {}, 404, "not_found")):
             got_status, r = self.d.request("POST", path, body)
             self.assertEqual((got_status, r["error"]["code"]), (status, code), (path, r))
@@ -302,7 +405,7 @@ class InstancesTest(hostile_test.Fixture):
                            text=True, timeout=60, stdin=subprocess.DEVNULL)
         self.assertEqual(p.returncode, 125)
         self.assertIn("not_found: no instance \"i-0\"", p.stderr)
-        for bad in (["--instance", i["id"], "--tty"], ["--instance", ""]):
+        for bad in (["--instance", i["id"], "--stdin-file", "/dev/null"], ["--instance", ""]):
             p = subprocess.run(run + bad + ["--", "true"], capture_output=True, text=True,
                                timeout=60, stdin=subprocess.DEVNULL)
             self.assertEqual(p.returncode, 125, p.stderr)

@@ -17,6 +17,7 @@ import websocket  # python3-websocket (websocket-client): a real WebSocket clien
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon_test import alive, as_uid, end_process, wait_gone  # noqa: E402  (one /proc reader for both suites)
+import daemon_test  # noqa: E402  (read_pty_until)
 
 SANDBOXD = SANDBOX_RUN = None
 
@@ -599,19 +600,7 @@ class SandboxdTest(unittest.TestCase):
 
     @staticmethod
     def read_pty_until(fd, text, timeout=30):
-        import select
-        got, end = b"", time.time() + timeout
-        while text.encode() not in got and time.time() < end:
-            r, _, _ = select.select([fd], [], [], 0.5)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                got += chunk
-        return got
+        return daemon_test.read_pty_until(fd, text, timeout)
 
     def test_sandbox_run_connect_tty_is_a_terminal_session(self):
         pid, fd = self.run_connect_tty(["sh", "-c", "read x; echo got:$x; stty size; exit 3"])

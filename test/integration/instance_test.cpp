@@ -5,6 +5,7 @@
 // handle; the refusals of a command that would widen the instance.
 #include <boost/test/unit_test.hpp>
 
+#include "session_support.hpp"
 #include "support.hpp"
 
 #include <sandbox/backend/instance.hpp>
@@ -358,6 +359,7 @@ BOOST_FIXTURE_TEST_CASE(closing_mid_command_ends_it_with_instance_closed, bwrap_
     {}
     BOOST_REQUIRE(running);
     BOOST_TEST((running->ec == errc::instance_closed), running->result.diag);
+    BOOST_TEST((running->result.status == exec_status::cancelled), running->result.diag);
     BOOST_TEST(inst->ended() != nullptr);
     inst.reset();
     BOOST_TEST(drains(ioc));
@@ -471,6 +473,80 @@ BOOST_AUTO_TEST_CASE(the_instance_dies_with_its_caller)
     BOOST_TEST(instance_processes().empty());
 }
 
+// Sessions and terminals inside an instance: each is a command of the instance (its /tmp,
+// its pid namespace, its init), with the session API of the runner's; a terminal is the
+// command's controlling terminal inside (its size, resize, Ctrl-C to its foreground group).
+BOOST_FIXTURE_TEST_CASE(sessions_and_terminals_run_inside_the_instance, bwrap_instance_fixture)
+{
+    auto inst = open(ioc, runner);
+    BOOST_TEST(exec_in(ioc, *inst, sh("echo kept > /tmp/kept")).result.exit_code == 0);
+    sandbox::process_manager* pm = inst->sessions();
+    BOOST_REQUIRE(pm != nullptr);
+    BOOST_TEST(pm != runner.sessions()); // the instance's own, not the runner's cold ones
+    finish(ioc, [&]() -> asio::awaitable<bool> {
+        const auto piped =
+            sbx_test::shell("cat /tmp/kept; cat /proc/1/comm; read x; echo got $x", "in-pipes");
+        auto pipes = co_await pm->start(piped);
+        BOOST_TEST(!pipes->is_tty());
+        co_await pipes->write("hello\n");
+        auto d = co_await sbx_test::read_all(*pipes);
+        BOOST_TEST(d.out == "kept\nsandbox-init\ngot hello\n", d.err);
+        auto r = co_await pipes->wait();
+        BOOST_TEST((r.status == exec_status::exited && r.exit_code == 0), r.diag);
+        co_await pipes->close();
+
+        sandbox::session_spec t = sbx_test::shell(
+            "test -t 0 && echo on-a-terminal; stty size; read x; echo got $x; stty size; exec cat");
+        t.tty = sandbox::terminal_size{};
+        auto term = co_await pm->start(t);
+        BOOST_TEST(term->is_tty());
+        std::uint64_t at = 0;
+        auto seen = co_await sbx_test::read_until(*term, at, "24 80");
+        BOOST_TEST(contains(seen, "on-a-terminal"), seen);
+        BOOST_TEST(contains(seen, "24 80"), seen);
+        BOOST_TEST(!term->resize({40, 120}));
+        co_await term->write("line\n");
+        seen = co_await sbx_test::read_until(*term, at, "40 120");
+        BOOST_TEST(contains(seen, "got line"), seen);
+        BOOST_TEST(contains(seen, "40 120"), seen);
+        BOOST_TEST(pm->list().size() == 1u);
+        // (Once cat reads: the shell itself catches SIGINT under -c.)
+        co_await term->write("ping\n");
+        seen = co_await sbx_test::read_until(*term, at, "ping\r\nping\r\n");
+        BOOST_TEST(contains(seen, "ping\r\nping\r\n"), seen);
+        // Ctrl-C reaches the foreground group through the terminal's line discipline: the
+        // terminal is the command's controlling terminal inside the sandbox.
+        BOOST_TEST(!term->signal(sandbox::session_signal::interrupt));
+        r = co_await term->wait();
+        BOOST_TEST((r.status == exec_status::signaled), r.diag);
+        BOOST_TEST(r.signal == SIGINT);
+        co_await term->close();
+
+        // A one-shot call may have a terminal too.
+        auto e = sh("test -t 1 && stty size");
+        e.tty = sandbox::terminal_size{30, 100};
+        auto o = co_await inst->try_exec(e);
+        BOOST_TEST(!o.ec, o.result.diag);
+        BOOST_TEST(contains(o.result.out.data, "30 100"), o.result.out.data);
+
+        // Closing the instance ends what runs in it; later starts are refused.
+        const auto sleeper = sbx_test::shell("sleep 301");
+        auto left = co_await pm->start(sleeper);
+        co_await inst->close();
+        r = co_await left->wait();
+        BOOST_TEST((r.status == exec_status::cancelled), r.diag);
+        BOOST_TEST(r.diag.limit == "instance", r.diag);
+        const auto after_close = sbx_test::shell("true");
+        auto late = co_await pm->try_start(after_close);
+        BOOST_TEST((!late && late.error().code == errc::instance_closed));
+        co_return true;
+    }());
+    auto survivors = instance_processes();
+    BOOST_TEST(survivors.empty(), survivors.size() << " processes of the instance survived");
+    inst.reset();
+    BOOST_TEST(drains(ioc));
+}
+
 BOOST_FIXTURE_TEST_CASE(a_command_may_not_widen_the_instance, bwrap_instance_fixture)
 {
     sandbox::instance_spec with_input;
@@ -486,10 +562,15 @@ BOOST_FIXTURE_TEST_CASE(a_command_may_not_widen_the_instance, bwrap_instance_fix
     auto w = exec_in(ioc, *inst, sh("true", wider));
     BOOST_TEST((w.ec == errc::validation), w.result.diag);
     BOOST_TEST(w.result.diag.limit == "net");
-    auto tty = sh("true");
-    tty.tty = sandbox::terminal_size{};
-    auto t = exec_in(ioc, *inst, tty);
-    BOOST_TEST((t.ec == errc::not_available), t.result.diag);
+    // A session follows the same rules.
+    sandbox::session_spec wide_session = sbx_test::shell("true");
+    wide_session.options = wider;
+    auto ws = finish(ioc, inst->sessions()->try_start(wide_session));
+    BOOST_TEST((!ws && ws.error().code == errc::validation));
+    sandbox::session_spec hooked = sbx_test::shell("true");
+    hooked.on_net_record = [](const sandbox::net_record&) {};
+    auto hs = finish(ioc, inst->sessions()->try_start(hooked));
+    BOOST_TEST((!hs && hs.error().code == errc::validation && hs.error().diag.limit == "net"));
     // A command's own process cap would replace the instance's (one fork gate answers).
     inst.reset();
     BOOST_TEST(drains(ioc));
@@ -506,6 +587,11 @@ BOOST_FIXTURE_TEST_CASE(a_command_may_not_widen_the_instance, bwrap_instance_fix
     own_cap.limits.max_processes = 1000;
     auto loose = exec_in(ioc, *inst, sh("echo ran", own_cap));
     BOOST_TEST(loose.result.out.data == "ran\n", loose.result.diag);
+    // A terminal under the instance's fork gate (its filter refuses clone3).
+    auto on_tty = sh("stty size");
+    on_tty.tty = sandbox::terminal_size{21, 61};
+    auto t = exec_in(ioc, *inst, on_tty);
+    BOOST_TEST(contains(t.result.out.data, "21 61"), t.result.diag << t.result.out.data);
     // The instance's own network: only loopback, for every command.
     auto n = exec_in(ioc, *inst, sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"));
     BOOST_TEST(n.result.out.data == "lo\n", n.result.diag << n.result.err.data);
@@ -548,7 +634,19 @@ BOOST_AUTO_TEST_CASE(the_chain_judges_each_command_of_an_instance)
     other.command = "/bin/true";
     auto denied = exec_in(ioc, *inst, other);
     BOOST_TEST((denied.ec == errc::policy_denied), denied.result.diag);
+    // Its sessions too: judged by the gate, given the defaults, recorded with the instance.
+    BOOST_REQUIRE(inst->sessions() != nullptr);
     finish(ioc, [&]() -> asio::awaitable<bool> {
+        sandbox::session_spec no = sbx_test::shell("true");
+        no.command = "/bin/true";
+        auto refused = co_await inst->sessions()->try_start(no);
+        BOOST_TEST((!refused && refused.error().code == errc::policy_denied));
+        const auto defaults_shown = sbx_test::shell("echo $FROM_DEFAULTS; cat /proc/1/comm");
+        auto s = co_await inst->sessions()->start(defaults_shown);
+        auto d = co_await sbx_test::read_all(*s);
+        BOOST_TEST(d.out == "d\nsandbox-init\n", d.err);
+        BOOST_TEST(inst->sessions()->list().size() == 1u);
+        co_await s->close();
         co_await inst->close();
         co_return true;
     }());
@@ -562,7 +660,9 @@ BOOST_AUTO_TEST_CASE(the_chain_judges_each_command_of_an_instance)
         seen.push_back(std::string(sandbox::to_string(r.event)) + " " + r.command);
         BOOST_TEST(r.instance_id == id, sandbox::to_string(r.event));
     }
+    // (The gate is outside the audit layer: what it refuses is not recorded.)
     const std::vector<std::string> want{"instance_opened ", "allowed /bin/sh", "finished /bin/sh",
+                                        "allowed /bin/sh",  "started /bin/sh", "finished /bin/sh",
                                         "instance_closed "};
     BOOST_TEST(seen == want, boost::test_tools::per_element());
 }
@@ -733,6 +833,48 @@ BOOST_AUTO_TEST_CASE(a_local_instance_runs_each_command_on_its_runner)
     BOOST_TEST(c.result.out.data == "through\n", c.result.diag);
     chained.reset();
     chain.reset();
+    BOOST_TEST(drains(ioc));
+}
+
+// A local instance's sessions are its runner's, narrowed to the instance; its books hold
+// only its own, and its close ends those still running.
+BOOST_AUTO_TEST_CASE(a_local_instance_has_sessions_of_its_own)
+{
+    asio::io_context ioc;
+    sbx_test::temp_dir root;
+    sandbox::local_runner r(ioc.get_executor(), {.root = root.str()});
+    sandbox::instance_spec spec;
+    spec.options.env.inject["FROM_INSTANCE"] = "yes";
+    auto inst = open(ioc, r, spec);
+    sandbox::process_manager* pm = inst->sessions();
+    BOOST_REQUIRE(pm != nullptr);
+    finish(ioc, [&]() -> asio::awaitable<bool> {
+        const auto out_spec = sbx_test::shell("sleep 30", "outside");
+        const auto in_spec = sbx_test::shell("echo $FROM_INSTANCE; sleep 30", "inside");
+        auto outside = co_await r.sessions()->start(out_spec);
+        auto s = co_await pm->start(in_spec);
+        std::uint64_t at = 0;
+        BOOST_TEST(contains(co_await sbx_test::read_until(*s, at, "yes\n"), "yes\n"));
+        auto rows = pm->list();
+        BOOST_TEST_REQUIRE(rows.size() == 1u);
+        BOOST_TEST(rows[0].id == "inside");
+        BOOST_TEST(!pm->find("outside"));
+        BOOST_TEST(pm->find("inside") == s);
+        auto wider = sbx_test::shell("true");
+        wider.options.net.mode = sandbox::net_mode::deny_all;
+        auto w = co_await pm->try_start(wider);
+        BOOST_TEST((!w && w.error().code == errc::validation));
+        co_await inst->close();
+        BOOST_TEST(!s->running());
+        BOOST_TEST(outside->running()); // the runner's own sessions are not the instance's
+        const auto after_close = sbx_test::shell("true");
+        auto late = co_await pm->try_start(after_close);
+        BOOST_TEST((!late && late.error().code == errc::instance_closed));
+        co_await s->close();
+        co_await outside->close();
+        co_return true;
+    }());
+    inst.reset();
     BOOST_TEST(drains(ioc));
 }
 

@@ -258,6 +258,17 @@ bool starts_with(std::string_view s, std::string_view p)
     return s.substr(0, p.size()) == p;
 }
 
+// A tunnel through the proxy on `proxy_port` to 127.0.0.1:`origin_port`: dialled, the
+// CONNECT sent and its 200 checked; `extra` gets what came after the answer's head.
+asio::awaitable<tcp::socket> open_tunnel(std::uint16_t proxy_port, std::uint16_t origin_port,
+                                         std::string& extra)
+{
+    auto c = co_await dial(proxy_port);
+    co_await send(c, connect_head(origin_port));
+    BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+    co_return c;
+}
+
 std::uint16_t closed_port(asio::io_context& ioc)
 {
     tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
@@ -455,10 +466,8 @@ BOOST_AUTO_TEST_CASE(server_bytes_sent_at_once_reach_the_client)
         co_await read_all(s);
     });
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string extra;
-        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), extra);
         BOOST_TEST(extra + co_await read_n(c, 6 - extra.size()) == "BANNER");
         o.close();
     });
@@ -487,19 +496,15 @@ BOOST_AUTO_TEST_CASE(half_close_both_ways)
     });
     f.run([&]() -> asio::awaitable<void> {
         {
-            auto c = co_await dial(f.port);
-            co_await send(c, connect_head(o.port()));
             std::string extra;
-            BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+            auto c = co_await open_tunnel(f.port, o.port(), extra);
             co_await send(c, "abcdefghij");
             c.shutdown(tcp::socket::shutdown_send);
             BOOST_TEST(extra + co_await read_all(c) == "10");
         }
         {
-            auto c = co_await dial(f.port);
-            co_await send(c, connect_head(o.port()));
             std::string extra;
-            BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+            auto c = co_await open_tunnel(f.port, o.port(), extra);
             BOOST_TEST(extra + co_await read_all(c) == "X");
             co_await send(c, "Y");
             c.shutdown(tcp::socket::shutdown_send);
@@ -633,10 +638,8 @@ BOOST_AUTO_TEST_CASE(without_descriptors_for_pipes_a_tunnel_copies)
     } table;
     std::string got;
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string extra;
-        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), extra);
         net::relay_drop_kept_pipes();
         table.fill(c.native_handle());
         auto writer = [&]() -> asio::awaitable<void> {
@@ -665,10 +668,8 @@ BOOST_AUTO_TEST_CASE(urgent_data_does_not_stall_a_direction)
     origin o(f.ioc);
     o.serve(echo);
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string extra;
-        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), extra);
         co_await send(c, "before|");
         BOOST_TEST(extra + co_await read_n(c, 7 - extra.size()) == "before|");
         BOOST_REQUIRE(::send(c.native_handle(), "!", 1, MSG_OOB) == 1);
@@ -703,10 +704,8 @@ BOOST_AUTO_TEST_CASE(a_reset_receiver_raises_no_sigpipe)
         origin_done = true;
     });
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string extra;
-        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), extra);
         co_await read_n(c, 4096); // the download flows
         c.shutdown(tcp::socket::shutdown_send);
         c.set_option(asio::socket_base::linger(true, 0));
@@ -882,10 +881,8 @@ BOOST_AUTO_TEST_CASE(connections_over_the_cap_get_503)
     origin o(f.ioc);
     o.serve(echo);
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string extra;
-        BOOST_TEST(starts_with(co_await read_head(c, extra), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), extra);
         const std::string r = co_await exchange(f.port, connect_head(o.port()));
         BOOST_TEST(starts_with(r, "HTTP/1.1 503 "));
         // The refused one ends once this client has gone.
@@ -1065,10 +1062,8 @@ BOOST_AUTO_TEST_CASE(destroying_the_proxy_mid_tunnel_is_safe)
     origin o(f.ioc);
     o.serve(echo);
     f.run([&]() -> asio::awaitable<void> {
-        auto c = co_await dial(f.port);
-        co_await send(c, connect_head(o.port()));
         std::string e;
-        BOOST_TEST(starts_with(co_await read_head(c, e), "HTTP/1.1 200 "));
+        auto c = co_await open_tunnel(f.port, o.port(), e);
         f.proxy.reset(); // the destructor stops it; the connection's coroutine still holds the state
         BOOST_TEST(co_await read_all(c) == "");
         BOOST_TEST(co_await eventually([&] { return f.count(net_event::closed) == 1; }));

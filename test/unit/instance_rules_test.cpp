@@ -76,26 +76,33 @@ BOOST_AUTO_TEST_CASE(the_path_comes_from_the_command_s_environment)
     BOOST_TEST(sandbox::detail::path_of({"PATHX=/no"}) == "/bin:/usr/bin");
 }
 
-BOOST_AUTO_TEST_CASE(a_command_takes_what_it_leaves_unset_from_the_instance)
+// A command (`Call`: exec_request) or a session (session_spec) of an instance takes what it
+// leaves unset from the instance, and keeps what it sets.
+template <class Call> void takes_what_it_leaves_unset()
 {
     sandbox::instance_spec inst;
     inst.options.net.mode = sandbox::net_mode::deny_all;
     inst.options.work_dir = "proj";
     inst.options.env.inject["A"] = "1";
-    sandbox::exec_request req;
+    Call req;
     req.command = "ls";
     BOOST_TEST(sandbox::backend::narrow_to_instance(inst, req).has_value());
     BOOST_TEST((req.options.net.mode == sandbox::net_mode::deny_all));
     BOOST_TEST(req.options.work_dir == "proj");
     BOOST_TEST(req.options.env.inject.at("A") == "1");
     // Its own work dir and environment stay its own; the same net policy is accepted.
-    sandbox::exec_request own;
+    Call own;
     own.options.work_dir = "other";
     own.options.env.inject["B"] = "2";
     own.options.net.mode = sandbox::net_mode::deny_all;
     BOOST_TEST(sandbox::backend::narrow_to_instance(inst, own).has_value());
     BOOST_TEST(own.options.work_dir == "other");
     BOOST_TEST(own.options.env.inject.count("A") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_command_takes_what_it_leaves_unset_from_the_instance)
+{
+    takes_what_it_leaves_unset<sandbox::exec_request>();
 }
 
 BOOST_AUTO_TEST_CASE(a_command_cannot_widen_the_instance)
@@ -111,10 +118,9 @@ BOOST_AUTO_TEST_CASE(a_command_cannot_widen_the_instance)
     sandbox::exec_request other_mode; // another network altogether, however narrow
     other_mode.options.net.mode = sandbox::net_mode::deny_all;
     BOOST_TEST(!sandbox::backend::narrow_to_instance(inst, other_mode).has_value());
-    sandbox::exec_request tty;
+    sandbox::exec_request tty; // a terminal is the command's own
     tty.tty = sandbox::terminal_size{};
-    auto t = sandbox::backend::narrow_to_instance(inst, tty);
-    BOOST_TEST((!t && t.error().code == errc::not_available));
+    BOOST_TEST(sandbox::backend::narrow_to_instance(inst, tty).has_value());
     sandbox::exec_request hooked;
     hooked.on_net_record = [](const sandbox::net_record&) {};
     auto h = sandbox::backend::narrow_to_instance(inst, hooked);
@@ -122,6 +128,27 @@ BOOST_AUTO_TEST_CASE(a_command_cannot_widen_the_instance)
     sandbox::instance_spec with_input;
     with_input.options.input = "";
     BOOST_TEST(!sandbox::backend::check_instance_spec(with_input).has_value());
+}
+
+// A session started in an instance follows the same rules as its commands.
+BOOST_AUTO_TEST_CASE(a_session_is_narrowed_as_a_command_is)
+{
+    takes_what_it_leaves_unset<sandbox::session_spec>();
+    sandbox::instance_spec inst;
+    inst.options.net.mode = sandbox::net_mode::deny_all;
+    sandbox::session_spec on_terminal;
+    on_terminal.command = "sh";
+    on_terminal.tty = sandbox::terminal_size{};
+    BOOST_TEST(sandbox::backend::narrow_to_instance(inst, on_terminal).has_value());
+    sandbox::session_spec wider;
+    wider.options.net.mode = sandbox::net_mode::inherit;
+    wider.options.net.allow_hosts = {"example.com"};
+    auto w = sandbox::backend::narrow_to_instance(inst, wider);
+    BOOST_TEST((!w && w.error().code == errc::validation && w.error().diag.limit == "net"));
+    sandbox::session_spec hooked;
+    hooked.on_net_record = [](const sandbox::net_record&) {};
+    auto h = sandbox::backend::narrow_to_instance(inst, hooked);
+    BOOST_TEST((!h && h.error().code == errc::validation && h.error().diag.limit == "net"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -147,10 +147,10 @@ outcome<void> parse_connect_flags(const po::variables_map& vm, run_config& cfg)
                                 "--instance: an instance id (as the daemon "
                                 "answered it)",
                                 "instance");
-        if (cfg.tty || given(vm, "stdin-file"))
+        if (given(vm, "stdin-file"))
             return make_failure(errc::validation,
-                                "--instance runs one exec in the instance: no --tty, no "
-                                "--stdin-file",
+                                "--instance runs one exec in the instance (or with --tty a "
+                                "terminal session in it): no --stdin-file",
                                 "instance");
     }
     const bool json = vm["json"].as<bool>(); // (cfg.json is set after these flags)

@@ -150,9 +150,12 @@ asio::awaitable<int> session(terminal_run& run, asio::signal_set& signals)
     auto call = json::parse(sandbox::config::call_to_json(run.cfg.request)).as_object();
     const auto size = size_of(STDIN_FILENO);
     call["tty"] = json::object{{"rows", size.rows}, {"cols", size.cols}};
-    auto started = co_await c.call(http::verb::post,
-                                   "/v1/sandboxes/" + run.cfg.sandbox_name + "/sessions",
-                                   json::serialize(call));
+    // The sandbox's own terminal session, or one inside the instance --instance names.
+    const std::string where = run.cfg.instance.empty()
+                                  ? "/v1/sandboxes/" + run.cfg.sandbox_name + "/sessions"
+                                  : "/v1/sandboxes/" + run.cfg.sandbox_name + "/instances/" +
+                                        run.cfg.instance + "/sessions";
+    auto started = co_await c.call(http::verb::post, where, json::serialize(call));
     if (started.status != 201)
     {
         say(error_message(started));

@@ -221,7 +221,7 @@ constexpr option_spec option_table[] = {
      "with --connect: run COMMAND as one exec in the daemon's\n"
      "instance ID of the sandbox (opened by POST /v1/sandboxes/\n"
      "NAME/instances): output when it ends, same exit status;\n"
-     "no --tty, no --stdin-file"},
+     "with --tty a terminal session in it; no --stdin-file"},
     {"help,h", "", arity::flag, "print this text and exit"},
 };
 

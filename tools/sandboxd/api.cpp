@@ -181,12 +181,15 @@ std::int64_t output_cap(const daemon& d, sandbox::exec_options& o)
     return cap;
 }
 
+} // namespace
+
 asio::awaitable<response> start_session(daemon& d, const request& req, const std::string& name,
-                                        const peer& who)
+                                        const peer& who, session_place where)
 {
-    const auto p = pin(d, name, who);
-    if (!p.runner->sessions())
-        throw route_error{failure_of(errc::not_available, "this sandbox has no sessions")};
+    if (!where.manager)
+        throw route_error{failure_of(errc::not_available, where.instance.empty()
+                                                              ? "this sandbox has no sessions"
+                                                              : "this instance has no sessions")};
     auto call = call_of(req);
     const auto reserve = output_cap(d, call.options);
     if (auto no = d.admit_session(who, reserve))
@@ -210,7 +213,7 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
     if (call.tty)
         spec.tty = sandbox::terminal_size{static_cast<unsigned short>(call.tty->first),
                                           static_cast<unsigned short>(call.tty->second)};
-    auto started = co_await p.runner->sessions()->try_start(std::move(spec));
+    auto started = co_await where.manager->try_start(std::move(spec));
     if (!started)
         throw route_error{std::move(started).error()};
     auto s = std::move(*started);
@@ -225,8 +228,20 @@ asio::awaitable<response> start_session(daemon& d, const request& req, const std
         co_await s->close();
         throw route_error{sandbox::failure{end_error(*info.exit), info.exit->diag}};
     }
-    d.sessions()[info.id] = session_record{s, p.registry, name, who, reserve};
-    co_return json_response(req, http::status::created, session_json(name, info));
+    d.sessions()[info.id] = session_record{
+        s, std::move(where.registry), name, who, reserve, where.instance, std::move(where.held)};
+    co_return json_response(req, http::status::created, session_json(name, info, where.instance));
+}
+
+namespace {
+
+asio::awaitable<response> start_sandbox_session(daemon& d, const request& req,
+                                                const std::string& name, const peer& who)
+{
+    auto p = pin(d, name, who);
+    session_place where{p.runner->sessions(), std::move(p.registry)};
+    response r = co_await start_session(d, req, name, who, std::move(where));
+    co_return r;
 }
 
 asio::awaitable<response> read_output(daemon& d, const request& req, const std::string& id,
@@ -297,6 +312,7 @@ asio::awaitable<response> session_action(daemon& d, const request& req, const st
     auto& rec = record_of(d, id, who);
     auto s = rec.session;
     const auto name = rec.sandbox;
+    const auto instance = rec.instance;
     if (action == "input")
         co_await s->write(req.body());
     else if (action == "close-input")
@@ -345,7 +361,7 @@ asio::awaitable<response> session_action(daemon& d, const request& req, const st
     }
     else
         throw route_error{failure_of(errc::not_found, "no such action: " + action)};
-    co_return json_response(req, http::status::ok, session_json(name, s->info()));
+    co_return json_response(req, http::status::ok, session_json(name, s->info(), instance));
 }
 
 asio::awaitable<response> close_session(daemon& d, const request& req, const std::string& id,
@@ -353,6 +369,7 @@ asio::awaitable<response> close_session(daemon& d, const request& req, const std
 {
     auto& rec = record_of(d, id, who);
     auto s = rec.session;
+    auto held = std::move(rec.held); // its instance stays busy until the session is gone
     d.sessions().erase(id);
     co_await s->close();
     co_return json_response(req, http::status::ok, json::object{{"id", id}, {"closed", true}});
@@ -396,8 +413,8 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who,
         }
         if (n == 4 && m == http::verb::post && seg[3] == "sessions")
             {
-            response r_ = co_await start_session(d, req, seg[2], who);
-            co_return r_;
+                response r_ = co_await start_sandbox_session(d, req, seg[2], who);
+                co_return r_;
         }
         if (n >= 4 && seg[3] == "instances")
         {
@@ -412,7 +429,7 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who,
             json::array out;
             for (const auto& [id, rec] : d.sessions())
                 if (d.may_use(who, rec))
-                    out.push_back(session_json(rec.sandbox, rec.session->info()));
+                    out.push_back(session_json(rec.sandbox, rec.session->info(), rec.instance));
             co_return json_response(req, http::status::ok,
                                     json::object{{"sessions", std::move(out)}});
         }
@@ -420,7 +437,7 @@ asio::awaitable<response> route(daemon& d, const request& req, const peer& who,
         {
             auto& rec = record_of(d, seg[2], who);
             co_return json_response(req, http::status::ok,
-                                    session_json(rec.sandbox, rec.session->info()));
+                                    session_json(rec.sandbox, rec.session->info(), rec.instance));
         }
         if (n == 3 && m == http::verb::delete_)
             {

@@ -6,6 +6,7 @@
 
 #include "api.hpp"
 
+#include <sandbox/process_manager.hpp>
 #include <sandbox/runner.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -73,7 +74,23 @@ response exec_answer(const request& req, const sandbox::exec_outcome& done,
 /// daemon's), code budget_exceeded, the config key as the limit.
 response refused(const request& req, const refusal& r);
 
-/// `/v1/sandboxes/NAME/instances[/ID[/exec]]` (instances.cpp); `seg` from `segments`.
+/// Where a session starts: a sandbox's sessions, or an instance's, and what its record keeps
+/// while it is open (an instance's handle and its busy mark: it does not expire meanwhile).
+struct session_place
+{
+    sandbox::process_manager* manager = nullptr;
+    std::shared_ptr<const sandbox::config::registry> registry;
+    std::string instance{}; ///< empty: the sandbox's own sessions
+    std::shared_ptr<void> held{};
+};
+
+/// `POST .../sessions`: a session of `where` for `who` (api.cpp), within the daemon's bounds
+/// on sessions; 201 with the session, or the failure thrown as route_error.
+boost::asio::awaitable<response> start_session(daemon& d, const request& req,
+                                               const std::string& name, const peer& who,
+                                               session_place where);
+
+/// `/v1/sandboxes/NAME/instances[/ID[/exec|/sessions]]` (instances.cpp); `seg` from `segments`.
 boost::asio::awaitable<response> route_instances(daemon& d, const request& req,
                                                  const std::vector<std::string>& seg,
                                                  const peer& who, const client_watch& gone);

@@ -42,6 +42,8 @@ struct session_record
     std::string sandbox;
     peer owner;
     std::int64_t output_reserved = 0; // its log's cap, counted against session_output_budget
+    std::string instance{};           // the instance it runs in; empty: none
+    std::shared_ptr<void> held{};     // what it keeps while open (its instance, busy)
 };
 
 /// How an instance is being used: the execs under way in it, and when the last one ended

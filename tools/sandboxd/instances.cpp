@@ -161,6 +161,26 @@ asio::awaitable<response> exec_in(daemon& d, const request& req, const std::stri
     co_return exec_answer(req, *done, backend);
 }
 
+// A session inside the instance: a session of the daemon like any (its id under
+// /v1/sessions, the same bounds per uid), whose record keeps the instance busy (no idle
+// expiry) until it is closed. Closing the instance ends it.
+asio::awaitable<response> start_session_in(daemon& d, const request& req, const std::string& name,
+                                           const std::string& id, const peer& who)
+{
+    auto& rec = record_of(d, name, id, who);
+    const auto* now = d.registry()->entry(name);
+    check_run_as(now ? *now : *rec.registry->entry(name), rec.owner);
+    if (!rec.instance->is_open())
+        throw route_error{failure_of(errc::instance_closed, "instance \"" + id + "\" has ended")};
+    auto inst = rec.instance;
+    auto held =
+        std::make_shared<std::pair<std::shared_ptr<sandbox::instance>, std::shared_ptr<void>>>(
+            inst, mark_busy(rec.use));
+    session_place where{inst->sessions(), rec.registry, id, std::move(held)};
+    response r = co_await start_session(d, req, name, who, std::move(where));
+    co_return r;
+}
+
 asio::awaitable<response> close_instance(daemon& d, const request& req, const std::string& name,
                                          const std::string& id, const peer& who)
 {
@@ -218,10 +238,8 @@ asio::awaitable<response> route_instances(daemon& d, const request& req,
     }
     if (n == 6 && m == http::verb::post && seg[5] == "sessions")
     {
-        (void)record_of(d, name, seg[4], who);
-        throw route_error{failure_of(errc::not_available,
-                                     "sessions inside an instance are not supported yet: run "
-                                     "execs in it, or start a session in the sandbox")};
+        response r = co_await start_session_in(d, req, name, seg[4], who);
+        co_return r;
     }
     throw route_error{
         failure_of(errc::not_found, "no such endpoint: " + std::string(req.method_string()) + " " +

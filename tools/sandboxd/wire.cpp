@@ -157,7 +157,8 @@ json::object error_json(const boost::system::error_code& ec, const sandbox::diag
         diag);
 }
 
-json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i)
+json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i,
+                          const std::string& instance)
 {
     json::array argv;
     for (const auto& a : i.argv)
@@ -171,6 +172,8 @@ json::object session_json(const std::string& sandbox_name, const sandbox::sessio
                    {"started_at_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                          i.started_at.time_since_epoch())
                                          .count()}};
+    if (!instance.empty())
+        o["instance"] = instance;
     if (i.exit)
     {
         const auto& x = *i.exit; // integers only (Boost.JSON would print 628.1 as 6.281E2)

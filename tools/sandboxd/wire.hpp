@@ -36,7 +36,8 @@ boost::json::object error_json(const boost::system::error_code& ec,
 /// was answered): the errno's class, else internal. None for a command that ran.
 boost::system::error_code end_error(const sandbox::exec_result& r);
 /// A session as GET /v1/sessions lists it.
-boost::json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i);
+boost::json::object session_json(const std::string& sandbox_name, const sandbox::session_info& i,
+                                 const std::string& instance = {});
 /// Output bytes as JSON: "data" when they are valid UTF-8, else "data_base64".
 void put_bytes(boost::json::object& o, const std::string& data);
 

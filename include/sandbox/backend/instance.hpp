@@ -21,10 +21,12 @@ SANDBOX_DECL outcome<> check_instance_spec(const instance_spec& spec);
 /// \brief A command of an instance narrowed to it (pure; no I/O). It may narrow, never
 /// widen: its `net` left default takes the instance's, any other must equal it
 /// (`errc::validation`: the network is set up once, at open); an empty `work_dir` takes
-/// the instance's; a default `env` takes the instance's. A terminal is refused
-/// (`errc::not_available`), and so are the command's own network hooks (`on_net_record`,
-/// `http`: `errc::validation`, they belong to the instance).
+/// the instance's; a default `env` takes the instance's. The command's own network hooks
+/// (`on_net_record`, `http`) are refused (`errc::validation`: they belong to the instance).
 SANDBOX_DECL outcome<> narrow_to_instance(const instance_spec& inst, exec_request& req);
+
+/// \brief `narrow_to_instance` for a session started in an instance (the same rules).
+SANDBOX_DECL outcome<> narrow_to_instance(const instance_spec& inst, session_spec& spec);
 
 /// "i-1", "i-2", ...: unique within the process.
 SANDBOX_DECL std::string next_instance_id();

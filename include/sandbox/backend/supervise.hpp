@@ -123,6 +123,10 @@ struct spawn_plan
     /// With `acquire_channel`: takes the channel back once its worker has reported the tree
     /// gone (the worker may serve another command). Not called when the worker was lost.
     std::function<void(unique_fd)> release_channel{};
+    /// With `acquire_channel`: called when the worker was lost (it never reported the tree
+    /// gone), before the outcome is delivered, to say why when the backend knows (an
+    /// instance that was closed). Empty: the loss is classified as the helper's.
+    std::function<void(exec_outcome&)> explain_lost{};
     /// A command run by a worker inside a sandbox (an instance): the worker enters this
     /// directory (a path in the sandbox's view; empty: its own) and looks an executable
     /// without a slash up on the PATH of `envp` there. `work_dir` and
